@@ -1,0 +1,108 @@
+//! The Internet checksum (RFC 1071) and the IPv4 pseudo header.
+//!
+//! Sums are kept as `u32` holding an already folded 16-bit one's-complement
+//! value, so partial sums of any number of pieces can be added without
+//! overflow before [`finish`] complements them.
+
+use std::net::Ipv4Addr;
+
+/// One's-complement sum of `data` as big-endian 16-bit words (an odd final
+/// byte is padded with zero), folded to 16 bits.
+pub fn sum(data: &[u8]) -> u32 {
+    // A u64 accumulator cannot overflow for any slice that fits in memory
+    // (2^48 words of at most 0xFFFF each), so folding waits until the end.
+    let mut acc: u64 = 0;
+    let mut words = data.chunks_exact(2);
+    for word in &mut words {
+        acc += u64::from(u16::from_be_bytes([word[0], word[1]]));
+    }
+    if let [last] = words.remainder() {
+        acc += u64::from(*last) << 8;
+    }
+    fold64(acc)
+}
+
+/// Adds folded sums together, folding again.
+pub fn combine(sums: &[u32]) -> u32 {
+    fold64(sums.iter().map(|&s| u64::from(s)).sum())
+}
+
+/// Complements a sum into the value that goes on the wire.
+pub fn finish(sum: u32) -> u16 {
+    !(fold64(u64::from(sum)) as u16)
+}
+
+/// The Internet checksum of `data` (RFC 1071): the complement of the
+/// one's-complement sum. Over data that includes a correct checksum field,
+/// the result is 0.
+pub fn internet(data: &[u8]) -> u16 {
+    finish(sum(data))
+}
+
+/// Folded sum of the IPv4 pseudo header used by TCP and UDP checksums
+/// (RFC 793 §3.1, RFC 768): source, destination, zero, protocol, length.
+pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, len: u16) -> u32 {
+    let s = src.octets();
+    let d = dst.octets();
+    let acc = u64::from(u16::from_be_bytes([s[0], s[1]]))
+        + u64::from(u16::from_be_bytes([s[2], s[3]]))
+        + u64::from(u16::from_be_bytes([d[0], d[1]]))
+        + u64::from(u16::from_be_bytes([d[2], d[3]]))
+        + u64::from(protocol)
+        + u64::from(len);
+    fold64(acc)
+}
+
+fn fold64(mut acc: u64) -> u32 {
+    while acc > 0xFFFF {
+        acc = (acc & 0xFFFF) + (acc >> 16);
+    }
+    acc as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc1071_example() {
+        // RFC 1071 §3: these bytes sum to 0xddf2, checksum is its complement.
+        let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(sum(&data), 0xddf2);
+        assert_eq!(internet(&data), !0xddf2);
+    }
+
+    #[test]
+    fn odd_length_pads_with_zero() {
+        assert_eq!(sum(&[0x12, 0x34, 0x56]), 0x1234 + 0x5600);
+        assert_eq!(sum(&[0xab]), 0xab00);
+    }
+
+    #[test]
+    fn carries_wrap_around() {
+        assert_eq!(sum(&[0xff, 0xff, 0x00, 0x01]), 0x0001);
+        assert_eq!(sum(&[0xff, 0xff, 0xff, 0xff]), 0xffff);
+    }
+
+    #[test]
+    fn sum_is_split_invariant_at_even_boundaries() {
+        let data: Vec<u8> = (0..=255u8).cycle().take(1001).collect();
+        assert_eq!(combine(&[sum(&data[..500]), sum(&data[500..])]), sum(&data));
+    }
+
+    #[test]
+    fn data_with_its_checksum_verifies_to_zero() {
+        let mut data = vec![0x45, 0x00, 0x00, 0x1c, 0x12, 0x34, 0, 0];
+        let c = internet(&data);
+        data[6..8].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(internet(&data), 0);
+    }
+
+    #[test]
+    fn pseudo_header_matches_explicit_bytes() {
+        let src = Ipv4Addr::new(10, 0, 0, 1);
+        let dst = Ipv4Addr::new(192, 168, 200, 254);
+        let bytes = [10, 0, 0, 1, 192, 168, 200, 254, 0, 6, 0x05, 0xdc];
+        assert_eq!(pseudo_header_sum(src, dst, 6, 1500), sum(&bytes));
+    }
+}
