@@ -1,0 +1,149 @@
+//! Constant-bit-rate UDP source.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use rtolab_time::{SimDuration, SimTime};
+use rtolab_wire::ipv4::{protocol, Ipv4Repr};
+use rtolab_wire::packet;
+use rtolab_wire::udp::UdpRepr;
+use serde::Serialize;
+
+use super::{App, AppContext, AppStats};
+use crate::trace::AppEvent;
+
+/// Bytes at the start of every payload: sequence number (u64, big endian)
+/// then send time in ns (u64, big endian). The rest is zeros.
+pub const PAYLOAD_HEADER_LEN: usize = 16;
+
+/// Parameters of a [`CbrApp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CbrConfig {
+    /// Where datagrams go.
+    pub destination: SocketAddrV4,
+    /// UDP source port.
+    pub source_port: u16,
+    /// UDP payload bytes per datagram, at least [`PAYLOAD_HEADER_LEN`].
+    pub payload_size: usize,
+    /// Payload bit rate: one datagram every `payload_size * 8 / rate`.
+    pub rate_bps: u64,
+    /// First datagram.
+    pub start: SimTime,
+    /// No datagram at or after this time (`None`: until the run ends).
+    pub stop: Option<SimTime>,
+}
+
+/// Counters of a [`CbrApp`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CbrStats {
+    /// Datagrams handed to the network.
+    pub sent_packets: u64,
+    /// Payload bytes handed to the network.
+    pub sent_bytes: u64,
+    /// Datagrams that could not be built (payload too large for IPv4).
+    pub send_errors: u64,
+}
+
+/// Sends a datagram of `payload_size` bytes every interval from `start`
+/// until `stop`, each carrying its sequence number and send time.
+pub struct CbrApp {
+    config: CbrConfig,
+    interval: SimDuration,
+    next_seq: u64,
+    payload: Vec<u8>,
+    stats: CbrStats,
+}
+
+impl CbrApp {
+    /// A source with `config` (a payload shorter than the 16-byte header is
+    /// padded up to it).
+    pub fn new(config: CbrConfig) -> Self {
+        let payload_size = config.payload_size.max(PAYLOAD_HEADER_LEN);
+        CbrApp {
+            config: CbrConfig {
+                payload_size,
+                ..config
+            },
+            interval: SimDuration::transmission(payload_size as u64, config.rate_bps),
+            next_seq: 0,
+            payload: vec![0; payload_size],
+            stats: CbrStats::default(),
+        }
+    }
+
+    /// Time between datagrams.
+    pub fn interval(&self) -> SimDuration {
+        self.interval
+    }
+
+    fn stopped(&self, now: SimTime) -> bool {
+        self.config.stop.is_some_and(|stop| now >= stop)
+    }
+
+    fn send(&mut self, cx: &mut AppContext<'_>) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.payload[..8].copy_from_slice(&seq.to_be_bytes());
+        self.payload[8..16].copy_from_slice(&cx.now().as_nanos().to_be_bytes());
+        let dst = *self.config.destination.ip();
+        let src = cx.source_address_for(dst).unwrap_or(Ipv4Addr::UNSPECIFIED);
+        let ip = Ipv4Repr {
+            src,
+            dst,
+            protocol: protocol::UDP,
+            ttl: 64,
+            // The IPv4 ident only has to be unique per flow while packets
+            // are in flight; the sequence number's low bits are.
+            ident: seq as u16,
+            dont_fragment: true,
+            tos: 0,
+            payload_len: 0,
+        };
+        let udp = UdpRepr {
+            src_port: self.config.source_port,
+            dst_port: self.config.destination.port(),
+            payload: &self.payload,
+        };
+        match cx.send_with(|buf| packet::emit_udp(buf, &ip, &udp)) {
+            Ok(()) => {
+                self.stats.sent_packets += 1;
+                self.stats.sent_bytes += self.payload.len() as u64;
+                cx.trace(AppEvent::DatagramSent {
+                    seq,
+                    len: self.payload.len() as u32,
+                });
+            }
+            Err(_) => self.stats.send_errors += 1,
+        }
+    }
+}
+
+impl App for CbrApp {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        cx.trace(AppEvent::Started);
+        if !self.stopped(self.config.start) {
+            cx.set_timer(self.config.start, 0);
+        }
+    }
+
+    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+
+    fn on_timer(&mut self, cx: &mut AppContext<'_>, _token: u64) {
+        let now = cx.now();
+        if self.stopped(now) {
+            cx.trace(AppEvent::Stopped);
+            return;
+        }
+        self.send(cx);
+        // Each send time is start + k * interval, so rounding never drifts.
+        let next = self.config.start + self.interval * self.next_seq;
+        if self.stopped(next) {
+            cx.trace(AppEvent::Stopped);
+        } else {
+            cx.set_timer(next, 0);
+        }
+    }
+
+    fn stats(&self) -> AppStats {
+        AppStats::Cbr(self.stats)
+    }
+}

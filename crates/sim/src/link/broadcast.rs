@@ -1,0 +1,602 @@
+//! Shared broadcast medium with a unit-disk radio model.
+//!
+//! Members have positions in metres. A transmission is heard by every member
+//! within the interference range of the sender; those within the (shorter)
+//! transmission range could decode it. At each receiver, two signals that
+//! overlap in time both become undecodable ("collision"), and a radio cannot
+//! receive while it transmits. Frames are unicast at the link layer: the
+//! addressed member receives the frame, the others only hear the signal
+//! (which still collides with what they receive and makes them sense the
+//! medium busy).
+//!
+//! There is no MAC yet: a member with nothing on air transmits at once
+//! (ALOHA), otherwise the frame waits in its drop-tail queue.
+//! [`BroadcastMedium::carrier_sense`] is the query future MACs (802.15.4,
+//! 802.11 DCF) will build on.
+
+use std::collections::VecDeque;
+
+use rtolab_time::{SimDuration, SimTime};
+use serde::{Deserialize, Serialize};
+
+use super::{Frame, LinkOutput, Port};
+use crate::trace::DropReason;
+
+/// Speed of light in vacuum, m/s, for propagation delays.
+const SPEED_OF_LIGHT: f64 = 299_792_458.0;
+
+/// A position in the plane, in metres.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Position {
+    /// East, metres.
+    pub x: f64,
+    /// North, metres.
+    pub y: f64,
+}
+
+impl Position {
+    /// Euclidean distance in metres.
+    pub fn distance(&self, other: &Position) -> f64 {
+        (self.x - other.x).hypot(self.y - other.y)
+    }
+}
+
+/// Parameters of a [`BroadcastMedium`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BroadcastConfig {
+    /// Bits per second of every transmission.
+    pub rate_bps: u64,
+    /// Receivers within this distance (m) can decode a transmission.
+    pub tx_range: f64,
+    /// Receivers within this distance (m) are disturbed by a transmission;
+    /// at least `tx_range`.
+    pub interference_range: f64,
+    /// Frames that may wait at each member, excluding the one on air.
+    pub queue_capacity: usize,
+}
+
+/// Counters of one member of a [`BroadcastMedium`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MemberStats {
+    /// Frames accepted into the queue.
+    pub enqueued: u64,
+    /// Frames dropped because the queue was full.
+    pub dropped_queue_full: u64,
+    /// Frames transmitted.
+    pub sent_packets: u64,
+    /// Bytes transmitted.
+    pub sent_bytes: u64,
+    /// Frames sent whose addressee was out of transmission range.
+    pub out_of_range: u64,
+    /// Frames addressed to this member and received intact.
+    pub delivered_packets: u64,
+    /// Bytes addressed to this member and received intact.
+    pub delivered_bytes: u64,
+    /// Frames addressed to this member lost to overlapping signals.
+    pub collisions: u64,
+    /// Frames addressed to this member lost because it was transmitting.
+    pub receiver_transmitting: u64,
+    /// Decodable transmissions addressed to other members.
+    pub overheard: u64,
+    /// Longest queue seen, in frames.
+    pub max_queue_len: u64,
+    /// Time spent transmitting, in ns.
+    pub busy_ns: u64,
+}
+
+/// Counters of a [`BroadcastMedium`], one entry per member (port).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BroadcastStats {
+    /// `members[p]` counts for port `p`.
+    pub members: Vec<MemberStats>,
+}
+
+#[derive(Debug)]
+struct Member<P> {
+    position: Position,
+    queue: VecDeque<(Port, Frame<P>)>,
+    /// End of the member's current transmission.
+    on_air_until: Option<SimTime>,
+    /// A frame sent to an addressee out of range, dropped when sending ends.
+    unreachable: Option<Frame<P>>,
+    stats: MemberStats,
+}
+
+/// A signal arriving at one receiver.
+#[derive(Debug)]
+struct Signal<P> {
+    receiver: Port,
+    start: SimTime,
+    end: SimTime,
+    /// Why it cannot be decoded, if it cannot.
+    spoiled: Option<DropReason>,
+    /// The frame, when this receiver is its addressee and in range.
+    frame: Option<Frame<P>>,
+}
+
+impl<P> Signal<P> {
+    fn overlaps(&self, start: SimTime, end: SimTime) -> bool {
+        self.start < end && start < self.end
+    }
+
+    fn spoil(&mut self, reason: DropReason) {
+        self.spoiled.get_or_insert(reason);
+    }
+}
+
+/// A shared radio medium with unit-disk reception and interference.
+#[derive(Debug)]
+pub struct BroadcastMedium<P> {
+    config: BroadcastConfig,
+    members: Vec<Member<P>>,
+    signals: Vec<Signal<P>>,
+}
+
+impl<P: Copy> BroadcastMedium<P> {
+    /// A medium with no members yet.
+    pub fn new(config: BroadcastConfig) -> Self {
+        BroadcastMedium {
+            config,
+            members: Vec::new(),
+            signals: Vec::new(),
+        }
+    }
+
+    /// The medium's parameters.
+    pub fn config(&self) -> &BroadcastConfig {
+        &self.config
+    }
+
+    /// Adds a member at `position`; returns its port.
+    pub fn add_member(&mut self, position: Position) -> Port {
+        self.members.push(Member {
+            position,
+            queue: VecDeque::new(),
+            on_air_until: None,
+            unreachable: None,
+            stats: MemberStats::default(),
+        });
+        (self.members.len() - 1) as Port
+    }
+
+    /// Number of members.
+    pub fn member_count(&self) -> usize {
+        self.members.len()
+    }
+
+    /// The position of member `port`.
+    pub fn position(&self, port: Port) -> Position {
+        self.members[port as usize].position
+    }
+
+    /// Carrier sense: whether member `port` hears the medium busy at `now`,
+    /// because it is transmitting or a signal from within its interference
+    /// range is arriving.
+    pub fn carrier_sense(&self, port: Port, now: SimTime) -> bool {
+        let member = &self.members[port as usize];
+        member.on_air_until.is_some_and(|until| now < until)
+            || self
+                .signals
+                .iter()
+                .any(|s| s.receiver == port && s.start <= now && now < s.end)
+    }
+
+    /// Hands a frame from member `from` addressed to member `to`.
+    pub fn transmit(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        to: Port,
+        frame: Frame<P>,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        self.handle_timeout(now, out);
+        let member = &mut self.members[from as usize];
+        let idle = member.on_air_until.is_none() && member.queue.is_empty();
+        if !idle && member.queue.len() >= self.config.queue_capacity {
+            member.stats.dropped_queue_full += 1;
+            out.push(LinkOutput::Dropped {
+                port: from,
+                frame,
+                reason: DropReason::QueueFull,
+            });
+            return;
+        }
+        member.stats.enqueued += 1;
+        out.push(LinkOutput::Enqueued {
+            port: from,
+            frame,
+            queue_len: member.queue.len() as u32,
+        });
+        member.queue.push_back((to, frame));
+        if idle {
+            self.start(now, from, out);
+        }
+        let member = &mut self.members[from as usize];
+        member.stats.max_queue_len = member.stats.max_queue_len.max(member.queue.len() as u64);
+    }
+
+    /// Ends transmissions and receptions due at or before `now`, in time
+    /// order, and starts queued frames.
+    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        loop {
+            // Signal ends go before transmission ends at the same instant
+            // (kind 0 < 1); ties within a kind go to the lowest index.
+            let signal_end = self
+                .signals
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.end, 0u8, i))
+                .min();
+            let tx_end = self
+                .members
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| m.on_air_until.map(|t| (t, 1u8, i)))
+                .min();
+            match signal_end.into_iter().chain(tx_end).min() {
+                Some((t, 0, i)) if t <= now => self.end_signal(i, out),
+                Some((t, _, i)) if t <= now => self.end_transmission(t, i as Port, out),
+                _ => break,
+            }
+        }
+    }
+
+    /// When `handle_timeout` must next be called.
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        let signals = self.signals.iter().map(|s| s.end);
+        let sending = self.members.iter().filter_map(|m| m.on_air_until);
+        signals.chain(sending).min()
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> BroadcastStats {
+        BroadcastStats {
+            members: self.members.iter().map(|m| m.stats).collect(),
+        }
+    }
+
+    fn propagation(distance: f64) -> SimDuration {
+        SimDuration::from_secs_f64(distance / SPEED_OF_LIGHT)
+    }
+
+    fn start(&mut self, now: SimTime, from: Port, out: &mut Vec<LinkOutput<P>>) {
+        let config = self.config;
+        let sender = &mut self.members[from as usize];
+        let Some((to, frame)) = sender.queue.pop_front() else {
+            return;
+        };
+        let airtime = SimDuration::transmission(u64::from(frame.len), config.rate_bps);
+        let end = now + airtime;
+        sender.on_air_until = Some(end);
+        sender.stats.sent_packets += 1;
+        sender.stats.sent_bytes += u64::from(frame.len);
+        sender.stats.busy_ns += airtime.as_nanos();
+        let origin = sender.position;
+        out.push(LinkOutput::TxStart { port: from, frame });
+
+        // A radio that transmits cannot receive what is arriving meanwhile.
+        for s in self.signals.iter_mut() {
+            if s.receiver == from && s.overlaps(now, end) {
+                s.spoil(DropReason::ReceiverTransmitting);
+            }
+        }
+
+        let mut delivered = false;
+        for (port, member) in self.members.iter_mut().enumerate() {
+            let port = port as Port;
+            if port == from {
+                continue;
+            }
+            let distance = origin.distance(&member.position);
+            if distance > config.interference_range {
+                continue;
+            }
+            let delay = Self::propagation(distance);
+            let (start, stop) = (now + delay, end + delay);
+            let decodable = distance <= config.tx_range;
+            let mut signal = Signal {
+                receiver: port,
+                start,
+                end: stop,
+                spoiled: None,
+                frame: None,
+            };
+            for other in self.signals.iter_mut() {
+                if other.receiver == port && other.overlaps(start, stop) {
+                    other.spoil(DropReason::Collision);
+                    signal.spoil(DropReason::Collision);
+                }
+            }
+            if member.on_air_until.is_some_and(|until| start < until) {
+                signal.spoil(DropReason::ReceiverTransmitting);
+            }
+            if decodable {
+                if port == to {
+                    signal.frame = Some(frame);
+                    delivered = true;
+                } else {
+                    member.stats.overheard += 1;
+                }
+            }
+            self.signals.push(signal);
+        }
+        if !delivered {
+            let sender = &mut self.members[from as usize];
+            sender.unreachable = Some(frame);
+        }
+    }
+
+    fn end_transmission(&mut self, at: SimTime, port: Port, out: &mut Vec<LinkOutput<P>>) {
+        let member = &mut self.members[port as usize];
+        member.on_air_until = None;
+        if let Some(frame) = member.unreachable.take() {
+            member.stats.out_of_range += 1;
+            out.push(LinkOutput::Dropped {
+                port,
+                frame,
+                reason: DropReason::OutOfRange,
+            });
+        }
+        if !member.queue.is_empty() {
+            self.start(at, port, out);
+        }
+    }
+
+    fn end_signal(&mut self, index: usize, out: &mut Vec<LinkOutput<P>>) {
+        // Order of `signals` never affects results: every scan either
+        // touches all of them or picks by time and then lowest index.
+        let signal = self.signals.swap_remove(index);
+        let Some(frame) = signal.frame else {
+            return;
+        };
+        let stats = &mut self.members[signal.receiver as usize].stats;
+        match signal.spoiled {
+            None => {
+                stats.delivered_packets += 1;
+                stats.delivered_bytes += u64::from(frame.len);
+                out.push(LinkOutput::Delivered {
+                    port: signal.receiver,
+                    frame,
+                });
+            }
+            Some(reason) => {
+                if reason == DropReason::Collision {
+                    stats.collisions += 1;
+                } else {
+                    stats.receiver_transmitting += 1;
+                }
+                out.push(LinkOutput::Dropped {
+                    port: signal.receiver,
+                    frame,
+                    reason,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use LinkOutput::*;
+
+    const A: Port = 0;
+    const B: Port = 1;
+    const C: Port = 2;
+
+    fn frame(id: u32) -> Frame<u32> {
+        Frame {
+            packet: id,
+            len: 125,
+        } // 1 ms at 1 Mbit/s
+    }
+
+    fn medium(positions: &[(f64, f64)]) -> BroadcastMedium<u32> {
+        let mut m = BroadcastMedium::new(BroadcastConfig {
+            rate_bps: 1_000_000,
+            tx_range: 50.0,
+            interference_range: 60.0,
+            queue_capacity: 4,
+        });
+        for &(x, y) in positions {
+            m.add_member(Position { x, y });
+        }
+        m
+    }
+
+    /// Drives the medium until idle; returns `out` (outputs of earlier
+    /// `transmit` calls) followed by everything that happened.
+    fn run(m: &mut BroadcastMedium<u32>, mut out: Vec<LinkOutput<u32>>) -> Vec<LinkOutput<u32>> {
+        while let Some(t) = m.poll_timeout() {
+            m.handle_timeout(t, &mut out);
+        }
+        out
+    }
+
+    fn receptions(out: &[LinkOutput<u32>]) -> Vec<LinkOutput<u32>> {
+        out.iter()
+            .copied()
+            .filter(|o| matches!(o, Delivered { .. } | Dropped { .. }))
+            .collect()
+    }
+
+    /// A and C are in range of B but not of each other.
+    fn hidden_terminal() -> BroadcastMedium<u32> {
+        medium(&[(0.0, 0.0), (40.0, 0.0), (80.0, 0.0)])
+    }
+
+    #[test]
+    fn hidden_terminals_collide_at_the_middle_node() {
+        let mut m = hidden_terminal();
+        let mut out = Vec::new();
+        m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
+        assert!(
+            !m.carrier_sense(C, SimTime::from_micros(1)),
+            "C cannot hear A"
+        );
+        m.transmit(SimTime::from_micros(500), C, B, frame(2), &mut out);
+        let log = receptions(&run(&mut m, out));
+        assert_eq!(
+            log,
+            [
+                Dropped {
+                    port: B,
+                    frame: frame(1),
+                    reason: DropReason::Collision
+                },
+                Dropped {
+                    port: B,
+                    frame: frame(2),
+                    reason: DropReason::Collision
+                },
+            ]
+        );
+        assert_eq!(m.stats().members[B as usize].collisions, 2);
+    }
+
+    #[test]
+    fn hidden_terminals_back_to_back_both_arrive() {
+        let mut m = hidden_terminal();
+        let mut out = Vec::new();
+        m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
+        // C starts just after A's signal has fully arrived at B
+        // (1 ms airtime plus 133 ns propagation over 40 m).
+        m.transmit(SimTime::from_nanos(1_000_134), C, B, frame(2), &mut out);
+        let log = receptions(&run(&mut m, out));
+        assert_eq!(
+            log,
+            [
+                Delivered {
+                    port: B,
+                    frame: frame(1)
+                },
+                Delivered {
+                    port: B,
+                    frame: frame(2)
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_transmitter_beyond_interference_range_does_not_disturb() {
+        // D at 150 m is out of B's interference range (60 m) but is still a
+        // member of the medium.
+        let mut m = medium(&[(0.0, 0.0), (40.0, 0.0), (80.0, 0.0), (150.0, 0.0)]);
+        let mut out = Vec::new();
+        m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
+        m.transmit(SimTime::from_micros(100), 3, C, frame(2), &mut out);
+        let log = receptions(&run(&mut m, out));
+        assert!(
+            log.contains(&Delivered {
+                port: B,
+                frame: frame(1)
+            }),
+            "{log:?}"
+        );
+        // C (70 m from D) hears nothing it can decode from D: out of range.
+        assert!(log.contains(&Dropped {
+            port: 3,
+            frame: frame(2),
+            reason: DropReason::OutOfRange
+        }));
+    }
+
+    #[test]
+    fn interferer_outside_tx_range_but_inside_interference_range_collides() {
+        // C at 95 m from A, 55 m from B: it cannot reach B (50 m) but
+        // disturbs it (60 m) while sending to a fourth node far from A and B.
+        let mut m = medium(&[(0.0, 0.0), (40.0, 0.0), (95.0, 0.0), (130.0, 0.0)]);
+        let mut out = Vec::new();
+        m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
+        m.transmit(SimTime::from_micros(10), C, 3, frame(2), &mut out);
+        let log = receptions(&run(&mut m, out));
+        assert_eq!(
+            log,
+            [
+                Dropped {
+                    port: B,
+                    frame: frame(1),
+                    reason: DropReason::Collision
+                },
+                Delivered {
+                    port: 3,
+                    frame: frame(2)
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn transmission_reaches_every_member_in_range() {
+        let mut m = medium(&[
+            (0.0, 0.0),
+            (10.0, 0.0),
+            (0.0, 30.0),
+            (45.0, 0.0),
+            (55.0, 0.0),
+            (70.0, 0.0),
+        ]);
+        let mut out = Vec::new();
+        m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
+        let sensed: Vec<bool> = (1..=5)
+            .map(|port| m.carrier_sense(port, SimTime::from_micros(10)))
+            .collect();
+        assert_eq!(sensed, [true, true, true, true, false]);
+        run(&mut m, out);
+        let stats = m.stats().members;
+        assert_eq!(stats[1].delivered_packets, 1);
+        let overheard: Vec<u64> = stats[2..].iter().map(|s| s.overheard).collect();
+        assert_eq!(overheard, [1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn a_radio_cannot_receive_while_transmitting() {
+        let mut m = medium(&[(0.0, 0.0), (40.0, 0.0)]);
+        let mut out = Vec::new();
+        m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
+        m.transmit(SimTime::from_micros(300), B, A, frame(2), &mut out);
+        let log = receptions(&run(&mut m, out));
+        assert_eq!(
+            log,
+            [
+                Dropped {
+                    port: B,
+                    frame: frame(1),
+                    reason: DropReason::ReceiverTransmitting
+                },
+                Dropped {
+                    port: A,
+                    frame: frame(2),
+                    reason: DropReason::ReceiverTransmitting
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn queued_frames_follow_each_other() {
+        let mut m = medium(&[(0.0, 0.0), (40.0, 0.0)]);
+        let mut out = Vec::new();
+        m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
+        m.transmit(SimTime::ZERO, A, B, frame(2), &mut out);
+        assert!(m.carrier_sense(A, SimTime::ZERO));
+        let log = run(&mut m, out);
+        assert_eq!(
+            receptions(&log),
+            [
+                Delivered {
+                    port: B,
+                    frame: frame(1)
+                },
+                Delivered {
+                    port: B,
+                    frame: frame(2)
+                }
+            ]
+        );
+        assert!(!m.carrier_sense(A, SimTime::from_millis(3)));
+    }
+}

@@ -1,0 +1,370 @@
+//! Running a scenario end to end: build the simulation, attach captures and
+//! the trace file, run, and collect a report.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use rtolab_time::{SimDuration, SimTime};
+use rtolab_wire::pcap::PcapWriter;
+use serde::Serialize;
+
+use crate::app::{AnyApp, AppId, AppStats, CbrApp, CbrConfig, SinkApp, SinkConfig};
+use crate::cidr::Ipv4Cidr;
+use crate::link::{BroadcastConfig, HalfDuplexConfig, LinkKind, LinkStats, P2pConfig, RateDelay};
+use crate::node::{LinkId, NodeId, NodeStats};
+use crate::scenario::{AppKindSpec, LinkModelSpec, Scenario, METRICS_FILE, TRACES_FILE};
+use crate::sim::{BuildError, SimError, Simulator};
+use crate::trace::JsonlSink;
+
+/// How to run a scenario.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+    /// Where captures, `traces.jsonl` and `metrics.json` go; nothing is
+    /// written without it.
+    pub out_dir: Option<PathBuf>,
+    /// Overrides the scenario's duration.
+    pub duration: Option<SimDuration>,
+    /// Whether to write `traces.jsonl` (needs `out_dir`).
+    pub write_traces: bool,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// The scenario could not be turned into a simulation.
+    #[error("building the simulation: {0}")]
+    Build(#[from] BuildError),
+}
+
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> RunError + '_ {
+    move |source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// An interface in a [`NodeReport`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InterfaceReport {
+    /// Address and prefix.
+    pub address: Ipv4Cidr,
+    /// Name of its link.
+    pub link: String,
+}
+
+/// A node in a [`RunReport`]; its index is the `node` of trace events.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NodeReport {
+    /// Host name.
+    pub name: String,
+    /// Interfaces; the index is the `iface` of trace events.
+    pub interfaces: Vec<InterfaceReport>,
+    /// IP-layer counters.
+    pub stats: NodeStats,
+}
+
+/// A link in a [`RunReport`]; its index is the `link` of trace events.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkReport {
+    /// Link name.
+    pub name: String,
+    /// Model.
+    pub kind: LinkKind,
+    /// Counters.
+    pub stats: LinkStats,
+}
+
+/// An app in a [`RunReport`]; its index is the `app` of trace events.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AppReport {
+    /// App name.
+    pub name: String,
+    /// Host it ran on.
+    pub host: String,
+    /// `cbr`, `sink`, ...
+    pub kind: String,
+    /// Counters.
+    pub stats: AppStats,
+}
+
+/// The outcome of a run; `metrics.json` holds the same data (with file
+/// paths relative to its directory).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunReport {
+    /// Scenario name.
+    pub name: String,
+    /// Seed used.
+    pub seed: u64,
+    /// Simulated time covered, ns.
+    pub duration_ns: u64,
+    /// The same in seconds, for display.
+    pub duration_s: f64,
+    /// Events handled.
+    pub events_processed: u64,
+    /// Per node.
+    pub nodes: Vec<NodeReport>,
+    /// Per link.
+    pub links: Vec<LinkReport>,
+    /// Per app.
+    pub apps: Vec<AppReport>,
+    /// Files written: captures, traces, metrics.
+    pub files: Vec<PathBuf>,
+}
+
+/// What `metrics.json` contains: the report, plus the error if the run
+/// failed midway.
+#[derive(Serialize)]
+struct MetricsFile<'a> {
+    #[serde(flatten)]
+    report: &'a RunReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// Builds the simulation a scenario describes, without captures or traces.
+pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, BuildError> {
+    let mut sim = Simulator::new(seed);
+    let mut node_ids = std::collections::BTreeMap::new();
+    for host in &scenario.hosts {
+        let id = sim.add_node(&host.name);
+        if let Some(position) = host.position {
+            sim.set_position(id, position);
+        }
+        node_ids.insert(host.name.as_str(), id);
+    }
+    let node = |name: &str| -> NodeId { node_ids[name] };
+    for link in &scenario.links {
+        match &link.model {
+            LinkModelSpec::PointToPoint(w) | LinkModelSpec::HalfDuplex(w) => {
+                let id = if matches!(link.model, LinkModelSpec::PointToPoint(_)) {
+                    sim.add_point_to_point(
+                        &link.name,
+                        P2pConfig {
+                            rate_bps: w.rate_bps,
+                            delay: w.delay,
+                            queue_capacity: w.queue,
+                            loss: w.loss,
+                        },
+                    )
+                } else {
+                    sim.add_half_duplex(
+                        &link.name,
+                        RateDelay {
+                            rate_bps: w.rate_bps,
+                            delay: w.delay,
+                        },
+                        HalfDuplexConfig {
+                            queue_capacity: w.queue,
+                            loss: w.loss,
+                        },
+                    )
+                };
+                for end in &w.ends {
+                    sim.attach(node(&end.host), id, end.address)?;
+                }
+            }
+            LinkModelSpec::Broadcast(b) => {
+                let id = sim.add_broadcast(
+                    &link.name,
+                    BroadcastConfig {
+                        rate_bps: b.rate_bps,
+                        tx_range: b.tx_range,
+                        interference_range: b.interference_range,
+                        queue_capacity: b.queue,
+                    },
+                );
+                for member in &b.members {
+                    sim.attach_at(node(&member.host), id, member.address, member.position)?;
+                }
+            }
+        }
+    }
+    for route in &scenario.routes {
+        sim.add_route(node(&route.host), route.destination, route.via)?;
+    }
+    for app in &scenario.apps {
+        let built = match &app.kind {
+            AppKindSpec::Cbr(c) => AnyApp::Cbr(CbrApp::new(CbrConfig {
+                destination: c.destination,
+                source_port: c.source_port,
+                payload_size: c.size,
+                rate_bps: c.rate_bps,
+                start: SimTime::ZERO + c.start,
+                stop: c.stop.map(|stop| SimTime::ZERO + stop),
+            })),
+            AppKindSpec::Sink { port } => AnyApp::Sink(SinkApp::new(SinkConfig { port: *port })),
+        };
+        sim.add_app(node(&app.host), &app.name, built);
+    }
+    Ok(sim)
+}
+
+/// Collects the report of a simulation in its current state.
+pub fn report(sim: &Simulator, name: &str, files: Vec<PathBuf>) -> RunReport {
+    let link_name = |id: LinkId| sim.link_name(id).to_string();
+    RunReport {
+        name: name.to_string(),
+        seed: sim.seed(),
+        duration_ns: sim.now().as_nanos(),
+        duration_s: sim.now().as_secs_f64(),
+        events_processed: sim.events_processed(),
+        nodes: sim
+            .nodes()
+            .iter()
+            .map(|n| NodeReport {
+                name: n.name.clone(),
+                interfaces: n
+                    .interfaces
+                    .iter()
+                    .map(|i| InterfaceReport {
+                        address: i.cidr,
+                        link: link_name(i.link),
+                    })
+                    .collect(),
+                stats: n.stats,
+            })
+            .collect(),
+        links: (0..sim.link_count() as u32)
+            .map(LinkId)
+            .map(|id| LinkReport {
+                name: link_name(id),
+                kind: sim.link_kind(id),
+                stats: sim.link_stats(id),
+            })
+            .collect(),
+        apps: (0..sim.app_count() as u32)
+            .map(AppId)
+            .map(|id| AppReport {
+                name: sim.app_name(id).to_string(),
+                host: sim.node(sim.app_node(id)).name.clone(),
+                kind: sim.app(id).kind().to_string(),
+                stats: sim.app_stats(id),
+            })
+            .collect(),
+        files,
+    }
+}
+
+/// Runs a scenario. With `out_dir`, writes one pcap per capture,
+/// `traces.jsonl` (if `write_traces`) and `metrics.json` there; a run that
+/// fails midway still flushes what it captured and writes `metrics.json`
+/// with an `error` field before returning the error.
+pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport, RunError> {
+    let seed = opts.seed.unwrap_or(scenario.seed);
+    let duration = opts.duration.unwrap_or(scenario.duration);
+    let mut sim = build_simulator(scenario, seed)?;
+    let mut files = Vec::new();
+
+    if let Some(dir) = &opts.out_dir {
+        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+        for capture in &scenario.captures {
+            let path = dir.join(&capture.file);
+            let node = sim
+                .nodes()
+                .iter()
+                .position(|n| n.name == capture.host)
+                .map(|i| NodeId(i as u32));
+            let link = (0..sim.link_count() as u32)
+                .map(LinkId)
+                .find(|&l| sim.link_name(l) == capture.link);
+            let iface = node.zip(link).and_then(|(node, link)| {
+                sim.node(node)
+                    .interfaces
+                    .iter()
+                    .position(|i| i.link == link)
+                    .map(|index| crate::node::IfaceId {
+                        node,
+                        index: index as u32,
+                    })
+            });
+            // Validation guarantees the interface exists.
+            let Some(iface) = iface else { continue };
+            let writer = PcapWriter::create(&path).map_err(io_error(&path))?;
+            sim.add_capture(
+                iface,
+                capture.direction,
+                &path.display().to_string(),
+                writer,
+            );
+            files.push(path);
+        }
+        if opts.write_traces {
+            let path = dir.join(TRACES_FILE);
+            let file = File::create(&path).map_err(io_error(&path))?;
+            sim.set_trace_sink(Box::new(JsonlSink::new(BufWriter::new(file))));
+            files.push(path);
+        }
+    }
+
+    let run = sim.run_until(SimTime::ZERO + duration);
+    let flushed = sim.finish();
+    let failure = match (run, flushed) {
+        (Err(e), _) | (Ok(()), Err(e)) => Some(e),
+        (Ok(()), Ok(())) => None,
+    };
+    let failure = failure.map(|e| match e {
+        SimError::Capture { name, source } => RunError::Io {
+            path: PathBuf::from(name),
+            source,
+        },
+        SimError::Trace(source) => RunError::Io {
+            path: opts
+                .out_dir
+                .as_deref()
+                .map_or_else(|| PathBuf::from(TRACES_FILE), |d| d.join(TRACES_FILE)),
+            source,
+        },
+    });
+
+    let mut report = report(&sim, &scenario.name, files);
+    if let Some(dir) = &opts.out_dir {
+        let path = dir.join(METRICS_FILE);
+        report.files.push(path.clone());
+        write_metrics(&path, dir, &report, failure.as_ref())?;
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+/// Writes `metrics.json` with file paths relative to `dir`, so that runs
+/// into different directories give identical files.
+fn write_metrics(
+    path: &Path,
+    dir: &Path,
+    report: &RunReport,
+    failure: Option<&RunError>,
+) -> Result<(), RunError> {
+    let relative = RunReport {
+        files: report
+            .files
+            .iter()
+            .map(|f| f.strip_prefix(dir).unwrap_or(f).to_path_buf())
+            .collect(),
+        ..report.clone()
+    };
+    let metrics = MetricsFile {
+        report: &relative,
+        error: failure.map(ToString::to_string),
+    };
+    let mut out = BufWriter::new(File::create(path).map_err(io_error(path))?);
+    serde_json::to_writer_pretty(&mut out, &metrics)
+        .map_err(io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(io_error(path))
+}

@@ -1,0 +1,1075 @@
+//! Scenario files: TOML describing hosts, links, routes, captures and apps.
+//!
+//! ```toml
+//! name = "p2p-cbr"
+//! seed = 1                    # optional, default 1
+//! duration = "10s"
+//!
+//! [[host]]
+//! name = "a"
+//! position = { x = 0, y = 0 } # optional, metres; used by broadcast links
+//!
+//! [[link]]
+//! name = "ab"
+//! kind = "point-to-point"     # or "half-duplex" or "broadcast"
+//! ends = [ { host = "a", address = "10.0.0.1/24" },
+//!          { host = "b", address = "10.0.0.2/24" } ]
+//! rate = "10Mbps"
+//! delay = "5ms"
+//! queue = 100                 # packets waiting per end, optional, default 100
+//! loss = 0.01                 # optional, default 0
+//!
+//! [[link]]
+//! name = "air"
+//! kind = "broadcast"
+//! members = [ { host = "a", address = "10.1.0.1/24", position = { x = 0, y = 0 } } ]
+//! rate = "250kbps"
+//! tx_range = 50.0             # metres
+//! interference_range = 100.0  # metres, at least tx_range
+//! queue = 100                 # optional
+//!
+//! [[route]]
+//! host = "a"
+//! destination = "10.0.1.0/24" # or "default"
+//! via = "10.0.0.2"
+//!
+//! [[capture]]
+//! host = "a"
+//! link = "ab"                 # or: interface = "10.0.0.1"
+//! file = "a-ab.pcap"          # a plain file name in the output directory
+//! direction = "both"          # or "tx" or "rx"; optional, default "both"
+//!
+//! [[app]]
+//! kind = "cbr"
+//! name = "video"              # optional, default "<kind><index>"
+//! host = "a"
+//! destination = "10.0.0.2:9000"
+//! size = 1000                 # UDP payload bytes, 16..=65507
+//! rate = "1Mbps"              # payload bit rate
+//! start = "1s"                # optional, default 0s
+//! stop = "9s"                 # optional, default: end of run
+//! source_port = 5000          # optional, default 49152 + app index
+//!
+//! [[app]]
+//! kind = "sink"
+//! host = "b"
+//! port = 9000
+//! ```
+//!
+//! Quantities with units are strings: rates as in [`crate::units::parse_rate`]
+//! (`"10Mbps"`, `"1.5 Mbit/s"`, `"250kbps"`), durations as in
+//! [`crate::units::parse_duration`] (`"5ms"`, `"2s"`, `"250us"`). Distances
+//! and positions are plain numbers in metres, loss a probability in [0, 1].
+//!
+//! Every table rejects unknown keys. Errors name the field:
+//! `link[0].rate: must be positive, got "-5Mbps"`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::Path;
+
+use rtolab_time::SimDuration;
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::capture::CaptureDirection;
+use crate::cidr::Ipv4Cidr;
+use crate::link::Position;
+use crate::units::{parse_duration, parse_rate};
+
+/// Default seed when a scenario gives none.
+pub const DEFAULT_SEED: u64 = 1;
+/// Default queue capacity in packets.
+pub const DEFAULT_QUEUE: usize = 100;
+/// Largest UDP payload in an IPv4 datagram.
+pub const MAX_UDP_PAYLOAD: usize = 65_507;
+/// First default source port of CBR apps (the IANA dynamic range).
+pub const DEFAULT_SOURCE_PORT_BASE: u16 = 49_152;
+
+/// Why a scenario was rejected: the path of the offending field and what is
+/// wrong with it. Displays on one line as `"{path}: {message}"`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ScenarioError {
+    /// Where: `link[0].rate`, `host[1].name`, or a file path or `line L,
+    /// column C` for errors that precede any field.
+    pub path: String,
+    /// What, on one line.
+    pub message: String,
+}
+
+impl ScenarioError {
+    fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        let message: String = message.into();
+        ScenarioError {
+            path: path.into(),
+            message: one_line(&message),
+        }
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+// ----- validated model -----
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Name, used in reports.
+    pub name: String,
+    /// Seed of the run's random streams.
+    pub seed: u64,
+    /// Simulated time to run.
+    pub duration: SimDuration,
+    /// Hosts, in file order (their index is the node id in traces).
+    pub hosts: Vec<HostSpec>,
+    /// Links, in file order.
+    pub links: Vec<LinkSpec>,
+    /// Static routes.
+    pub routes: Vec<RouteSpec>,
+    /// Captures.
+    pub captures: Vec<CaptureSpec>,
+    /// Apps, in file order.
+    pub apps: Vec<AppSpec>,
+}
+
+/// A host (or router: every node forwards).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostSpec {
+    /// Unique name.
+    pub name: String,
+    /// Position in metres, the default for its broadcast memberships.
+    pub position: Option<Position>,
+}
+
+/// A link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkSpec {
+    /// Unique name.
+    pub name: String,
+    /// Model and parameters.
+    pub model: LinkModelSpec,
+}
+
+/// A link's model.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LinkModelSpec {
+    /// Full-duplex point-to-point.
+    PointToPoint(WiredSpec),
+    /// Half-duplex point-to-point.
+    HalfDuplex(WiredSpec),
+    /// Shared broadcast medium.
+    Broadcast(BroadcastSpec),
+}
+
+/// Parameters of a point-to-point or half-duplex link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WiredSpec {
+    /// The two ends.
+    pub ends: [EndSpec; 2],
+    /// Bits per second.
+    pub rate_bps: u64,
+    /// Propagation delay.
+    pub delay: SimDuration,
+    /// Packets that may wait at each end.
+    pub queue: usize,
+    /// Loss probability.
+    pub loss: f64,
+}
+
+/// One end of a wired link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndSpec {
+    /// Host name.
+    pub host: String,
+    /// Interface address.
+    pub address: Ipv4Cidr,
+}
+
+/// Parameters of a broadcast medium.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BroadcastSpec {
+    /// Attached interfaces.
+    pub members: Vec<MemberSpec>,
+    /// Bits per second.
+    pub rate_bps: u64,
+    /// Decoding range, metres.
+    pub tx_range: f64,
+    /// Interference range, metres.
+    pub interference_range: f64,
+    /// Packets that may wait at each member.
+    pub queue: usize,
+}
+
+/// A member of a broadcast medium.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemberSpec {
+    /// Host name.
+    pub host: String,
+    /// Interface address.
+    pub address: Ipv4Cidr,
+    /// Position, metres (the host's if not given in the member).
+    pub position: Position,
+}
+
+/// A static route.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouteSpec {
+    /// Host it is installed on.
+    pub host: String,
+    /// Destination prefix (`0.0.0.0/0` for "default").
+    pub destination: Ipv4Cidr,
+    /// Next-hop router.
+    pub via: Ipv4Addr,
+}
+
+/// A capture point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaptureSpec {
+    /// Host whose interface is tapped.
+    pub host: String,
+    /// Link the tapped interface is attached to.
+    pub link: String,
+    /// File name in the output directory.
+    pub file: String,
+    /// Which packets.
+    pub direction: CaptureDirection,
+}
+
+/// An app.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppSpec {
+    /// Unique name.
+    pub name: String,
+    /// Host it runs on.
+    pub host: String,
+    /// What it is.
+    pub kind: AppKindSpec,
+}
+
+/// An app's kind and parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AppKindSpec {
+    /// Constant-bit-rate UDP source.
+    Cbr(CbrSpec),
+    /// UDP sink.
+    Sink {
+        /// Port it listens on.
+        port: u16,
+    },
+}
+
+/// Parameters of a CBR source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CbrSpec {
+    /// Destination address and port.
+    pub destination: SocketAddrV4,
+    /// UDP source port.
+    pub source_port: u16,
+    /// UDP payload bytes.
+    pub size: usize,
+    /// Payload bits per second.
+    pub rate_bps: u64,
+    /// When sending starts.
+    pub start: SimDuration,
+    /// When sending stops.
+    pub stop: Option<SimDuration>,
+}
+
+/// A one-line overview of a scenario, for `validate` commands.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScenarioSummary {
+    /// Scenario name.
+    pub name: String,
+    /// Seed.
+    pub seed: u64,
+    /// Simulated duration, seconds.
+    pub duration_s: f64,
+    /// Number of hosts.
+    pub hosts: usize,
+    /// Number of links.
+    pub links: usize,
+    /// Number of static routes.
+    pub routes: usize,
+    /// Number of captures.
+    pub captures: usize,
+    /// Number of apps.
+    pub apps: usize,
+}
+
+impl Scenario {
+    /// Counts of what the scenario holds.
+    pub fn summary(&self) -> ScenarioSummary {
+        ScenarioSummary {
+            name: self.name.clone(),
+            seed: self.seed,
+            duration_s: self.duration.as_secs_f64(),
+            hosts: self.hosts.len(),
+            links: self.links.len(),
+            routes: self.routes.len(),
+            captures: self.captures.len(),
+            apps: self.apps.len(),
+        }
+    }
+}
+
+// ----- raw file format -----
+
+/// Deserializes any string, naming what was expected in type errors.
+pub(crate) struct StrVisitor(pub(crate) &'static str);
+
+impl Visitor<'_> for StrVisitor {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+}
+
+/// A rate string, parsed on deserialization.
+#[derive(Clone, Copy, Debug)]
+struct Rate(u64);
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = d.deserialize_str(StrVisitor("a rate with a unit, like \"10Mbps\""))?;
+        parse_rate(&text).map(Rate).map_err(de::Error::custom)
+    }
+}
+
+/// A duration string, parsed on deserialization.
+#[derive(Clone, Copy, Debug)]
+struct Duration(SimDuration);
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = d.deserialize_str(StrVisitor("a duration with a unit, like \"5ms\""))?;
+        parse_duration(&text)
+            .map(Duration)
+            .map_err(de::Error::custom)
+    }
+}
+
+/// `"default"` or a prefix.
+#[derive(Clone, Copy, Debug)]
+struct Destination(Ipv4Cidr);
+
+impl<'de> Deserialize<'de> for Destination {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = d.deserialize_str(StrVisitor("\"default\" or a prefix like \"10.0.1.0/24\""))?;
+        if text == "default" {
+            return Ok(Destination(Ipv4Cidr::DEFAULT));
+        }
+        text.parse().map(Destination).map_err(de::Error::custom)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: String,
+    seed: Option<u64>,
+    duration: Duration,
+    #[serde(default)]
+    host: Vec<RawHost>,
+    #[serde(default)]
+    link: Vec<RawLink>,
+    #[serde(default)]
+    route: Vec<RawRoute>,
+    #[serde(default)]
+    capture: Vec<RawCapture>,
+    #[serde(default)]
+    app: Vec<RawApp>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHost {
+    name: String,
+    position: Option<Position>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum RawLinkKind {
+    PointToPoint,
+    HalfDuplex,
+    Broadcast,
+}
+
+impl RawLinkKind {
+    fn describe(self) -> &'static str {
+        match self {
+            RawLinkKind::PointToPoint => "point-to-point",
+            RawLinkKind::HalfDuplex => "half-duplex",
+            RawLinkKind::Broadcast => "broadcast",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    name: String,
+    kind: RawLinkKind,
+    ends: Option<Vec<RawEnd>>,
+    members: Option<Vec<RawMember>>,
+    rate: Option<Rate>,
+    delay: Option<Duration>,
+    queue: Option<usize>,
+    loss: Option<f64>,
+    tx_range: Option<f64>,
+    interference_range: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEnd {
+    host: String,
+    address: Ipv4Cidr,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMember {
+    host: String,
+    address: Ipv4Cidr,
+    position: Option<Position>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    host: String,
+    destination: Destination,
+    via: Ipv4Addr,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCapture {
+    host: String,
+    link: Option<String>,
+    interface: Option<Ipv4Addr>,
+    file: String,
+    #[serde(default)]
+    direction: CaptureDirection,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum RawAppKind {
+    Cbr,
+    Sink,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApp {
+    kind: RawAppKind,
+    name: Option<String>,
+    host: String,
+    destination: Option<SocketAddrV4>,
+    source_port: Option<u16>,
+    size: Option<usize>,
+    rate: Option<Rate>,
+    start: Option<Duration>,
+    stop: Option<Duration>,
+    port: Option<u16>,
+}
+
+// ----- loading -----
+
+impl Scenario {
+    /// Parses and validates a scenario.
+    pub fn from_toml_str(text: &str) -> Result<Scenario, ScenarioError> {
+        let deserializer = toml::Deserializer::new(text);
+        let raw: RawScenario = serde_path_to_error::deserialize(deserializer)
+            .map_err(|e| deserialize_error(e, text))?;
+        validate(raw)
+    }
+
+    /// Reads, parses and validates a scenario file.
+    pub fn from_path(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::new(path.display().to_string(), e.to_string()))?;
+        Scenario::from_toml_str(&text)
+    }
+}
+
+/// Turns a deserialization error into a one-line error with a field path.
+fn deserialize_error(
+    err: serde_path_to_error::Error<toml::de::Error>,
+    text: &str,
+) -> ScenarioError {
+    let mut path = String::new();
+    for segment in err.path().iter() {
+        match segment {
+            serde_path_to_error::Segment::Seq { index } => path.push_str(&format!("[{index}]")),
+            serde_path_to_error::Segment::Map { key } => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+            }
+            serde_path_to_error::Segment::Enum { .. } => {}
+            serde_path_to_error::Segment::Unknown => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push('?');
+            }
+        }
+    }
+    let inner = err.inner();
+    let message = one_line(inner.message());
+    // serde names the field inside the message for these two; move it into
+    // the path so every error reads "<field path>: <problem>".
+    for (prefix, replacement) in [
+        ("unknown field `", "unknown field"),
+        ("missing field `", "missing field"),
+    ] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            if let Some((field, tail)) = rest.split_once('`') {
+                let last = path.rsplit(['.', ']']).next().unwrap_or("");
+                if last != field {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(field);
+                }
+                let tail = tail.trim_start_matches(',').trim();
+                let message = if tail.is_empty() {
+                    replacement.to_string()
+                } else {
+                    format!("{replacement} ({tail})")
+                };
+                return ScenarioError::new(path, message);
+            }
+        }
+    }
+    if path.is_empty() {
+        // A syntax error: no field yet, so give the position instead.
+        let location = inner
+            .span()
+            .map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!("line {line}, column {column}")
+            })
+            .unwrap_or_else(|| "scenario".to_string());
+        return ScenarioError::new(location, message);
+    }
+    ScenarioError::new(path, message)
+}
+
+/// Collects the validation context: which hosts exist, which addresses
+/// are assigned where.
+struct Checker {
+    hosts: BTreeMap<String, usize>,
+    /// Address → (host, link name, path of the field that assigned it).
+    addresses: BTreeMap<Ipv4Addr, (String, String, String)>,
+    /// (host, link) → interface address.
+    attachments: Vec<(String, String, Ipv4Cidr)>,
+}
+
+impl Checker {
+    fn host(&self, path: &str, name: &str) -> Result<(), ScenarioError> {
+        if self.hosts.contains_key(name) {
+            Ok(())
+        } else {
+            Err(ScenarioError::new(path, format!("no host named {name:?}")))
+        }
+    }
+
+    fn assign(
+        &mut self,
+        path: &str,
+        host: &str,
+        link: &str,
+        address: Ipv4Cidr,
+    ) -> Result<(), ScenarioError> {
+        if let Some((_, _, first)) = self.addresses.get(&address.addr) {
+            return Err(ScenarioError::new(
+                path,
+                format!("{} is already assigned at {first}", address.addr),
+            ));
+        }
+        self.addresses.insert(
+            address.addr,
+            (host.to_string(), link.to_string(), path.to_string()),
+        );
+        self.attachments
+            .push((host.to_string(), link.to_string(), address));
+        Ok(())
+    }
+}
+
+fn not_allowed<T>(value: &Option<T>, path: String, kind: &str) -> Result<(), ScenarioError> {
+    match value {
+        Some(_) => Err(ScenarioError::new(path, format!("not allowed for {kind}"))),
+        None => Ok(()),
+    }
+}
+
+fn required<T: Clone>(value: &Option<T>, path: String, kind: &str) -> Result<T, ScenarioError> {
+    value
+        .clone()
+        .ok_or_else(|| ScenarioError::new(path, format!("required for {kind}")))
+}
+
+fn check_unique<'a>(
+    names: impl Iterator<Item = &'a str>,
+    path: impl Fn(usize) -> String,
+    what: &str,
+) -> Result<(), ScenarioError> {
+    let mut seen = BTreeMap::new();
+    for (i, name) in names.enumerate() {
+        if name.is_empty() {
+            return Err(ScenarioError::new(path(i), "must not be empty"));
+        }
+        if let Some(first) = seen.insert(name, i) {
+            return Err(ScenarioError::new(
+                path(i),
+                format!("duplicate {what} name {name:?} (also at {})", path(first)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_position(path: String, p: &Position) -> Result<(), ScenarioError> {
+    if p.x.is_finite() && p.y.is_finite() {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(
+            path,
+            "coordinates must be finite numbers",
+        ))
+    }
+}
+
+fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
+    if raw.name.trim().is_empty() {
+        return Err(ScenarioError::new("name", "must not be empty"));
+    }
+    if raw.duration.0.is_zero() {
+        return Err(ScenarioError::new("duration", "must be positive"));
+    }
+    check_unique(
+        raw.host.iter().map(|h| h.name.as_str()),
+        |i| format!("host[{i}].name"),
+        "host",
+    )?;
+    check_unique(
+        raw.link.iter().map(|l| l.name.as_str()),
+        |i| format!("link[{i}].name"),
+        "link",
+    )?;
+    let mut checker = Checker {
+        hosts: raw
+            .host
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.name.clone(), i))
+            .collect(),
+        addresses: BTreeMap::new(),
+        attachments: Vec::new(),
+    };
+
+    let mut hosts = Vec::new();
+    for (i, h) in raw.host.iter().enumerate() {
+        if let Some(p) = &h.position {
+            check_position(format!("host[{i}].position"), p)?;
+        }
+        hosts.push(HostSpec {
+            name: h.name.clone(),
+            position: h.position,
+        });
+    }
+
+    let mut links = Vec::new();
+    for (i, l) in raw.link.iter().enumerate() {
+        links.push(validate_link(&mut checker, &hosts, i, l)?);
+    }
+
+    let mut routes = Vec::new();
+    for (i, r) in raw.route.iter().enumerate() {
+        let at = |field: &str| format!("route[{i}].{field}");
+        checker.host(&at("host"), &r.host)?;
+        let on_subnet = checker
+            .attachments
+            .iter()
+            .find(|(host, _, cidr)| *host == r.host && cidr.contains(r.via));
+        let Some((_, link, _)) = on_subnet else {
+            return Err(ScenarioError::new(
+                at("via"),
+                format!("{} is not on a subnet of host {:?}", r.via, r.host),
+            ));
+        };
+        match checker.addresses.get(&r.via) {
+            Some((owner, owner_link, _)) if owner_link == link && *owner != r.host => {}
+            Some((owner, _, _)) if *owner == r.host => {
+                return Err(ScenarioError::new(
+                    at("via"),
+                    format!("{} is an address of host {:?} itself", r.via, r.host),
+                ))
+            }
+            _ => {
+                return Err(ScenarioError::new(
+                    at("via"),
+                    format!(
+                        "no neighbour of host {:?} on link {link:?} has address {}",
+                        r.host, r.via
+                    ),
+                ))
+            }
+        }
+        routes.push(RouteSpec {
+            host: r.host.clone(),
+            destination: r.destination.0,
+            via: r.via,
+        });
+    }
+
+    let mut captures = Vec::new();
+    let mut files: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, c) in raw.capture.iter().enumerate() {
+        let at = |field: &str| format!("capture[{i}].{field}");
+        checker.host(&at("host"), &c.host)?;
+        let link = match (&c.link, &c.interface) {
+            (Some(link), None) => {
+                if !raw.link.iter().any(|l| l.name == *link) {
+                    return Err(ScenarioError::new(
+                        at("link"),
+                        format!("no link named {link:?}"),
+                    ));
+                }
+                if !checker
+                    .attachments
+                    .iter()
+                    .any(|(h, l, _)| *h == c.host && l == link)
+                {
+                    return Err(ScenarioError::new(
+                        at("link"),
+                        format!("host {:?} is not attached to link {link:?}", c.host),
+                    ));
+                }
+                link.clone()
+            }
+            (None, Some(addr)) => checker
+                .attachments
+                .iter()
+                .find(|(h, _, cidr)| *h == c.host && cidr.addr == *addr)
+                .map(|(_, l, _)| l.clone())
+                .ok_or_else(|| {
+                    ScenarioError::new(
+                        at("interface"),
+                        format!("host {:?} has no interface with address {addr}", c.host),
+                    )
+                })?,
+            (Some(_), Some(_)) => {
+                return Err(ScenarioError::new(
+                    at("interface"),
+                    "give either link or interface, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(ScenarioError::new(
+                    at("link"),
+                    "missing field (or give interface)",
+                ))
+            }
+        };
+        let file = c.file.as_str();
+        let plain = !file.is_empty()
+            && !file.contains(['/', '\\'])
+            && file != "."
+            && file != ".."
+            && file != TRACES_FILE
+            && file != METRICS_FILE;
+        if !plain {
+            return Err(ScenarioError::new(
+                at("file"),
+                format!("must be a plain file name other than {TRACES_FILE} and {METRICS_FILE}, got {file:?}"),
+            ));
+        }
+        if let Some(first) = files.insert(file, i) {
+            return Err(ScenarioError::new(
+                at("file"),
+                format!("{file:?} is already written by capture[{first}]"),
+            ));
+        }
+        captures.push(CaptureSpec {
+            host: c.host.clone(),
+            link,
+            file: c.file.clone(),
+            direction: c.direction,
+        });
+    }
+
+    let mut apps = Vec::new();
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    let mut sink_ports: BTreeMap<(String, u16), usize> = BTreeMap::new();
+    for (i, a) in raw.app.iter().enumerate() {
+        let at = |field: &str| format!("app[{i}].{field}");
+        checker.host(&at("host"), &a.host)?;
+        let kind_name = match a.kind {
+            RawAppKind::Cbr => "cbr",
+            RawAppKind::Sink => "sink",
+        };
+        let name = a.name.clone().unwrap_or_else(|| format!("{kind_name}{i}"));
+        if name.is_empty() {
+            return Err(ScenarioError::new(at("name"), "must not be empty"));
+        }
+        if let Some(first) = names.insert(name.clone(), i) {
+            return Err(ScenarioError::new(
+                at("name"),
+                format!("duplicate app name {name:?} (also app[{first}])"),
+            ));
+        }
+        let kind = match a.kind {
+            RawAppKind::Cbr => {
+                let what = "cbr apps";
+                not_allowed(&a.port, at("port"), what)?;
+                let destination = required(&a.destination, at("destination"), what)?;
+                if !checker.addresses.contains_key(destination.ip()) {
+                    return Err(ScenarioError::new(
+                        at("destination"),
+                        format!("no interface has address {}", destination.ip()),
+                    ));
+                }
+                let size = required(&a.size, at("size"), what)?;
+                if !(crate::app::PAYLOAD_HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&size) {
+                    return Err(ScenarioError::new(
+                        at("size"),
+                        format!(
+                            "must be between {} and {MAX_UDP_PAYLOAD} bytes, got {size}",
+                            crate::app::PAYLOAD_HEADER_LEN
+                        ),
+                    ));
+                }
+                let rate = required(&a.rate, at("rate"), what)?;
+                let start = a.start.map_or(SimDuration::ZERO, |d| d.0);
+                let stop = a.stop.map(|d| d.0);
+                if stop.is_some_and(|stop| stop <= start) {
+                    return Err(ScenarioError::new(at("stop"), "must be after start"));
+                }
+                let source_port = a
+                    .source_port
+                    .unwrap_or(DEFAULT_SOURCE_PORT_BASE.saturating_add(i as u16));
+                AppKindSpec::Cbr(CbrSpec {
+                    destination,
+                    source_port,
+                    size,
+                    rate_bps: rate.0,
+                    start,
+                    stop,
+                })
+            }
+            RawAppKind::Sink => {
+                let what = "sink apps";
+                not_allowed(&a.destination, at("destination"), what)?;
+                not_allowed(&a.source_port, at("source_port"), what)?;
+                not_allowed(&a.size, at("size"), what)?;
+                not_allowed(&a.rate, at("rate"), what)?;
+                not_allowed(&a.start, at("start"), what)?;
+                not_allowed(&a.stop, at("stop"), what)?;
+                let port = required(&a.port, at("port"), what)?;
+                if let Some(first) = sink_ports.insert((a.host.clone(), port), i) {
+                    return Err(ScenarioError::new(
+                        at("port"),
+                        format!(
+                            "port {port} on host {:?} is already used by app[{first}]",
+                            a.host
+                        ),
+                    ));
+                }
+                AppKindSpec::Sink { port }
+            }
+        };
+        apps.push(AppSpec {
+            name,
+            host: a.host.clone(),
+            kind,
+        });
+    }
+
+    Ok(Scenario {
+        name: raw.name,
+        seed: raw.seed.unwrap_or(DEFAULT_SEED),
+        duration: raw.duration.0,
+        hosts,
+        links,
+        routes,
+        captures,
+        apps,
+    })
+}
+
+/// File name of the trace written next to the captures.
+pub const TRACES_FILE: &str = "traces.jsonl";
+/// File name of the metrics written next to the captures.
+pub const METRICS_FILE: &str = "metrics.json";
+
+fn validate_link(
+    checker: &mut Checker,
+    hosts: &[HostSpec],
+    i: usize,
+    l: &RawLink,
+) -> Result<LinkSpec, ScenarioError> {
+    let at = |field: &str| format!("link[{i}].{field}");
+    let kind = l.kind.describe();
+    let what = format!("{kind} links");
+    let rate = required(&l.rate, at("rate"), &what)?.0;
+    let queue = l.queue.unwrap_or(DEFAULT_QUEUE);
+    let model =
+        match l.kind {
+            RawLinkKind::PointToPoint | RawLinkKind::HalfDuplex => {
+                not_allowed(&l.members, at("members"), &what)?;
+                not_allowed(&l.tx_range, at("tx_range"), &what)?;
+                not_allowed(&l.interference_range, at("interference_range"), &what)?;
+                let raw_ends = l.ends.as_ref().ok_or_else(|| {
+                    ScenarioError::new(at("ends"), format!("required for {what}"))
+                })?;
+                if raw_ends.len() != 2 {
+                    return Err(ScenarioError::new(
+                        at("ends"),
+                        format!("a {kind} link has exactly 2 ends, got {}", raw_ends.len()),
+                    ));
+                }
+                let mut ends = Vec::new();
+                for (e, end) in raw_ends.iter().enumerate() {
+                    let end_at = |field: &str| format!("link[{i}].ends[{e}].{field}");
+                    checker.host(&end_at("host"), &end.host)?;
+                    if e == 1 && end.host == raw_ends[0].host {
+                        return Err(ScenarioError::new(
+                            end_at("host"),
+                            format!("both ends are on host {:?}", end.host),
+                        ));
+                    }
+                    checker.assign(&end_at("address"), &end.host, &l.name, end.address)?;
+                    ends.push(EndSpec {
+                        host: end.host.clone(),
+                        address: end.address,
+                    });
+                }
+                if raw_ends[0].address.network() != raw_ends[1].address.network()
+                    || raw_ends[0].address.prefix_len != raw_ends[1].address.prefix_len
+                {
+                    return Err(ScenarioError::new(
+                        format!("link[{i}].ends[1].address"),
+                        format!(
+                            "{} is not on the same subnet as the other end ({})",
+                            raw_ends[1].address, raw_ends[0].address
+                        ),
+                    ));
+                }
+                let delay = required(&l.delay, at("delay"), &what)?.0;
+                let loss = l.loss.unwrap_or(0.0);
+                if !(0.0..=1.0).contains(&loss) {
+                    return Err(ScenarioError::new(
+                        at("loss"),
+                        format!("must be between 0 and 1, got {loss}"),
+                    ));
+                }
+                let [a, b]: [EndSpec; 2] = ends.try_into().map_err(|_| {
+                    ScenarioError::new(at("ends"), format!("a {kind} link has exactly 2 ends"))
+                })?;
+                let wired = WiredSpec {
+                    ends: [a, b],
+                    rate_bps: rate,
+                    delay,
+                    queue,
+                    loss,
+                };
+                if l.kind == RawLinkKind::PointToPoint {
+                    LinkModelSpec::PointToPoint(wired)
+                } else {
+                    LinkModelSpec::HalfDuplex(wired)
+                }
+            }
+            RawLinkKind::Broadcast => {
+                not_allowed(&l.ends, at("ends"), &what)?;
+                not_allowed(&l.delay, at("delay"), &what)?;
+                not_allowed(&l.loss, at("loss"), &what)?;
+                let tx_range = required(&l.tx_range, at("tx_range"), &what)?;
+                if !(tx_range.is_finite() && tx_range > 0.0) {
+                    return Err(ScenarioError::new(
+                        at("tx_range"),
+                        format!("must be a positive distance in metres, got {tx_range}"),
+                    ));
+                }
+                let interference_range =
+                    required(&l.interference_range, at("interference_range"), &what)?;
+                if !(interference_range.is_finite() && interference_range >= tx_range) {
+                    return Err(ScenarioError::new(
+                        at("interference_range"),
+                        format!("must be at least tx_range ({tx_range}), got {interference_range}"),
+                    ));
+                }
+                let raw_members = l.members.as_ref().ok_or_else(|| {
+                    ScenarioError::new(at("members"), format!("required for {what}"))
+                })?;
+                if raw_members.len() < 2 {
+                    return Err(ScenarioError::new(
+                        at("members"),
+                        format!(
+                            "a broadcast link needs at least 2 members, got {}",
+                            raw_members.len()
+                        ),
+                    ));
+                }
+                let mut members = Vec::new();
+                for (m, member) in raw_members.iter().enumerate() {
+                    let member_at = |field: &str| format!("link[{i}].members[{m}].{field}");
+                    checker.host(&member_at("host"), &member.host)?;
+                    if raw_members[..m]
+                        .iter()
+                        .any(|other| other.host == member.host)
+                    {
+                        return Err(ScenarioError::new(
+                            member_at("host"),
+                            format!("host {:?} is already a member of this link", member.host),
+                        ));
+                    }
+                    let host_position = hosts
+                        .iter()
+                        .find(|h| h.name == member.host)
+                        .and_then(|h| h.position);
+                    let position = member.position.or(host_position).ok_or_else(|| {
+                        ScenarioError::new(
+                            member_at("position"),
+                            format!("required (host {:?} has no position either)", member.host),
+                        )
+                    })?;
+                    check_position(member_at("position"), &position)?;
+                    checker.assign(&member_at("address"), &member.host, &l.name, member.address)?;
+                    members.push(MemberSpec {
+                        host: member.host.clone(),
+                        address: member.address,
+                        position,
+                    });
+                }
+                LinkModelSpec::Broadcast(BroadcastSpec {
+                    members,
+                    rate_bps: rate,
+                    tx_range,
+                    interference_range,
+                    queue,
+                })
+            }
+        };
+    Ok(LinkSpec {
+        name: l.name.clone(),
+        model,
+    })
+}

@@ -1,0 +1,868 @@
+//! The simulator: event loop, IP layer and the glue between nodes, links,
+//! apps, captures and traces.
+//!
+//! One event pops at a time. Handling it may make links emit outputs
+//! (deliveries, drops, notifications) and apps send datagrams; these are
+//! worked off in FIFO order before the next event pops, so everything that
+//! happens at one instant happens in a fixed order. Link models are asked
+//! for their next deadline after every call and woken by a single pending
+//! event per link; a stale wakeup is recognised by its generation number and
+//! skipped.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::Ipv4Addr;
+
+use rtolab_time::SimTime;
+use rtolab_wire::ipv4::{self, protocol};
+use rtolab_wire::pcap::PcapWriter;
+
+use crate::app::{AnyApp, App, AppContext, AppId, AppStats, Demux};
+use crate::capture::{CaptureDirection, Tap};
+use crate::cidr::Ipv4Cidr;
+use crate::link::{
+    BroadcastConfig, BroadcastMedium, Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkKind,
+    LinkOutput, LinkStats, P2pConfig, P2pLink, Position, RateDelay,
+};
+use crate::node::{IfaceId, Interface, LinkId, Node, NodeId, Route};
+use crate::pool::{PacketId, PacketPool};
+use crate::queue::EventQueue;
+use crate::rng::{component_stream, SimRng};
+use crate::trace::{DropReason, TraceEvent, TraceSink, Tracer};
+
+/// A scheduled event. Small and `Copy`: the heap moves these around.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Event {
+    /// A link's deadline; stale unless `generation` is the link's current one.
+    LinkWakeup { link: u32, generation: u32 },
+    /// Call an app's `on_start`.
+    AppStart { app: u32 },
+    /// Call an app's `on_timer`.
+    AppTimer { app: u32, token: u64 },
+}
+
+/// Work generated while handling an event, done before the next one.
+enum Work {
+    Link {
+        link: u32,
+        output: LinkOutput<PacketId>,
+    },
+    /// A datagram a node sent to one of its own addresses.
+    Loopback { node: NodeId, packet: PacketId },
+}
+
+/// A mistake in building a simulation programmatically.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A point-to-point or half-duplex link already has both ends.
+    #[error("link {link:?} takes at most {max} interfaces")]
+    LinkFull {
+        /// Link name.
+        link: String,
+        /// Its number of ends.
+        max: usize,
+    },
+    /// Attaching to a broadcast medium needs a position.
+    #[error("node {node:?} has no position for broadcast link {link:?}")]
+    NoPosition {
+        /// Node name.
+        node: String,
+        /// Link name.
+        link: String,
+    },
+    /// The address is already on another interface.
+    #[error("address {addr} is already assigned to node {node:?}")]
+    DuplicateAddress {
+        /// The address.
+        addr: Ipv4Addr,
+        /// Its owner.
+        node: String,
+    },
+    /// No interface of the node is on the gateway's subnet.
+    #[error("gateway {gateway} is not on a subnet of node {node:?}")]
+    GatewayNotOnLink {
+        /// The gateway.
+        gateway: Ipv4Addr,
+        /// Node name.
+        node: String,
+    },
+}
+
+/// A failure while running: an output could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// Writing to a capture failed.
+    #[error("capture {name}: {source}")]
+    Capture {
+        /// The capture's name (its file path when created from a scenario).
+        name: String,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing the trace failed.
+    #[error("trace: {0}")]
+    Trace(#[source] io::Error),
+}
+
+struct LinkSlot {
+    name: String,
+    link: Link,
+    ports: Vec<IfaceId>,
+    /// The instant of the pending wakeup event, if any.
+    wakeup: Option<SimTime>,
+    generation: u32,
+}
+
+struct AppSlot {
+    name: String,
+    node: NodeId,
+    app: AnyApp,
+    rng: SimRng,
+}
+
+macro_rules! trace {
+    ($sim:expr, $event:expr) => {
+        if $sim.tracer.enabled() {
+            let event = $event;
+            $sim.tracer.record($sim.now, event);
+        }
+    };
+}
+
+/// A deterministic discrete-event network simulation.
+///
+/// Build it with `add_node`, the `add_*` link constructors, `attach`,
+/// `add_route` and `add_app`, optionally install a trace sink and captures,
+/// then `run_until` and `finish`. Identical construction and seed give
+/// identical runs.
+pub struct Simulator {
+    seed: u64,
+    now: SimTime,
+    queue: EventQueue<Event>,
+    nodes: Vec<Node>,
+    demux: Vec<Demux>,
+    links: Vec<LinkSlot>,
+    apps: Vec<AppSlot>,
+    pool: PacketPool,
+    tracer: Tracer,
+    taps: Vec<Tap>,
+    link_out: Vec<LinkOutput<PacketId>>,
+    work: VecDeque<Work>,
+    outbox: Vec<PacketId>,
+    events_processed: u64,
+    error: Option<SimError>,
+}
+
+impl Simulator {
+    /// An empty simulation at time zero whose random streams derive from
+    /// `seed`.
+    pub fn new(seed: u64) -> Self {
+        Simulator {
+            seed,
+            now: SimTime::ZERO,
+            queue: EventQueue::with_capacity(1024),
+            nodes: Vec::new(),
+            demux: Vec::new(),
+            links: Vec::new(),
+            apps: Vec::new(),
+            pool: PacketPool::new(),
+            tracer: Tracer::default(),
+            taps: Vec::new(),
+            link_out: Vec::with_capacity(64),
+            work: VecDeque::with_capacity(64),
+            outbox: Vec::with_capacity(16),
+            events_processed: 0,
+            error: None,
+        }
+    }
+
+    /// The run seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The current simulated time.
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Events handled so far (stale link wakeups and cancelled timers are
+    /// not counted).
+    pub fn events_processed(&self) -> u64 {
+        self.events_processed
+    }
+
+    /// The random stream of the component called `name` in this run.
+    pub fn rng_stream(&self, name: &str) -> SimRng {
+        component_stream(self.seed, name)
+    }
+
+    /// Installs the sink that receives every trace event.
+    pub fn set_trace_sink(&mut self, sink: Box<dyn TraceSink>) {
+        self.tracer.set(sink);
+    }
+
+    /// Adds a node.
+    pub fn add_node(&mut self, name: &str) -> NodeId {
+        self.nodes.push(Node::new(name));
+        self.demux.push(Demux::default());
+        NodeId((self.nodes.len() - 1) as u32)
+    }
+
+    /// Places a node, for broadcast media it attaches to afterwards.
+    pub fn set_position(&mut self, node: NodeId, position: Position) {
+        self.nodes[node.0 as usize].position = Some(position);
+    }
+
+    /// Adds a link model.
+    pub fn add_link(&mut self, name: &str, link: Link) -> LinkId {
+        self.links.push(LinkSlot {
+            name: name.to_string(),
+            link,
+            ports: Vec::new(),
+            wakeup: None,
+            generation: 0,
+        });
+        LinkId((self.links.len() - 1) as u32)
+    }
+
+    /// Adds a full-duplex point-to-point link; its loss draws from the
+    /// stream `link/<name>`.
+    pub fn add_point_to_point(&mut self, name: &str, config: P2pConfig) -> LinkId {
+        let rng = self.rng_stream(&format!("link/{name}"));
+        self.add_link(name, Link::PointToPoint(P2pLink::new(config, rng)))
+    }
+
+    /// Adds a half-duplex link with rate-and-delay timing.
+    pub fn add_half_duplex(
+        &mut self,
+        name: &str,
+        timing: RateDelay,
+        config: HalfDuplexConfig,
+    ) -> LinkId {
+        let rng = self.rng_stream(&format!("link/{name}"));
+        self.add_link(
+            name,
+            Link::HalfDuplex(HalfDuplexLink::new(timing, config, rng)),
+        )
+    }
+
+    /// Adds a shared broadcast medium.
+    pub fn add_broadcast(&mut self, name: &str, config: BroadcastConfig) -> LinkId {
+        self.add_link(name, Link::Broadcast(BroadcastMedium::new(config)))
+    }
+
+    /// Attaches a new interface of `node` with address `cidr` to `link`
+    /// (at the node's position, for a broadcast medium), and adds the route
+    /// to its subnet.
+    pub fn attach(
+        &mut self,
+        node: NodeId,
+        link: LinkId,
+        cidr: Ipv4Cidr,
+    ) -> Result<IfaceId, BuildError> {
+        let position = self.nodes[node.0 as usize].position;
+        self.attach_inner(node, link, cidr, position)
+    }
+
+    /// Like [`Simulator::attach`], placing the interface at `position` on a
+    /// broadcast medium.
+    pub fn attach_at(
+        &mut self,
+        node: NodeId,
+        link: LinkId,
+        cidr: Ipv4Cidr,
+        position: Position,
+    ) -> Result<IfaceId, BuildError> {
+        self.attach_inner(node, link, cidr, Some(position))
+    }
+
+    fn attach_inner(
+        &mut self,
+        node: NodeId,
+        link: LinkId,
+        cidr: Ipv4Cidr,
+        position: Option<Position>,
+    ) -> Result<IfaceId, BuildError> {
+        if let Some(owner) = self.nodes.iter().find(|n| n.owns(cidr.addr)) {
+            return Err(BuildError::DuplicateAddress {
+                addr: cidr.addr,
+                node: owner.name.clone(),
+            });
+        }
+        let node_ref = &mut self.nodes[node.0 as usize];
+        let slot = &mut self.links[link.0 as usize];
+        if let Some(max) = slot.link.max_ports() {
+            if slot.ports.len() >= max {
+                return Err(BuildError::LinkFull {
+                    link: slot.name.clone(),
+                    max,
+                });
+            }
+        }
+        let port = match &mut slot.link {
+            Link::Broadcast(medium) => {
+                let position = position.ok_or_else(|| BuildError::NoPosition {
+                    node: node_ref.name.clone(),
+                    link: slot.name.clone(),
+                })?;
+                medium.add_member(position)
+            }
+            _ => slot.ports.len() as u32,
+        };
+        let index = node_ref.interfaces.len() as u32;
+        let iface = IfaceId { node, index };
+        slot.ports.push(iface);
+        node_ref.interfaces.push(Interface {
+            cidr,
+            link,
+            port,
+            medium_busy: false,
+            tapped: false,
+        });
+        node_ref.routes.add(Route {
+            destination: Ipv4Cidr {
+                addr: cidr.network(),
+                prefix_len: cidr.prefix_len,
+            },
+            gateway: None,
+            iface: index,
+        });
+        Ok(iface)
+    }
+
+    /// Adds a static route to `destination` through the neighbour `via`,
+    /// which must be on one of the node's subnets.
+    pub fn add_route(
+        &mut self,
+        node: NodeId,
+        destination: Ipv4Cidr,
+        via: Ipv4Addr,
+    ) -> Result<(), BuildError> {
+        let node_ref = &mut self.nodes[node.0 as usize];
+        let iface = node_ref
+            .interfaces
+            .iter()
+            .position(|i| i.cidr.contains(via))
+            .ok_or_else(|| BuildError::GatewayNotOnLink {
+                gateway: via,
+                node: node_ref.name.clone(),
+            })?;
+        node_ref.routes.add(Route {
+            destination: Ipv4Cidr {
+                addr: destination.network(),
+                prefix_len: destination.prefix_len,
+            },
+            gateway: Some(via),
+            iface: iface as u32,
+        });
+        Ok(())
+    }
+
+    /// Adds an app on `node`, started at the current time. Its random
+    /// stream is `app/<name>`.
+    pub fn add_app(&mut self, node: NodeId, name: &str, app: AnyApp) -> AppId {
+        let id = self.apps.len() as u32;
+        self.apps.push(AppSlot {
+            name: name.to_string(),
+            node,
+            app,
+            rng: self.rng_stream(&format!("app/{name}")),
+        });
+        self.queue.push(self.now, Event::AppStart { app: id });
+        AppId(id)
+    }
+
+    /// Copies the packets `iface` sends and/or receives into `writer`,
+    /// stamped with simulated nanoseconds. `name` identifies the capture in
+    /// errors.
+    pub fn add_capture(
+        &mut self,
+        iface: IfaceId,
+        direction: CaptureDirection,
+        name: &str,
+        writer: PcapWriter,
+    ) {
+        self.nodes[iface.node.0 as usize].interfaces[iface.index as usize].tapped = true;
+        self.taps.push(Tap {
+            name: name.to_string(),
+            iface,
+            direction,
+            writer,
+        });
+    }
+
+    /// Runs every event up to and including time `end`, then sets the
+    /// clock to `end`. Stops at the first output error.
+    pub fn run_until(&mut self, end: SimTime) -> Result<(), SimError> {
+        while let Some(t) = self.queue.peek_time() {
+            if t > end {
+                break;
+            }
+            let Some((t, event)) = self.queue.pop() else {
+                break;
+            };
+            self.now = t;
+            if self.dispatch(event) {
+                self.events_processed += 1;
+            }
+            self.process_work();
+            if let Some(e) = self.error.take() {
+                return Err(e);
+            }
+        }
+        if end != SimTime::MAX {
+            self.now = self.now.max(end);
+        }
+        Ok(())
+    }
+
+    /// Flushes captures and the trace sink, reporting the first error.
+    pub fn finish(&mut self) -> Result<(), SimError> {
+        let mut first = None;
+        for tap in &mut self.taps {
+            if let Err(source) = tap.writer.flush() {
+                first.get_or_insert(SimError::Capture {
+                    name: tap.name.clone(),
+                    source,
+                });
+            }
+        }
+        if let Err(e) = self.tracer.flush() {
+            first.get_or_insert(SimError::Trace(e));
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// All nodes, indexed by [`NodeId`].
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// One node.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0 as usize]
+    }
+
+    /// Number of links.
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
+    /// A link's name.
+    pub fn link_name(&self, id: LinkId) -> &str {
+        &self.links[id.0 as usize].name
+    }
+
+    /// A link's model.
+    pub fn link(&self, id: LinkId) -> &Link {
+        &self.links[id.0 as usize].link
+    }
+
+    /// A link's kind.
+    pub fn link_kind(&self, id: LinkId) -> LinkKind {
+        self.links[id.0 as usize].link.kind()
+    }
+
+    /// A snapshot of a link's counters.
+    pub fn link_stats(&self, id: LinkId) -> LinkStats {
+        self.links[id.0 as usize].link.stats()
+    }
+
+    /// The interfaces attached to a link, by port.
+    pub fn link_ports(&self, id: LinkId) -> &[IfaceId] {
+        &self.links[id.0 as usize].ports
+    }
+
+    /// Number of apps.
+    pub fn app_count(&self) -> usize {
+        self.apps.len()
+    }
+
+    /// An app's name.
+    pub fn app_name(&self, id: AppId) -> &str {
+        &self.apps[id.0 as usize].name
+    }
+
+    /// The node an app runs on.
+    pub fn app_node(&self, id: AppId) -> NodeId {
+        self.apps[id.0 as usize].node
+    }
+
+    /// An app.
+    pub fn app(&self, id: AppId) -> &AnyApp {
+        &self.apps[id.0 as usize].app
+    }
+
+    /// A snapshot of an app's counters.
+    pub fn app_stats(&self, id: AppId) -> AppStats {
+        self.apps[id.0 as usize].app.stats()
+    }
+
+    /// Carrier sense at an interface: whether the medium is busy as heard
+    /// there now. Wired links report the last busy/free notification.
+    pub fn carrier_sense(&self, iface: IfaceId) -> bool {
+        let interface = &self.nodes[iface.node.0 as usize].interfaces[iface.index as usize];
+        match &self.links[interface.link.0 as usize].link {
+            Link::Broadcast(m) => m.carrier_sense(interface.port, self.now),
+            Link::HalfDuplex(l) => l.is_busy(self.now),
+            Link::PointToPoint(_) => false,
+        }
+    }
+
+    /// Packet buffers currently in use (queued, on a link or in an app).
+    pub fn packets_in_use(&self) -> usize {
+        self.pool.live()
+    }
+
+    /// Packet buffers ever allocated; flat once a run is warm.
+    pub fn packet_buffers(&self) -> usize {
+        self.pool.capacity()
+    }
+
+    // ----- event handling -----
+
+    /// Handles one event; false if it was stale.
+    fn dispatch(&mut self, event: Event) -> bool {
+        match event {
+            Event::LinkWakeup { link, generation } => {
+                let slot = &mut self.links[link as usize];
+                if slot.generation != generation {
+                    return false;
+                }
+                slot.wakeup = None;
+                slot.link.handle_timeout(self.now, &mut self.link_out);
+                self.after_link_call(link);
+            }
+            Event::AppStart { app } => self.call_app(app, |a, cx| a.on_start(cx)),
+            Event::AppTimer { app, token } => self.call_app(app, |a, cx| a.on_timer(cx, token)),
+        }
+        true
+    }
+
+    fn process_work(&mut self) {
+        while let Some(work) = self.work.pop_front() {
+            match work {
+                Work::Link { link, output } => self.handle_link_output(link, output),
+                Work::Loopback { node, packet } => self.deliver_local(node, packet),
+            }
+        }
+    }
+
+    /// Queues a link's outputs and makes sure it is woken at its deadline.
+    fn after_link_call(&mut self, link: u32) {
+        let slot = &mut self.links[link as usize];
+        if let Some(at) = slot.link.poll_timeout() {
+            let sooner = match slot.wakeup {
+                None => true,
+                Some(pending) => at < pending,
+            };
+            if sooner {
+                slot.generation = slot.generation.wrapping_add(1);
+                slot.wakeup = Some(at);
+                let generation = slot.generation;
+                self.queue
+                    .push(at.max(self.now), Event::LinkWakeup { link, generation });
+            }
+        }
+        self.work.extend(
+            self.link_out
+                .drain(..)
+                .map(|output| Work::Link { link, output }),
+        );
+    }
+
+    fn handle_link_output(&mut self, link: u32, output: LinkOutput<PacketId>) {
+        let iface = self.links[link as usize].ports[output.port() as usize];
+        match output {
+            LinkOutput::Enqueued {
+                frame, queue_len, ..
+            } => {
+                trace!(
+                    self,
+                    TraceEvent::PacketEnqueued {
+                        node: iface.node.0,
+                        iface: iface.index,
+                        link,
+                        packet: self.pool.uid(frame.packet),
+                        len: frame.len,
+                        queue_len,
+                    }
+                );
+            }
+            LinkOutput::TxStart { frame, .. } => {
+                self.capture(iface, CaptureDirection::Tx, frame.packet);
+                trace!(
+                    self,
+                    TraceEvent::PacketSent {
+                        node: iface.node.0,
+                        iface: iface.index,
+                        link,
+                        packet: self.pool.uid(frame.packet),
+                        len: frame.len,
+                    }
+                );
+            }
+            LinkOutput::Delivered { frame, .. } => {
+                self.capture(iface, CaptureDirection::Rx, frame.packet);
+                trace!(
+                    self,
+                    TraceEvent::PacketReceived {
+                        node: iface.node.0,
+                        iface: iface.index,
+                        link,
+                        packet: self.pool.uid(frame.packet),
+                        len: frame.len,
+                    }
+                );
+                self.ip_input(iface, frame.packet);
+            }
+            LinkOutput::Dropped { frame, reason, .. } => {
+                trace!(
+                    self,
+                    TraceEvent::PacketDropped {
+                        node: iface.node.0,
+                        iface: Some(iface.index),
+                        link: Some(link),
+                        packet: self.pool.uid(frame.packet),
+                        len: frame.len,
+                        reason,
+                    }
+                );
+                self.pool.free(frame.packet);
+            }
+            LinkOutput::MediumBusy { until, .. } => {
+                self.interface_mut(iface).medium_busy = true;
+                trace!(
+                    self,
+                    TraceEvent::LinkBusy {
+                        node: iface.node.0,
+                        iface: iface.index,
+                        link,
+                        until_ns: until.as_nanos(),
+                    }
+                );
+            }
+            LinkOutput::MediumFree { .. } => {
+                self.interface_mut(iface).medium_busy = false;
+                trace!(
+                    self,
+                    TraceEvent::LinkFree {
+                        node: iface.node.0,
+                        iface: iface.index,
+                        link,
+                    }
+                );
+            }
+        }
+    }
+
+    fn interface_mut(&mut self, iface: IfaceId) -> &mut Interface {
+        &mut self.nodes[iface.node.0 as usize].interfaces[iface.index as usize]
+    }
+
+    fn capture(&mut self, iface: IfaceId, dir: CaptureDirection, packet: PacketId) {
+        if !self.nodes[iface.node.0 as usize].interfaces[iface.index as usize].tapped {
+            return;
+        }
+        let bytes = self.pool.bytes(packet);
+        let now = self.now.as_nanos();
+        for tap in &mut self.taps {
+            if tap.iface != iface || !tap.direction.includes(dir) {
+                continue;
+            }
+            if let Err(source) = tap.writer.write_packet(now, bytes) {
+                self.error.get_or_insert(SimError::Capture {
+                    name: tap.name.clone(),
+                    source,
+                });
+            }
+        }
+    }
+
+    // ----- IP layer -----
+
+    /// A datagram arrived on `iface`: deliver it, forward it or drop it.
+    fn ip_input(&mut self, iface: IfaceId, packet: PacketId) {
+        let node = iface.node;
+        let header = match ipv4::Packet::new_checked(self.pool.bytes(packet)) {
+            Ok(p) if p.version() == 4 && p.verify_checksum() => Some((p.dst_addr(), p.ttl())),
+            _ => None,
+        };
+        let Some((dst, ttl)) = header else {
+            self.drop_at(node, packet, DropReason::BadHeader);
+            return;
+        };
+        if self.nodes[node.0 as usize].owns(dst) {
+            self.deliver_local(node, packet);
+            return;
+        }
+        if ttl <= 1 {
+            self.drop_at(node, packet, DropReason::TtlExpired);
+            return;
+        }
+        let mut view = ipv4::Packet::new_unchecked(&mut self.pool.buf_mut(packet)[..]);
+        view.set_ttl(ttl - 1);
+        view.fill_checksum();
+        self.route_out(node, packet, dst, Some((iface.index, ttl - 1)));
+    }
+
+    /// A local app sent a datagram.
+    fn send_local(&mut self, node: NodeId, packet: PacketId) {
+        let dst = match ipv4::Packet::new_checked(self.pool.bytes(packet)) {
+            Ok(p) if p.version() == 4 => p.dst_addr(),
+            _ => {
+                self.drop_at(node, packet, DropReason::BadHeader);
+                return;
+            }
+        };
+        self.nodes[node.0 as usize].stats.originated += 1;
+        if self.nodes[node.0 as usize].owns(dst) {
+            self.work.push_back(Work::Loopback { node, packet });
+            return;
+        }
+        self.route_out(node, packet, dst, None);
+    }
+
+    /// Sends a datagram towards `dst`; `forwarded` is the arrival interface
+    /// and new TTL when routing on behalf of another node.
+    fn route_out(
+        &mut self,
+        node: NodeId,
+        packet: PacketId,
+        dst: Ipv4Addr,
+        forwarded: Option<(u32, u8)>,
+    ) {
+        let node_ref = &self.nodes[node.0 as usize];
+        let Some((out_iface, next_hop)) = node_ref.routes.lookup(dst) else {
+            self.drop_at(node, packet, DropReason::NoRoute);
+            return;
+        };
+        let interface = &node_ref.interfaces[out_iface as usize];
+        let (link, port) = (interface.link, interface.port);
+        let slot = &self.links[link.0 as usize];
+        let to = match &slot.link {
+            Link::Broadcast(_) => slot.ports.iter().position(|p| {
+                self.nodes[p.node.0 as usize].interfaces[p.index as usize]
+                    .cidr
+                    .addr
+                    == next_hop
+            }),
+            _ => (slot.ports.len() == 2).then_some(1 - port as usize),
+        };
+        let Some(to) = to else {
+            self.drop_at(node, packet, DropReason::NeighbourUnknown);
+            return;
+        };
+        if let Some((in_iface, ttl)) = forwarded {
+            self.nodes[node.0 as usize].stats.forwarded += 1;
+            trace!(
+                self,
+                TraceEvent::PacketForwarded {
+                    node: node.0,
+                    in_iface,
+                    out_iface,
+                    packet: self.pool.uid(packet),
+                    ttl,
+                }
+            );
+        }
+        let frame = Frame {
+            packet,
+            len: self.pool.len(packet) as u32,
+        };
+        let slot = &mut self.links[link.0 as usize];
+        slot.link
+            .transmit(self.now, port, to as u32, frame, &mut self.link_out);
+        self.after_link_call(link.0);
+    }
+
+    /// Hands a datagram addressed to `node` to the app bound to it.
+    fn deliver_local(&mut self, node: NodeId, packet: PacketId) {
+        let key = match ipv4::Packet::new_checked(self.pool.bytes(packet)) {
+            Ok(p) => {
+                let proto = p.protocol();
+                let payload = p.payload();
+                let has_ports = proto == protocol::UDP || proto == protocol::TCP;
+                let port = match payload {
+                    [_, _, hi, lo, ..] if has_ports => Some(u16::from_be_bytes([*hi, *lo])),
+                    _ => None,
+                };
+                Some((proto, port))
+            }
+            Err(_) => None,
+        };
+        let Some((proto, port)) = key else {
+            self.drop_at(node, packet, DropReason::BadHeader);
+            return;
+        };
+        let Some(app) = self.demux[node.0 as usize].lookup(proto, port) else {
+            self.drop_at(node, packet, DropReason::NoListener);
+            return;
+        };
+        self.nodes[node.0 as usize].stats.delivered += 1;
+        trace!(
+            self,
+            TraceEvent::PacketDelivered {
+                node: node.0,
+                app: app.0,
+                packet: self.pool.uid(packet),
+                len: self.pool.len(packet) as u32,
+            }
+        );
+        let datagram = self.pool.take(packet);
+        self.call_app(app.0, |a, cx| a.on_packet(cx, &datagram));
+        self.pool.put_back(packet, datagram);
+        self.pool.free(packet);
+    }
+
+    fn drop_at(&mut self, node: NodeId, packet: PacketId, reason: DropReason) {
+        let stats = &mut self.nodes[node.0 as usize].stats;
+        match reason {
+            DropReason::NoRoute => stats.dropped_no_route += 1,
+            DropReason::NeighbourUnknown => stats.dropped_neighbour_unknown += 1,
+            DropReason::TtlExpired => stats.dropped_ttl_expired += 1,
+            DropReason::BadHeader => stats.dropped_bad_header += 1,
+            DropReason::NoListener => stats.dropped_no_listener += 1,
+            _ => {}
+        }
+        trace!(
+            self,
+            TraceEvent::PacketDropped {
+                node: node.0,
+                iface: None,
+                link: None,
+                packet: self.pool.uid(packet),
+                len: self.pool.len(packet) as u32,
+                reason,
+            }
+        );
+        self.pool.free(packet);
+    }
+
+    fn call_app(&mut self, app: u32, hook: impl FnOnce(&mut AnyApp, &mut AppContext<'_>)) {
+        let slot = &mut self.apps[app as usize];
+        let node = slot.node;
+        let mut cx = AppContext {
+            now: self.now,
+            app: AppId(app),
+            node_id: node,
+            node: &self.nodes[node.0 as usize],
+            pool: &mut self.pool,
+            queue: &mut self.queue,
+            outbox: &mut self.outbox,
+            demux: &mut self.demux[node.0 as usize],
+            tracer: &mut self.tracer,
+            rng: &mut slot.rng,
+        };
+        hook(&mut slot.app, &mut cx);
+        let mut outbox = std::mem::take(&mut self.outbox);
+        for packet in outbox.drain(..) {
+            self.send_local(node, packet);
+        }
+        self.outbox = outbox;
+    }
+}

@@ -1,0 +1,371 @@
+//! Typed trace events and the sinks that receive them.
+//!
+//! Every component reports what happened as a [`TraceEvent`]; metrics and
+//! plots are computed from these records (or from the stats structs each
+//! component keeps), never from counters scattered through the models.
+//! Nodes, interfaces, links and apps are named by their index in the run;
+//! `metrics.json` holds the tables that map indices to names.
+
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rtolab_time::SimTime;
+use serde::Serialize;
+
+/// Why a packet was discarded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DropReason {
+    /// The transmit queue was full (drop-tail).
+    QueueFull,
+    /// The link's random loss process discarded it.
+    RandomLoss,
+    /// Another transmission overlapped it at the receiver.
+    Collision,
+    /// The receiver's radio was transmitting while it arrived.
+    ReceiverTransmitting,
+    /// The addressed receiver is outside the sender's transmission range.
+    OutOfRange,
+    /// No route matches the destination address.
+    NoRoute,
+    /// The next hop is not attached to the outgoing link.
+    NeighbourUnknown,
+    /// The TTL reached zero while forwarding.
+    TtlExpired,
+    /// The IPv4 header is malformed or its checksum is wrong.
+    BadHeader,
+    /// Addressed to this node but no app is bound to its protocol and port.
+    NoListener,
+}
+
+/// What an app reports about itself.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AppEvent {
+    /// The app was started.
+    Started,
+    /// The app stopped generating traffic.
+    Stopped,
+    /// A datagram carrying sequence number `seq` was handed to the network.
+    DatagramSent {
+        /// Sequence number in the payload.
+        seq: u64,
+        /// Payload bytes.
+        len: u32,
+    },
+    /// A datagram carrying sequence number `seq` arrived.
+    DatagramReceived {
+        /// Sequence number in the payload.
+        seq: u64,
+        /// Payload bytes.
+        len: u32,
+        /// One-way delay from the send time stamped in the payload.
+        delay_ns: u64,
+        /// Whether this sequence number had already arrived.
+        duplicate: bool,
+    },
+}
+
+/// One thing that happened in the network. Field `packet` is the datagram's
+/// uid, which stays the same across hops.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TraceEvent {
+    /// A packet was accepted into an interface's transmit queue.
+    PacketEnqueued {
+        /// Node index.
+        node: u32,
+        /// Interface index within the node.
+        iface: u32,
+        /// Link index.
+        link: u32,
+        /// Packet uid.
+        packet: u64,
+        /// Datagram length in bytes.
+        len: u32,
+        /// Packets waiting in the queue ahead of this one.
+        queue_len: u32,
+    },
+    /// A packet started crossing the link (its first bit left).
+    PacketSent {
+        /// Node index.
+        node: u32,
+        /// Interface index within the node.
+        iface: u32,
+        /// Link index.
+        link: u32,
+        /// Packet uid.
+        packet: u64,
+        /// Datagram length in bytes.
+        len: u32,
+    },
+    /// A packet arrived intact at an interface (its last bit arrived).
+    PacketReceived {
+        /// Node index.
+        node: u32,
+        /// Interface index within the node.
+        iface: u32,
+        /// Link index.
+        link: u32,
+        /// Packet uid.
+        packet: u64,
+        /// Datagram length in bytes.
+        len: u32,
+    },
+    /// A packet was discarded at `node`.
+    PacketDropped {
+        /// Node where the packet was lost.
+        node: u32,
+        /// Interface, when the loss happened on a link.
+        iface: Option<u32>,
+        /// Link, when the loss happened on a link.
+        link: Option<u32>,
+        /// Packet uid.
+        packet: u64,
+        /// Datagram length in bytes.
+        len: u32,
+        /// Why.
+        reason: DropReason,
+    },
+    /// A router passed a packet on (TTL already decremented).
+    PacketForwarded {
+        /// Node index.
+        node: u32,
+        /// Interface it arrived on.
+        in_iface: u32,
+        /// Interface it leaves by.
+        out_iface: u32,
+        /// Packet uid.
+        packet: u64,
+        /// TTL after the decrement.
+        ttl: u8,
+    },
+    /// A packet addressed to `node` was handed to app `app`.
+    PacketDelivered {
+        /// Node index.
+        node: u32,
+        /// App index.
+        app: u32,
+        /// Packet uid.
+        packet: u64,
+        /// Datagram length in bytes.
+        len: u32,
+    },
+    /// The medium an interface is attached to became busy.
+    LinkBusy {
+        /// Node index.
+        node: u32,
+        /// Interface index within the node.
+        iface: u32,
+        /// Link index.
+        link: u32,
+        /// When the medium will be free again, in ns.
+        until_ns: u64,
+    },
+    /// The medium an interface is attached to became free.
+    LinkFree {
+        /// Node index.
+        node: u32,
+        /// Interface index within the node.
+        iface: u32,
+        /// Link index.
+        link: u32,
+    },
+    /// An app-level event.
+    App {
+        /// Node index.
+        node: u32,
+        /// App index.
+        app: u32,
+        /// What happened.
+        detail: AppEvent,
+    },
+}
+
+/// Receives trace events as they happen.
+pub trait TraceSink: Send {
+    /// Records `event`, which happened at `time`. Sinks that can fail keep
+    /// the first error and report it from [`TraceSink::flush`].
+    fn record(&mut self, time: SimTime, event: &TraceEvent);
+
+    /// Writes out anything buffered and reports the first error seen.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A trace event with its time, as written to `traces.jsonl`.
+#[derive(Serialize)]
+struct Record<'a> {
+    t_ns: u64,
+    #[serde(flatten)]
+    event: &'a TraceEvent,
+}
+
+/// Writes one JSON object per event and line:
+/// `{"t_ns":1200000,"event":"packet_sent","node":0,...}`.
+pub struct JsonlSink<W: Write + Send> {
+    out: W,
+    error: Option<io::Error>,
+}
+
+impl<W: Write + Send> JsonlSink<W> {
+    /// A sink writing to `out` (wrap files in a `BufWriter`).
+    pub fn new(out: W) -> Self {
+        JsonlSink { out, error: None }
+    }
+}
+
+impl<W: Write + Send> TraceSink for JsonlSink<W> {
+    fn record(&mut self, time: SimTime, event: &TraceEvent) {
+        if self.error.is_some() {
+            return;
+        }
+        let record = Record {
+            t_ns: time.as_nanos(),
+            event,
+        };
+        let result = serde_json::to_writer(&mut self.out, &record)
+            .map_err(io::Error::from)
+            .and_then(|()| self.out.write_all(b"\n"));
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.flush()
+    }
+}
+
+/// Keeps events in memory, for tests and for callers that analyse a run
+/// without files. Clones share the same log.
+#[derive(Clone, Default)]
+pub struct MemorySink {
+    log: Arc<Mutex<Vec<(SimTime, TraceEvent)>>>,
+}
+
+impl MemorySink {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A copy of everything recorded so far.
+    pub fn events(&self) -> Vec<(SimTime, TraceEvent)> {
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl TraceSink for MemorySink {
+    fn record(&mut self, time: SimTime, event: &TraceEvent) {
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((time, event.clone()));
+    }
+}
+
+/// Fans events out to the installed sink, if any; costs one branch when
+/// tracing is off.
+#[derive(Default)]
+pub(crate) struct Tracer {
+    sink: Option<Box<dyn TraceSink>>,
+}
+
+impl Tracer {
+    pub(crate) fn set(&mut self, sink: Box<dyn TraceSink>) {
+        self.sink = Some(sink);
+    }
+
+    #[inline]
+    pub(crate) fn enabled(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    #[inline]
+    pub(crate) fn record(&mut self, time: SimTime, event: TraceEvent) {
+        if let Some(sink) = self.sink.as_mut() {
+            sink.record(time, &event);
+        }
+    }
+
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
+        match self.sink.as_mut() {
+            Some(sink) => sink.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonl_lines_carry_time_tag_and_snake_case_reason() {
+        let mut sink = JsonlSink::new(Vec::new());
+        sink.record(
+            SimTime::from_micros(3),
+            &TraceEvent::PacketDropped {
+                node: 1,
+                iface: Some(0),
+                link: Some(2),
+                packet: 7,
+                len: 60,
+                reason: DropReason::Collision,
+            },
+        );
+        sink.record(
+            SimTime::from_micros(4),
+            &TraceEvent::App {
+                node: 0,
+                app: 1,
+                detail: AppEvent::Started,
+            },
+        );
+        sink.flush().unwrap();
+        let text = String::from_utf8(sink.out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            r#"{"t_ns":3000,"event":"packet_dropped","node":1,"iface":0,"link":2,"packet":7,"len":60,"reason":"collision"}"#
+        );
+        assert_eq!(
+            lines[1],
+            r#"{"t_ns":4000,"event":"app","node":0,"app":1,"detail":{"kind":"started"}}"#
+        );
+    }
+
+    #[test]
+    fn write_errors_are_reported_on_flush() {
+        struct Broken;
+        impl Write for Broken {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut sink = JsonlSink::new(Broken);
+        sink.record(
+            SimTime::ZERO,
+            &TraceEvent::LinkFree {
+                node: 0,
+                iface: 0,
+                link: 0,
+            },
+        );
+        assert!(sink.flush().unwrap_err().to_string().contains("disk full"));
+    }
+}
