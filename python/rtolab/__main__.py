@@ -1,0 +1,5 @@
+"""``python -m rtolab`` runs the ``rtolab`` command."""
+
+from rtolab.cli import main
+
+main()

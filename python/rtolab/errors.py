@@ -1,0 +1,37 @@
+"""Errors raised by rtolab, mapped in one place from the native module's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rtolab import _rtolab
+
+
+class RtolabError(Exception):
+    """Base class of every error rtolab raises on purpose."""
+
+
+class ScenarioError(RtolabError, ValueError):
+    """A scenario is invalid. ``path`` names the offending field, e.g. ``link[0].rate``."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+class RunError(RtolabError, OSError):
+    """A run failed after it started (for example an output file could not be written)."""
+
+
+@contextmanager
+def native_errors() -> Iterator[None]:
+    """Re-raise the native module's exceptions as rtolab's own."""
+    try:
+        yield
+    except _rtolab.ScenarioError as err:
+        path, message = err.args if len(err.args) == 2 else ("", str(err))
+        raise ScenarioError(str(path), str(message)) from None
+    except _rtolab.RunError as err:
+        raise RunError(str(err)) from None
