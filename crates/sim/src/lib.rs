@@ -11,8 +11,11 @@
 //!   broadcast medium) that are told the time and answer with outputs and
 //!   their next deadline;
 //! * [`node`]: interfaces, static routes, counters;
-//! * [`app`]: the app hooks (start, packet, timer) and the built-in UDP
-//!   `cbr` source and `sink`;
+//! * [`app`]: the app hooks (start, packet, timer, TCP event), the
+//!   built-in UDP `cbr` source and `sink`, and the TCP apps (`tcp-bulk`,
+//!   `tcp-sink`, `exchange`, `exchange-server`, `message-series`);
+//! * [`tcp`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
+//!   drives, and the per-connection counters computed from their traces;
 //! * [`trace`]: typed trace events and sinks;
 //! * [`sim`]: the [`Simulator`] tying them together (IP forwarding,
 //!   demultiplexing to apps, captures);
@@ -38,6 +41,7 @@ pub mod rng;
 pub mod run;
 pub mod scenario;
 pub mod sim;
+pub mod tcp;
 pub mod trace;
 pub mod units;
 

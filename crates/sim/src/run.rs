@@ -9,12 +9,19 @@ use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::pcap::PcapWriter;
 use serde::Serialize;
 
-use crate::app::{AnyApp, AppId, AppStats, CbrApp, CbrConfig, SinkApp, SinkConfig};
+use rtolab_tcp::{Config, Profile, State};
+
+use crate::app::{
+    AnyApp, AppId, AppStats, CbrApp, CbrConfig, ExchangeApp, ExchangeConfig, ExchangeServerApp,
+    ExchangeServerConfig, MessageSeriesApp, MessageSeriesConfig, SinkApp, SinkConfig, TcpBulkApp,
+    TcpBulkConfig, TcpSinkApp, TcpSinkConfig,
+};
 use crate::cidr::Ipv4Cidr;
 use crate::link::{BroadcastConfig, HalfDuplexConfig, LinkKind, LinkStats, P2pConfig, RateDelay};
 use crate::node::{LinkId, NodeId, NodeStats};
 use crate::scenario::{AppKindSpec, LinkModelSpec, Scenario, METRICS_FILE, TRACES_FILE};
 use crate::sim::{BuildError, SimError, Simulator};
+use crate::tcp::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts};
 use crate::trace::JsonlSink;
 
 /// How to run a scenario.
@@ -88,16 +95,57 @@ pub struct LinkReport {
 }
 
 /// An app in a [`RunReport`]; its index is the `app` of trace events.
+/// Serialised as one flat row: name, host, kind, then the app's counters
+/// and, for TCP apps, its connections' counters.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AppReport {
     /// App name.
     pub name: String,
     /// Host it ran on.
     pub host: String,
-    /// `cbr`, `sink`, ...
+    /// `cbr`, `sink`, `tcp-bulk`, ...
     pub kind: String,
-    /// Counters.
+    /// Counters of the app itself.
+    #[serde(flatten)]
     pub stats: AppStats,
+    /// Counters of its TCP connections, from their trace events.
+    #[serde(flatten)]
+    pub tcp: Option<TcpAppMetrics>,
+}
+
+/// A TCP connection in a [`RunReport`]; its index is the `flow` of TCP
+/// trace events.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowReport {
+    /// Host it ran on.
+    pub host: String,
+    /// Owning app's name (`null` for a connection no app accepted).
+    pub app: Option<String>,
+    /// Local address and port.
+    pub local: String,
+    /// Remote address and port.
+    pub remote: String,
+    /// TCP profile name.
+    pub profile: String,
+    /// Whether this end opened it.
+    pub active_open: bool,
+    /// State when the run ended (or when it finished).
+    pub state: State,
+    /// When it was created, ns.
+    pub opened_ns: u64,
+    /// When it finished, ns.
+    pub closed_ns: Option<u64>,
+    /// Counters from its trace events.
+    #[serde(flatten)]
+    pub counts: TcpCounts,
+    /// Segments it sent (engine counter).
+    pub segments_sent: u64,
+    /// Segments it received (engine counter).
+    pub segments_received: u64,
+    /// Payload bytes the peer acknowledged (engine counter).
+    pub bytes_acked: u64,
+    /// Payload bytes received in order (engine counter).
+    pub bytes_received: u64,
 }
 
 /// The outcome of a run; `metrics.json` holds the same data (with file
@@ -120,6 +168,8 @@ pub struct RunReport {
     pub links: Vec<LinkReport>,
     /// Per app.
     pub apps: Vec<AppReport>,
+    /// Per TCP connection.
+    pub flows: Vec<FlowReport>,
     /// Files written: captures, traces, metrics.
     pub files: Vec<PathBuf>,
 }
@@ -195,6 +245,23 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
     for route in &scenario.routes {
         sim.add_route(node(&route.host), route.destination, route.via)?;
     }
+    // Equal profiles share one configuration, so apps of a host that use
+    // the same settings share one engine stack.
+    let mut configs: Vec<(Profile, TcpConfigId)> = Vec::new();
+    let mut config_of = |sim: &mut Simulator, profile: &Profile| -> TcpConfigId {
+        if let Some((_, id)) = configs.iter().find(|(p, _)| p == profile) {
+            return *id;
+        }
+        let id = sim.add_tcp_config(Config::from_profile(profile.clone()));
+        configs.push((profile.clone(), id));
+        id
+    };
+    for host in &scenario.hosts {
+        if let Some(profile) = &host.tcp {
+            let id = config_of(&mut sim, profile);
+            sim.set_host_tcp_config(node(&host.name), id);
+        }
+    }
     for app in &scenario.apps {
         let built = match &app.kind {
             AppKindSpec::Cbr(c) => AnyApp::Cbr(CbrApp::new(CbrConfig {
@@ -206,8 +273,40 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
                 stop: c.stop.map(|stop| SimTime::ZERO + stop),
             })),
             AppKindSpec::Sink { port } => AnyApp::Sink(SinkApp::new(SinkConfig { port: *port })),
+            AppKindSpec::TcpBulk(b) => AnyApp::TcpBulk(TcpBulkApp::new(TcpBulkConfig {
+                peer: b.peer,
+                bytes: b.bytes,
+                start: SimTime::ZERO + b.start,
+                stop: b.stop.map(|stop| SimTime::ZERO + stop),
+            })),
+            AppKindSpec::TcpSink { port } => {
+                AnyApp::TcpSink(TcpSinkApp::new(TcpSinkConfig { port: *port }))
+            }
+            AppKindSpec::Exchange(e) => AnyApp::Exchange(ExchangeApp::new(ExchangeConfig {
+                peer: e.peer,
+                request: e.request,
+                response: e.response,
+                start: SimTime::ZERO + e.start,
+                count: e.count,
+                gap: e.gap,
+            })),
+            AppKindSpec::ExchangeServer { port } => {
+                AnyApp::ExchangeServer(ExchangeServerApp::new(ExchangeServerConfig { port: *port }))
+            }
+            AppKindSpec::MessageSeries(m) => {
+                AnyApp::MessageSeries(MessageSeriesApp::new(MessageSeriesConfig {
+                    peer: m.peer,
+                    sizes: m.sizes.clone(),
+                    gaps: m.gaps.clone(),
+                    start: SimTime::ZERO + m.start,
+                }))
+            }
         };
-        sim.add_app(node(&app.host), &app.name, built);
+        let id = sim.add_app(node(&app.host), &app.name, built);
+        if let Some(profile) = &app.tcp {
+            let config = config_of(&mut sim, profile);
+            sim.set_app_tcp_config(id, config);
+        }
     }
     Ok(sim)
 }
@@ -252,6 +351,28 @@ pub fn report(sim: &Simulator, name: &str, files: Vec<PathBuf>) -> RunReport {
                 host: sim.node(sim.app_node(id)).name.clone(),
                 kind: sim.app(id).kind().to_string(),
                 stats: sim.app_stats(id),
+                tcp: sim.app_tcp_metrics(id),
+            })
+            .collect(),
+        flows: (0..sim.flow_count() as u32)
+            .map(|i| {
+                let f = sim.flow(FlowId(i));
+                FlowReport {
+                    host: sim.node(f.node).name.clone(),
+                    app: f.app.map(|a| sim.app_name(a).to_string()),
+                    local: f.local.to_string(),
+                    remote: f.remote.to_string(),
+                    profile: f.profile,
+                    active_open: f.active_open,
+                    state: f.state,
+                    opened_ns: f.opened.as_nanos(),
+                    closed_ns: f.closed.map(SimTime::as_nanos),
+                    counts: f.counts,
+                    segments_sent: f.stats.segments_sent,
+                    segments_received: f.stats.segments_received,
+                    bytes_acked: f.stats.bytes_acked,
+                    bytes_received: f.stats.bytes_received,
+                }
             })
             .collect(),
         files,

@@ -8,6 +8,9 @@
 //! [[host]]
 //! name = "a"
 //! position = { x = 0, y = 0 } # optional, metres; used by broadcast links
+//! profile = "lwip"            # optional TCP profile: lwip, uip, linux, rfc
+//! [host.tcp]                  # optional overrides of any profile field
+//! send_buffer = 8192
 //!
 //! [[link]]
 //! name = "ab"
@@ -54,7 +57,49 @@
 //! kind = "sink"
 //! host = "b"
 //! port = 9000
+//!
+//! [[app]]
+//! kind = "tcp-sink"           # or "exchange-server": accepts TCP connections
+//! host = "b"
+//! port = 5001
+//!
+//! [[app]]
+//! kind = "tcp-bulk"
+//! host = "a"
+//! peer = "10.0.0.2:5001"      # a tcp-sink
+//! bytes = 1_000_000           # optional; without it, sends until stop
+//! start = "1s"                # optional, default 0s
+//! stop = "9s"                 # optional
+//! profile = "linux"           # optional, default: the host's
+//! [app.tcp]                   # optional overrides, merged onto the profile
+//! mss = 536
+//! rto = { initial = "3s" }    # merges into the profile's RTO policy; a
+//!                             # different `policy` replaces it
+//!
+//! [[app]]
+//! kind = "exchange"           # request/response, one connection each
+//! host = "a"
+//! peer = "10.0.0.2:80"        # an exchange-server
+//! request = 200               # bytes, 8-byte header included
+//! response = 4096             # bytes the server answers
+//! count = 10                  # optional, default 1; one after the other
+//! gap = "500ms"               # optional pause between exchanges
+//! start = "100ms"             # optional
+//!
+//! [[app]]
+//! kind = "message-series"
+//! host = "a"
+//! peer = "10.0.0.2:5001"      # a tcp-sink
+//! sizes = [100, 2000, 50]     # message sizes, sent in order
+//! gaps = ["1s", "200ms"]      # pause after each message, used in turn
+//! start = "0s"                # optional
 //! ```
+//!
+//! TCP apps use the app's `profile` (with its `[app.tcp]` overrides), or
+//! else the host's (with `[host.tcp]`), or else `linux`. Overrides are
+//! merged onto the named profile's own TOML form before it is read, so any
+//! field of [`rtolab_tcp::Profile`] can be set and unknown ones are
+//! rejected with their path (`app[2].tcp.rto.bogus: unknown field`).
 //!
 //! Quantities with units are strings: rates as in [`crate::units::parse_rate`]
 //! (`"10Mbps"`, `"1.5 Mbit/s"`, `"250kbps"`), durations as in
@@ -69,6 +114,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 
+use rtolab_tcp::Profile;
 use rtolab_time::SimDuration;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -143,6 +189,9 @@ pub struct HostSpec {
     pub name: String,
     /// Position in metres, the default for its broadcast memberships.
     pub position: Option<Position>,
+    /// The host's TCP profile (named profile with its overrides applied),
+    /// when the host sets `profile` or `[host.tcp]`.
+    pub tcp: Option<Profile>,
 }
 
 /// A link.
@@ -248,6 +297,9 @@ pub struct AppSpec {
     pub host: String,
     /// What it is.
     pub kind: AppKindSpec,
+    /// The TCP profile its connections use (TCP apps only), overrides
+    /// applied.
+    pub tcp: Option<Profile>,
 }
 
 /// An app's kind and parameters.
@@ -260,6 +312,65 @@ pub enum AppKindSpec {
         /// Port it listens on.
         port: u16,
     },
+    /// TCP bulk sender.
+    TcpBulk(TcpBulkSpec),
+    /// TCP receiver that counts and checks bytes.
+    TcpSink {
+        /// Port it accepts connections on.
+        port: u16,
+    },
+    /// TCP request/response client.
+    Exchange(ExchangeSpec),
+    /// TCP request/response server.
+    ExchangeServer {
+        /// Port it accepts connections on.
+        port: u16,
+    },
+    /// TCP sender of a message series.
+    MessageSeries(MessageSeriesSpec),
+}
+
+/// Parameters of a TCP bulk sender.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpBulkSpec {
+    /// The receiver's address and port.
+    pub peer: SocketAddrV4,
+    /// Bytes to send; `None` sends until `stop` (or the end of the run).
+    pub bytes: Option<u64>,
+    /// When to connect.
+    pub start: SimDuration,
+    /// When to stop sending and close.
+    pub stop: Option<SimDuration>,
+}
+
+/// Parameters of a request/response client.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExchangeSpec {
+    /// The server's address and port.
+    pub peer: SocketAddrV4,
+    /// Request bytes, its 8-byte header included.
+    pub request: u32,
+    /// Response bytes.
+    pub response: u32,
+    /// When the first exchange starts.
+    pub start: SimDuration,
+    /// Exchanges, one connection each, one after the other.
+    pub count: u32,
+    /// Pause between the end of one exchange and the start of the next.
+    pub gap: SimDuration,
+}
+
+/// Parameters of a message series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageSeriesSpec {
+    /// The receiver's address and port.
+    pub peer: SocketAddrV4,
+    /// Message sizes in bytes.
+    pub sizes: Vec<u32>,
+    /// Pauses between messages, used in turn.
+    pub gaps: Vec<SimDuration>,
+    /// When to connect and send the first message.
+    pub start: SimDuration,
 }
 
 /// Parameters of a CBR source.
@@ -394,6 +505,8 @@ struct RawScenario {
 struct RawHost {
     name: String,
     position: Option<Position>,
+    profile: Option<String>,
+    tcp: Option<toml::Table>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -464,10 +577,60 @@ struct RawCapture {
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 enum RawAppKind {
     Cbr,
     Sink,
+    TcpBulk,
+    TcpSink,
+    Exchange,
+    ExchangeServer,
+    MessageSeries,
+}
+
+impl RawAppKind {
+    fn name(self) -> &'static str {
+        match self {
+            RawAppKind::Cbr => "cbr",
+            RawAppKind::Sink => "sink",
+            RawAppKind::TcpBulk => "tcp-bulk",
+            RawAppKind::TcpSink => "tcp-sink",
+            RawAppKind::Exchange => "exchange",
+            RawAppKind::ExchangeServer => "exchange-server",
+            RawAppKind::MessageSeries => "message-series",
+        }
+    }
+
+    /// The optional fields an app of this kind takes (besides kind, name
+    /// and host).
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            RawAppKind::Cbr => &[
+                "destination",
+                "source_port",
+                "size",
+                "rate",
+                "start",
+                "stop",
+            ],
+            RawAppKind::Sink => &["port"],
+            RawAppKind::TcpBulk => &["peer", "bytes", "start", "stop", "profile", "tcp"],
+            RawAppKind::TcpSink | RawAppKind::ExchangeServer => &["port", "profile", "tcp"],
+            RawAppKind::Exchange => &[
+                "peer", "request", "response", "start", "count", "gap", "profile", "tcp",
+            ],
+            RawAppKind::MessageSeries => &["peer", "sizes", "gaps", "start", "profile", "tcp"],
+        }
+    }
+
+    /// The listener kind a client of this kind connects to.
+    fn server(self) -> Option<RawAppKind> {
+        match self {
+            RawAppKind::TcpBulk | RawAppKind::MessageSeries => Some(RawAppKind::TcpSink),
+            RawAppKind::Exchange => Some(RawAppKind::ExchangeServer),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -483,6 +646,41 @@ struct RawApp {
     start: Option<Duration>,
     stop: Option<Duration>,
     port: Option<u16>,
+    peer: Option<SocketAddrV4>,
+    bytes: Option<u64>,
+    request: Option<u32>,
+    response: Option<u32>,
+    count: Option<u32>,
+    gap: Option<Duration>,
+    sizes: Option<Vec<u32>>,
+    gaps: Option<Vec<Duration>>,
+    profile: Option<String>,
+    tcp: Option<toml::Table>,
+}
+
+impl RawApp {
+    /// Which optional fields are set, by name.
+    fn present(&self) -> [(&'static str, bool); 17] {
+        [
+            ("destination", self.destination.is_some()),
+            ("source_port", self.source_port.is_some()),
+            ("size", self.size.is_some()),
+            ("rate", self.rate.is_some()),
+            ("start", self.start.is_some()),
+            ("stop", self.stop.is_some()),
+            ("port", self.port.is_some()),
+            ("peer", self.peer.is_some()),
+            ("bytes", self.bytes.is_some()),
+            ("request", self.request.is_some()),
+            ("response", self.response.is_some()),
+            ("count", self.count.is_some()),
+            ("gap", self.gap.is_some()),
+            ("sizes", self.sizes.is_some()),
+            ("gaps", self.gaps.is_some()),
+            ("profile", self.profile.is_some()),
+            ("tcp", self.tcp.is_some()),
+        ]
+    }
 }
 
 // ----- loading -----
@@ -509,8 +707,32 @@ fn deserialize_error(
     err: serde_path_to_error::Error<toml::de::Error>,
     text: &str,
 ) -> ScenarioError {
+    let path = path_string(err.path());
+    let inner = err.inner();
+    let message = one_line(inner.message());
+    if let Some(e) = field_error(&path, &message) {
+        return e;
+    }
+    if path.is_empty() {
+        // A syntax error: no field yet, so give the position instead.
+        let location = inner
+            .span()
+            .map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!("line {line}, column {column}")
+            })
+            .unwrap_or_else(|| "scenario".to_string());
+        return ScenarioError::new(location, message);
+    }
+    ScenarioError::new(path, message)
+}
+
+/// A field path from serde_path_to_error, written `app[0].tcp.rto`.
+fn path_string(segments: &serde_path_to_error::Path) -> String {
     let mut path = String::new();
-    for segment in err.path().iter() {
+    for segment in segments.iter() {
         match segment {
             serde_path_to_error::Segment::Seq { index } => path.push_str(&format!("[{index}]")),
             serde_path_to_error::Segment::Map { key } => {
@@ -528,10 +750,14 @@ fn deserialize_error(
             }
         }
     }
-    let inner = err.inner();
-    let message = one_line(inner.message());
-    // serde names the field inside the message for these two; move it into
-    // the path so every error reads "<field path>: <problem>".
+    path
+}
+
+/// serde names the field inside the message of unknown- and missing-field
+/// errors; moves it into the path so every error reads "<field path>:
+/// <problem>". `None` for other errors.
+fn field_error(path: &str, message: &str) -> Option<ScenarioError> {
+    let mut path = path.to_string();
     for (prefix, replacement) in [
         ("unknown field `", "unknown field"),
         ("missing field `", "missing field"),
@@ -551,24 +777,85 @@ fn deserialize_error(
                 } else {
                     format!("{replacement} ({tail})")
                 };
-                return ScenarioError::new(path, message);
+                return Some(ScenarioError::new(path, message));
             }
         }
     }
-    if path.is_empty() {
-        // A syntax error: no field yet, so give the position instead.
-        let location = inner
-            .span()
-            .map(|span| {
-                let before = &text[..span.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                format!("line {line}, column {column}")
-            })
-            .unwrap_or_else(|| "scenario".to_string());
-        return ScenarioError::new(location, message);
+    None
+}
+
+/// TCP profile of hosts and apps that name none.
+pub const DEFAULT_TCP_PROFILE: &str = "linux";
+
+fn default_profile() -> Profile {
+    Profile::linux()
+}
+
+fn named_profile(name: &str, path: String) -> Result<Profile, ScenarioError> {
+    Profile::named(name).ok_or_else(|| {
+        ScenarioError::new(
+            path,
+            format!(
+                "unknown profile {name:?} (expected one of {})",
+                Profile::NAMES.join(", ")
+            ),
+        )
+    })
+}
+
+/// Applies a `tcp` override table to `base`: the table is merged onto the
+/// profile's own TOML form and the result deserialised, so any profile
+/// field can be overridden and unknown ones are rejected with their path
+/// (`app[0].tcp.rto.bogus: unknown field (...)`).
+fn apply_overrides(
+    base: &Profile,
+    overrides: &toml::Table,
+    path: &str,
+) -> Result<Profile, ScenarioError> {
+    let mut table = match toml::Value::try_from(base) {
+        Ok(toml::Value::Table(t)) => t,
+        Ok(_) => return Err(ScenarioError::new(path, "profile is not a table")),
+        Err(e) => return Err(ScenarioError::new(path, e.to_string())),
+    };
+    merge_table(&mut table, overrides);
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let inner = path_string(e.path());
+        let full = if inner.is_empty() {
+            path.to_string()
+        } else {
+            format!("{path}.{inner}")
+        };
+        let message = one_line(e.inner().message());
+        field_error(&full, &message).unwrap_or_else(|| ScenarioError::new(full, message))
+    })
+}
+
+/// Merges `overrides` into `base`, key by key; sub-tables merge when they
+/// describe the same choice and replace it otherwise.
+fn merge_table(base: &mut toml::Table, overrides: &toml::Table) {
+    for (key, value) in overrides {
+        match (base.get_mut(key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) if same_choice(b, o) => {
+                merge_table(b, o);
+            }
+            _ => {
+                base.insert(key.clone(), value.clone());
+            }
+        }
     }
-    ScenarioError::new(path, message)
+}
+
+/// Whether an override continues the base's choice of a policy or variant.
+/// Internally tagged choices (`rto`, `cc`, `ack`) name theirs in `policy`;
+/// externally tagged ones (`rto_timer`, `initial_window`, `ack.timer`) are
+/// one-key tables named after the variant. Plain structs always merge.
+fn same_choice(base: &toml::Table, overrides: &toml::Table) -> bool {
+    match (base.get("policy"), overrides.get("policy")) {
+        (Some(b), Some(o)) => b == o,
+        (Some(_), None) => true,
+        _ if base.len() == 1 && overrides.len() == 1 => base.keys().eq(overrides.keys()),
+        _ => true,
+    }
 }
 
 /// Collects the validation context: which hosts exist, which addresses
@@ -690,9 +977,23 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         if let Some(p) = &h.position {
             check_position(format!("host[{i}].position"), p)?;
         }
+        let tcp = match (&h.profile, &h.tcp) {
+            (None, None) => None,
+            (name, overrides) => {
+                let base = match name {
+                    Some(name) => named_profile(name, format!("host[{i}].profile"))?,
+                    None => default_profile(),
+                };
+                Some(match overrides {
+                    Some(t) => apply_overrides(&base, t, &format!("host[{i}].tcp"))?,
+                    None => base,
+                })
+            }
+        };
         hosts.push(HostSpec {
             name: h.name.clone(),
             position: h.position,
+            tcp,
         });
     }
 
@@ -819,13 +1120,21 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
     let mut apps = Vec::new();
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
     let mut sink_ports: BTreeMap<(String, u16), usize> = BTreeMap::new();
+    let mut tcp_ports: BTreeMap<(String, u16), usize> = BTreeMap::new();
     for (i, a) in raw.app.iter().enumerate() {
         let at = |field: &str| format!("app[{i}].{field}");
         checker.host(&at("host"), &a.host)?;
-        let kind_name = match a.kind {
-            RawAppKind::Cbr => "cbr",
-            RawAppKind::Sink => "sink",
-        };
+        let kind_name = a.kind.name();
+        let what = format!("{kind_name} apps");
+        let allowed = a.kind.fields();
+        for (field, present) in a.present() {
+            if present && !allowed.contains(&field) {
+                return Err(ScenarioError::new(
+                    at(field),
+                    format!("not allowed for {what}"),
+                ));
+            }
+        }
         let name = a.name.clone().unwrap_or_else(|| format!("{kind_name}{i}"));
         if name.is_empty() {
             return Err(ScenarioError::new(at("name"), "must not be empty"));
@@ -836,18 +1145,43 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                 format!("duplicate app name {name:?} (also app[{first}])"),
             ));
         }
+        let start = a.start.map_or(SimDuration::ZERO, |d| d.0);
+        let stop = a.stop.map(|d| d.0);
+        if stop.is_some_and(|stop| stop <= start) {
+            return Err(ScenarioError::new(at("stop"), "must be after start"));
+        }
+        let peer = |checker: &Checker| -> Result<SocketAddrV4, ScenarioError> {
+            let peer = required(&a.peer, at("peer"), &what)?;
+            if !checker.addresses.contains_key(peer.ip()) {
+                return Err(ScenarioError::new(
+                    at("peer"),
+                    format!("no interface has address {}", peer.ip()),
+                ));
+            }
+            Ok(peer)
+        };
+        let mut listen = |port: u16| -> Result<u16, ScenarioError> {
+            if let Some(first) = tcp_ports.insert((a.host.clone(), port), i) {
+                return Err(ScenarioError::new(
+                    at("port"),
+                    format!(
+                        "TCP port {port} on host {:?} is already used by app[{first}]",
+                        a.host
+                    ),
+                ));
+            }
+            Ok(port)
+        };
         let kind = match a.kind {
             RawAppKind::Cbr => {
-                let what = "cbr apps";
-                not_allowed(&a.port, at("port"), what)?;
-                let destination = required(&a.destination, at("destination"), what)?;
+                let destination = required(&a.destination, at("destination"), &what)?;
                 if !checker.addresses.contains_key(destination.ip()) {
                     return Err(ScenarioError::new(
                         at("destination"),
                         format!("no interface has address {}", destination.ip()),
                     ));
                 }
-                let size = required(&a.size, at("size"), what)?;
+                let size = required(&a.size, at("size"), &what)?;
                 if !(crate::app::PAYLOAD_HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&size) {
                     return Err(ScenarioError::new(
                         at("size"),
@@ -857,12 +1191,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                         ),
                     ));
                 }
-                let rate = required(&a.rate, at("rate"), what)?;
-                let start = a.start.map_or(SimDuration::ZERO, |d| d.0);
-                let stop = a.stop.map(|d| d.0);
-                if stop.is_some_and(|stop| stop <= start) {
-                    return Err(ScenarioError::new(at("stop"), "must be after start"));
-                }
+                let rate = required(&a.rate, at("rate"), &what)?;
                 let source_port = a
                     .source_port
                     .unwrap_or(DEFAULT_SOURCE_PORT_BASE.saturating_add(i as u16));
@@ -876,14 +1205,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                 })
             }
             RawAppKind::Sink => {
-                let what = "sink apps";
-                not_allowed(&a.destination, at("destination"), what)?;
-                not_allowed(&a.source_port, at("source_port"), what)?;
-                not_allowed(&a.size, at("size"), what)?;
-                not_allowed(&a.rate, at("rate"), what)?;
-                not_allowed(&a.start, at("start"), what)?;
-                not_allowed(&a.stop, at("stop"), what)?;
-                let port = required(&a.port, at("port"), what)?;
+                let port = required(&a.port, at("port"), &what)?;
                 if let Some(first) = sink_ports.insert((a.host.clone(), port), i) {
                     return Err(ScenarioError::new(
                         at("port"),
@@ -895,12 +1217,122 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                 }
                 AppKindSpec::Sink { port }
             }
+            RawAppKind::TcpBulk => {
+                let peer = peer(&checker)?;
+                if a.bytes == Some(0) {
+                    return Err(ScenarioError::new(at("bytes"), "must be positive"));
+                }
+                AppKindSpec::TcpBulk(TcpBulkSpec {
+                    peer,
+                    bytes: a.bytes,
+                    start,
+                    stop,
+                })
+            }
+            RawAppKind::TcpSink => AppKindSpec::TcpSink {
+                port: listen(required(&a.port, at("port"), &what)?)?,
+            },
+            RawAppKind::ExchangeServer => AppKindSpec::ExchangeServer {
+                port: listen(required(&a.port, at("port"), &what)?)?,
+            },
+            RawAppKind::Exchange => {
+                let peer = peer(&checker)?;
+                let header = crate::app::REQUEST_HEADER_LEN as u32;
+                let request = required(&a.request, at("request"), &what)?;
+                if request < header {
+                    return Err(ScenarioError::new(
+                        at("request"),
+                        format!(
+                            "must be at least {header} bytes (the request header), got {request}"
+                        ),
+                    ));
+                }
+                let response = required(&a.response, at("response"), &what)?;
+                if response == 0 {
+                    return Err(ScenarioError::new(at("response"), "must be positive"));
+                }
+                let count = a.count.unwrap_or(1);
+                if count == 0 {
+                    return Err(ScenarioError::new(at("count"), "must be positive"));
+                }
+                AppKindSpec::Exchange(ExchangeSpec {
+                    peer,
+                    request,
+                    response,
+                    start,
+                    count,
+                    gap: a.gap.map_or(SimDuration::ZERO, |d| d.0),
+                })
+            }
+            RawAppKind::MessageSeries => {
+                let peer = peer(&checker)?;
+                let sizes = required(&a.sizes, at("sizes"), &what)?;
+                if sizes.is_empty() {
+                    return Err(ScenarioError::new(at("sizes"), "must not be empty"));
+                }
+                if let Some(k) = sizes.iter().position(|&s| s == 0) {
+                    return Err(ScenarioError::new(
+                        format!("app[{i}].sizes[{k}]"),
+                        "must be positive",
+                    ));
+                }
+                AppKindSpec::MessageSeries(MessageSeriesSpec {
+                    peer,
+                    sizes,
+                    gaps: a
+                        .gaps
+                        .as_ref()
+                        .map_or_else(Vec::new, |g| g.iter().map(|d| d.0).collect()),
+                    start,
+                })
+            }
+        };
+        let tcp = if allowed.contains(&"tcp") {
+            let base = match &a.profile {
+                Some(name) => named_profile(name, at("profile"))?,
+                None => hosts
+                    .iter()
+                    .find(|h| h.name == a.host)
+                    .and_then(|h| h.tcp.clone())
+                    .unwrap_or_else(default_profile),
+            };
+            Some(match &a.tcp {
+                Some(overrides) => apply_overrides(&base, overrides, &at("tcp"))?,
+                None => base,
+            })
+        } else {
+            None
         };
         apps.push(AppSpec {
             name,
             host: a.host.clone(),
             kind,
+            tcp,
         });
+    }
+
+    // Every TCP client needs a listener of the matching kind at its peer.
+    for (i, a) in raw.app.iter().enumerate() {
+        let (Some(server), Some(peer)) = (a.kind.server(), a.peer) else {
+            continue;
+        };
+        let Some((host, _, _)) = checker.addresses.get(peer.ip()) else {
+            continue;
+        };
+        let found = raw
+            .app
+            .iter()
+            .any(|b| b.kind == server && b.host == *host && b.port == Some(peer.port()));
+        if !found {
+            return Err(ScenarioError::new(
+                format!("app[{i}].peer"),
+                format!(
+                    "no {} app listens on port {} of host {host:?}",
+                    server.name(),
+                    peer.port()
+                ),
+            ));
+        }
     }
 
     Ok(Scenario {

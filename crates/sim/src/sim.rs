@@ -13,8 +13,10 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::Ipv4Addr;
 
+use rtolab_tcp::{Config, Connection};
 use rtolab_time::SimTime;
 use rtolab_wire::ipv4::{self, protocol};
+use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::pcap::PcapWriter;
 
 use crate::app::{AnyApp, App, AppContext, AppId, AppStats, Demux};
@@ -28,7 +30,8 @@ use crate::node::{IfaceId, Interface, LinkId, Node, NodeId, Route};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::EventQueue;
 use crate::rng::{component_stream, SimRng};
-use crate::trace::{DropReason, TraceEvent, TraceSink, Tracer};
+use crate::tcp::{Drained, FlowId, FlowInfo, TcpAppMetrics, TcpConfigId, TcpLayer};
+use crate::trace::{DropReason, TcpTrace, TraceEvent, TraceSink, Tracer};
 
 /// A scheduled event. Small and `Copy`: the heap moves these around.
 #[derive(Clone, Copy, Debug)]
@@ -39,6 +42,9 @@ pub(crate) enum Event {
     AppStart { app: u32 },
     /// Call an app's `on_timer`.
     AppTimer { app: u32, token: u64 },
+    /// A host's TCP deadline; stale unless `generation` is the host's
+    /// current one.
+    TcpTimer { node: u32, generation: u32 },
 }
 
 /// Work generated while handling an event, done before the next one.
@@ -121,6 +127,7 @@ struct AppSlot {
     node: NodeId,
     app: AnyApp,
     rng: SimRng,
+    tcp_config: Option<TcpConfigId>,
 }
 
 macro_rules! trace {
@@ -149,6 +156,7 @@ pub struct Simulator {
     pool: PacketPool,
     tracer: Tracer,
     taps: Vec<Tap>,
+    tcp: TcpLayer,
     link_out: Vec<LinkOutput<PacketId>>,
     work: VecDeque<Work>,
     outbox: Vec<PacketId>,
@@ -171,6 +179,7 @@ impl Simulator {
             pool: PacketPool::new(),
             tracer: Tracer::default(),
             taps: Vec::new(),
+            tcp: TcpLayer::new(seed),
             link_out: Vec::with_capacity(64),
             work: VecDeque::with_capacity(64),
             outbox: Vec::with_capacity(16),
@@ -209,6 +218,7 @@ impl Simulator {
     pub fn add_node(&mut self, name: &str) -> NodeId {
         self.nodes.push(Node::new(name));
         self.demux.push(Demux::default());
+        self.tcp.add_node();
         NodeId((self.nodes.len() - 1) as u32)
     }
 
@@ -371,9 +381,63 @@ impl Simulator {
             node,
             app,
             rng: self.rng_stream(&format!("app/{name}")),
+            tcp_config: None,
         });
         self.queue.push(self.now, Event::AppStart { app: id });
         AppId(id)
+    }
+
+    /// Registers a TCP configuration (profile and policy factories) for
+    /// hosts and apps to use.
+    pub fn add_tcp_config(&mut self, config: Config) -> TcpConfigId {
+        self.tcp.add_config(config)
+    }
+
+    /// A registered TCP configuration.
+    pub fn tcp_config(&self, id: TcpConfigId) -> &Config {
+        self.tcp.config(id)
+    }
+
+    /// Sets the TCP configuration of `node`'s apps that have none of their
+    /// own, and of the resets it sends. Without one, hosts use the `linux`
+    /// profile.
+    pub fn set_host_tcp_config(&mut self, node: NodeId, config: TcpConfigId) {
+        self.tcp.set_host_config(node, config);
+    }
+
+    /// Sets the TCP configuration of the connections `app` opens or
+    /// accepts; call it before the run reaches the app's start.
+    pub fn set_app_tcp_config(&mut self, app: AppId, config: TcpConfigId) {
+        self.apps[app.0 as usize].tcp_config = Some(config);
+    }
+
+    /// TCP timer events handled so far, over all hosts. Each host keeps one
+    /// pending timer event at its earliest deadline, so this stays at most
+    /// the number of engine timers that fired.
+    pub fn tcp_timer_wakeups(&self) -> u64 {
+        self.tcp.timer_wakeups()
+    }
+
+    /// Number of TCP connections so far.
+    pub fn flow_count(&self) -> usize {
+        self.tcp.flow_count()
+    }
+
+    /// A TCP connection's identity, state and counters.
+    pub fn flow(&self, id: FlowId) -> FlowInfo {
+        self.tcp.flow_info(id)
+    }
+
+    /// The engine's connection behind a flow, while it is open.
+    pub fn tcp_connection(&self, id: FlowId) -> Option<&Connection> {
+        self.tcp.connection(id)
+    }
+
+    /// The summed TCP counters of an app's connections; `None` for apps
+    /// that are not built-in TCP apps and never opened a connection.
+    pub fn app_tcp_metrics(&self, id: AppId) -> Option<TcpAppMetrics> {
+        let metrics = self.tcp.app_metrics(id);
+        (metrics.connections > 0 || self.apps[id.0 as usize].app.uses_tcp()).then_some(metrics)
     }
 
     /// Copies the packets `iface` sends and/or receives into `writer`,
@@ -409,7 +473,7 @@ impl Simulator {
             if self.dispatch(event) {
                 self.events_processed += 1;
             }
-            self.process_work();
+            self.settle();
             if let Some(e) = self.error.take() {
                 return Err(e);
             }
@@ -539,8 +603,29 @@ impl Simulator {
             }
             Event::AppStart { app } => self.call_app(app, |a, cx| a.on_start(cx)),
             Event::AppTimer { app, token } => self.call_app(app, |a, cx| a.on_timer(cx, token)),
+            Event::TcpTimer { node, generation } => {
+                let host = &mut self.tcp.hosts[node as usize];
+                if host.generation != generation {
+                    return false;
+                }
+                host.timer_at = None;
+                host.wakeups += 1;
+                self.tcp.handle_timeout(self.now, NodeId(node));
+            }
         }
         true
+    }
+
+    /// Works off everything the current event caused: link outputs,
+    /// deliveries, and TCP output and app callbacks, until nothing is left.
+    fn settle(&mut self) {
+        loop {
+            self.process_work();
+            let Some(node) = self.tcp.next_dirty() else {
+                break;
+            };
+            self.tcp_flush(node);
+        }
     }
 
     fn process_work(&mut self) {
@@ -800,7 +885,11 @@ impl Simulator {
             return;
         };
         let Some(app) = self.demux[node.0 as usize].lookup(proto, port) else {
-            self.drop_at(node, packet, DropReason::NoListener);
+            if proto == protocol::TCP && self.tcp.hosts[node.0 as usize].active() {
+                self.tcp_input(node, packet);
+            } else {
+                self.drop_at(node, packet, DropReason::NoListener);
+            }
             return;
         };
         self.nodes[node.0 as usize].stats.delivered += 1;
@@ -808,7 +897,7 @@ impl Simulator {
             self,
             TraceEvent::PacketDelivered {
                 node: node.0,
-                app: app.0,
+                app: Some(app.0),
                 packet: self.pool.uid(packet),
                 len: self.pool.len(packet) as u32,
             }
@@ -817,6 +906,112 @@ impl Simulator {
         self.call_app(app.0, |a, cx| a.on_packet(cx, &datagram));
         self.pool.put_back(packet, datagram);
         self.pool.free(packet);
+    }
+
+    /// A TCP datagram for `node` that no raw app bound: hand it to the
+    /// host's TCP stack.
+    fn tcp_input(&mut self, node: NodeId, packet: PacketId) {
+        let datagram = self.pool.take(packet);
+        let owner = match packet::parse(&datagram) {
+            Ok(packet::ParsedPacket {
+                ip,
+                transport: Transport::Tcp(tcp),
+            }) => Ok(self
+                .tcp
+                .input(self.now, node, &self.nodes[node.0 as usize].name, &ip, &tcp)),
+            _ => Err(()),
+        };
+        self.pool.put_back(packet, datagram);
+        let Ok(owner) = owner else {
+            self.drop_at(node, packet, DropReason::BadHeader);
+            return;
+        };
+        self.nodes[node.0 as usize].stats.delivered += 1;
+        trace!(
+            self,
+            TraceEvent::PacketDelivered {
+                node: node.0,
+                app: owner.map(|a| a.0),
+                packet: self.pool.uid(packet),
+                len: self.pool.len(packet) as u32,
+            }
+        );
+        self.pool.free(packet);
+    }
+
+    /// Collects a host's TCP output and events and delivers the app
+    /// callbacks they cause, until the host is quiet; then re-arms its
+    /// timer.
+    fn tcp_flush(&mut self, node: NodeId) {
+        loop {
+            // Output of an app's calls leaves before the next event is
+            // delivered, as it would from a real socket.
+            if self.tcp.take_dirty(node) {
+                self.tcp_drain(node);
+            } else if let Some((app, flow, event)) = self.tcp.notes.pop_front() {
+                self.call_app(app.0, |a, cx| a.on_tcp(cx, flow, event));
+                if event.is_final() {
+                    self.tcp.retire(self.now, flow);
+                }
+            } else {
+                break;
+            }
+        }
+        self.tcp.end_flush(node);
+        self.tcp_reschedule(node);
+    }
+
+    /// Sends every datagram the host's stacks have ready and collects their
+    /// events, in the engine's documented order.
+    fn tcp_drain(&mut self, node: NodeId) {
+        let stacks = self.tcp.hosts[node.0 as usize].stack_count();
+        for s in 0..stacks {
+            while let Some(len) = self.tcp.poll_transmit(self.now, node, s) {
+                self.tcp.buf.truncate(len);
+                let id = self.pool.alloc();
+                // Swap buffers rather than copy: the pool's empty buffer
+                // becomes the next transmit buffer.
+                std::mem::swap(self.pool.buf_mut(id), &mut self.tcp.buf);
+                self.send_local(node, id);
+            }
+            while let Some(drained) = self.tcp.poll_event(self.now, node, s) {
+                if let Drained::Trace { flow, app, trace } = drained {
+                    if self.tracer.enabled() {
+                        self.tracer.record(
+                            trace.time,
+                            TraceEvent::Tcp {
+                                node: node.0,
+                                app: app.map(|a| a.0),
+                                flow: flow.0,
+                                detail: TcpTrace(trace.event),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps exactly one live timer event per host, at its earliest TCP
+    /// deadline; a replaced event goes stale and is skipped when it pops.
+    fn tcp_reschedule(&mut self, node: NodeId) {
+        let host = &mut self.tcp.hosts[node.0 as usize];
+        let next = host.next_deadline();
+        if next == host.timer_at {
+            return;
+        }
+        host.generation = host.generation.wrapping_add(1);
+        host.timer_at = next;
+        if let Some(at) = next {
+            let generation = host.generation;
+            self.queue.push(
+                at.max(self.now),
+                Event::TcpTimer {
+                    node: node.0,
+                    generation,
+                },
+            );
+        }
     }
 
     fn drop_at(&mut self, node: NodeId, packet: PacketId, reason: DropReason) {
@@ -857,6 +1052,8 @@ impl Simulator {
             demux: &mut self.demux[node.0 as usize],
             tracer: &mut self.tracer,
             rng: &mut slot.rng,
+            tcp: &mut self.tcp,
+            tcp_config: slot.tcp_config,
         };
         hook(&mut slot.app, &mut cx);
         let mut outbox = std::mem::take(&mut self.outbox);

@@ -10,7 +10,8 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rtolab_time::SimTime;
-use serde::Serialize;
+use serde::ser::{self, Impossible, SerializeStruct};
+use serde::{Serialize, Serializer};
 
 /// Why a packet was discarded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -65,6 +66,43 @@ pub enum AppEvent {
         delay_ns: u64,
         /// Whether this sequence number had already arrived.
         duplicate: bool,
+    },
+    /// A TCP app's transfer finished: every byte was acknowledged (bulk
+    /// sender) or the last response byte arrived (exchange client).
+    TransferCompleted {
+        /// Flow index.
+        flow: u32,
+        /// Payload bytes of the transfer.
+        bytes: u64,
+        /// From opening the connection to completion, ns.
+        duration_ns: u64,
+    },
+    /// A TCP app's connection ended before its transfer completed.
+    TransferFailed {
+        /// Flow index.
+        flow: u32,
+        /// `reset`, `timed_out` or `closed_early`.
+        reason: &'static str,
+    },
+    /// One message of a message series was fully acknowledged.
+    MessageAcked {
+        /// Flow index.
+        flow: u32,
+        /// Position of the message in the series.
+        index: u32,
+        /// Message bytes.
+        len: u32,
+        /// From the message's release to its last byte being acknowledged.
+        latency_ns: u64,
+    },
+    /// Received TCP data did not match the stream that was sent.
+    DataCorrupt {
+        /// Flow index.
+        flow: u32,
+        /// Stream offset of the first byte of the checked chunk.
+        offset: u64,
+        /// Mismatching bytes in it.
+        bytes: u64,
     },
 }
 
@@ -143,12 +181,14 @@ pub enum TraceEvent {
         /// TTL after the decrement.
         ttl: u8,
     },
-    /// A packet addressed to `node` was handed to app `app`.
+    /// A packet addressed to `node` was handed to app `app`, or to the
+    /// host's TCP stack.
     PacketDelivered {
         /// Node index.
         node: u32,
-        /// App index.
-        app: u32,
+        /// App index; `None` for a TCP segment no app wants (the stack
+        /// answers it with a reset).
+        app: Option<u32>,
         /// Packet uid.
         packet: u64,
         /// Datagram length in bytes.
@@ -174,6 +214,20 @@ pub enum TraceEvent {
         /// Link index.
         link: u32,
     },
+    /// A TCP connection's engine reported something. Serialised flat: the
+    /// engine's event name is in `tcp_event` and its fields are columns
+    /// (times and durations in ns).
+    Tcp {
+        /// Node index.
+        node: u32,
+        /// Index of the app owning the connection, if any.
+        app: Option<u32>,
+        /// Flow index (the row of the report's `flows` table).
+        flow: u32,
+        /// What happened.
+        #[serde(flatten)]
+        detail: TcpTrace,
+    },
     /// An app-level event.
     App {
         /// Node index.
@@ -183,6 +237,166 @@ pub enum TraceEvent {
         /// What happened.
         detail: AppEvent,
     },
+}
+
+/// A TCP engine trace event ([`rtolab_tcp::trace::TraceEvent`]). The
+/// engine tags its events with `event`, which [`TraceEvent`] already uses
+/// for its own variant name, so this wrapper writes the engine's tag as
+/// `tcp_event` and every other field unchanged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpTrace(pub rtolab_tcp::trace::TraceEvent);
+
+impl Serialize for TcpTrace {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(RenameTag(serializer))
+    }
+}
+
+/// Name under which [`TcpTrace`] writes the engine's event tag.
+const TCP_TAG: &str = "tcp_event";
+
+/// Passes a struct through to the wrapped serializer with its `event`
+/// field renamed. The engine's events are all structs (unit variants of an
+/// internally tagged enum serialise as a struct holding only the tag).
+struct RenameTag<S>(S);
+
+struct RenameFields<T>(T);
+
+impl<T: SerializeStruct> SerializeStruct for RenameFields<T> {
+    type Ok = T::Ok;
+    type Error = T::Error;
+
+    fn serialize_field<V: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &V,
+    ) -> Result<(), T::Error> {
+        let key = if key == "event" { TCP_TAG } else { key };
+        self.0.serialize_field(key, value)
+    }
+
+    fn skip_field(&mut self, key: &'static str) -> Result<(), T::Error> {
+        self.0.skip_field(key)
+    }
+
+    fn end(self) -> Result<T::Ok, T::Error> {
+        self.0.end()
+    }
+}
+
+fn not_a_struct<E: ser::Error>() -> E {
+    E::custom("a TCP trace event must serialise as a struct")
+}
+
+macro_rules! refuse {
+    ($($method:ident($($ty:ty),*);)*) => {
+        $(fn $method(self, $(_: $ty),*) -> Result<S::Ok, S::Error> {
+            Err(not_a_struct())
+        })*
+    };
+}
+
+impl<S: Serializer> Serializer for RenameTag<S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+    type SerializeSeq = Impossible<S::Ok, S::Error>;
+    type SerializeTuple = Impossible<S::Ok, S::Error>;
+    type SerializeTupleStruct = Impossible<S::Ok, S::Error>;
+    type SerializeTupleVariant = Impossible<S::Ok, S::Error>;
+    type SerializeMap = Impossible<S::Ok, S::Error>;
+    type SerializeStruct = RenameFields<S::SerializeStruct>;
+    type SerializeStructVariant = Impossible<S::Ok, S::Error>;
+
+    fn serialize_struct(
+        self,
+        name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStruct, S::Error> {
+        self.0.serialize_struct(name, len).map(RenameFields)
+    }
+
+    refuse! {
+        serialize_bool(bool);
+        serialize_i8(i8);
+        serialize_i16(i16);
+        serialize_i32(i32);
+        serialize_i64(i64);
+        serialize_u8(u8);
+        serialize_u16(u16);
+        serialize_u32(u32);
+        serialize_u64(u64);
+        serialize_f32(f32);
+        serialize_f64(f64);
+        serialize_char(char);
+        serialize_str(&str);
+        serialize_bytes(&[u8]);
+        serialize_none();
+        serialize_unit();
+        serialize_unit_struct(&'static str);
+        serialize_unit_variant(&'static str, u32, &'static str);
+    }
+
+    fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<S::Ok, S::Error> {
+        Err(not_a_struct())
+    }
+
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        _: &T,
+    ) -> Result<S::Ok, S::Error> {
+        Err(not_a_struct())
+    }
+
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<S::Ok, S::Error> {
+        Err(not_a_struct())
+    }
+
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
+        Err(not_a_struct())
+    }
+
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, S::Error> {
+        Err(not_a_struct())
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, S::Error> {
+        Err(not_a_struct())
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, S::Error> {
+        Err(not_a_struct())
+    }
+
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
+        Err(not_a_struct())
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, S::Error> {
+        Err(not_a_struct())
+    }
 }
 
 /// Receives trace events as they happen.
@@ -343,6 +557,38 @@ mod tests {
         assert_eq!(
             lines[1],
             r#"{"t_ns":4000,"event":"app","node":0,"app":1,"detail":{"kind":"started"}}"#
+        );
+    }
+
+    #[test]
+    fn tcp_events_are_flat_rows_with_the_engine_name_in_tcp_event() {
+        use rtolab_tcp::trace::{RetransmitCause, TraceEvent as Engine};
+        let mut sink = JsonlSink::new(Vec::new());
+        let tcp = |detail| TraceEvent::Tcp {
+            node: 1,
+            app: Some(2),
+            flow: 3,
+            detail: TcpTrace(detail),
+        };
+        sink.record(
+            SimTime::from_millis(1),
+            &tcp(Engine::Retransmission {
+                seq: 7,
+                len: 1448,
+                cause: RetransmitCause::FastRetransmit,
+            }),
+        );
+        sink.record(SimTime::from_millis(2), &tcp(Engine::DelayedAckFired));
+        sink.flush().unwrap();
+        let text = String::from_utf8(sink.out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            r#"{"t_ns":1000000,"event":"tcp","node":1,"app":2,"flow":3,"tcp_event":"retransmission","seq":7,"len":1448,"cause":"fast_retransmit"}"#
+        );
+        assert_eq!(
+            lines[1],
+            r#"{"t_ns":2000000,"event":"tcp","node":1,"app":2,"flow":3,"tcp_event":"delayed_ack_fired"}"#
         );
     }
 

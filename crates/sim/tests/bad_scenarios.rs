@@ -208,3 +208,151 @@ fn missing_files_name_the_path() {
     let e = Scenario::from_path(std::path::Path::new("no/such/scenario.toml")).unwrap_err();
     assert_eq!(e.path, "no/such/scenario.toml");
 }
+
+/// The template plus a TCP transfer from `a` to `b`; `app` is appended to
+/// the bulk sender's table, `host` to host `a`'s.
+fn with_tcp(host: &str, app: &str) -> String {
+    let text = GOOD.replacen("name = \"a\"\n", &format!("name = \"a\"\n{host}\n"), 1);
+    format!(
+        "{text}
+[[app]]
+kind = \"tcp-sink\"
+host = \"b\"
+port = 5001
+
+[[app]]
+kind = \"tcp-bulk\"
+host = \"a\"
+peer = \"10.0.0.2:5001\"
+bytes = 1000
+{app}
+"
+    )
+}
+
+#[test]
+fn tcp_template_is_valid() {
+    let s = Scenario::from_toml_str(&with_tcp("", "")).unwrap();
+    // Without a profile anywhere, TCP apps run the Linux-like one.
+    assert_eq!(s.apps[3].tcp.as_ref().unwrap().name, "linux");
+    assert!(s.apps[0].tcp.is_none(), "UDP apps have no TCP profile");
+}
+
+#[test]
+fn tcp_overrides_merge_onto_the_named_profile() {
+    use rtolab_tcp::profile::{CcChoice, RtoChoice};
+    let s = Scenario::from_toml_str(&with_tcp(
+        "profile = \"lwip\"\n[host.tcp]\nsend_buffer = 8192",
+        "[app.tcp]\nmss = 536\n[app.tcp.rto]\ninitial = \"3s\"\n\
+         [app.tcp.cc.initial_window]\nsegments = 2",
+    ))
+    .unwrap();
+    let host = s.hosts[0].tcp.as_ref().unwrap();
+    assert_eq!((host.name.as_str(), host.send_buffer), ("lwip", 8192));
+    let p = s.apps[3].tcp.as_ref().unwrap();
+    // Inherited from the host: its profile and its override.
+    assert_eq!(p.send_buffer, 8192);
+    assert_eq!(p.recv_buffer, rtolab_tcp::Profile::lwip().recv_buffer);
+    assert_eq!(p.mss, 536);
+    let RtoChoice::Lwip(rto) = p.rto else {
+        panic!("{:?}", p.rto)
+    };
+    // One field of the policy changed, the other kept.
+    assert_eq!(rto.initial, rtolab_sim::SimDuration::from_secs(3));
+    assert_eq!(rto.slow_interval, rtolab_sim::SimDuration::from_millis(500));
+    let CcChoice::Reno(reno) = p.cc else {
+        panic!("{:?}", p.cc)
+    };
+    assert_eq!(reno.initial_window.bytes(1000), 2000);
+    assert_eq!(reno.max_window, Some(8096), "the rest of cc is lwIP's");
+
+    // Naming another policy replaces the table instead of merging into it.
+    let s = Scenario::from_toml_str(&with_tcp(
+        "",
+        "profile = \"lwip\"\n[app.tcp.rto]\npolicy = \"rfc6298\"\nmin = \"1s\"",
+    ))
+    .unwrap();
+    let p = s.apps[3].tcp.as_ref().unwrap();
+    assert!(
+        matches!(p.rto, RtoChoice::Rfc6298(c) if c.min == rtolab_sim::SimDuration::from_secs(1)),
+        "{:?}",
+        p.rto
+    );
+}
+
+#[test]
+fn bad_tcp_settings_name_their_field() {
+    let e = rejects(&with_tcp("", "[app.tcp]\ninitial_rto = \"1s\""));
+    assert_eq!(e.path, "app[3].tcp.initial_rto");
+    assert!(
+        e.message.starts_with("unknown field (expected one of"),
+        "{e}"
+    );
+    let e = rejects(&with_tcp(
+        "",
+        "profile = \"lwip\"\n[app.tcp.rto]\nbogus = 1",
+    ));
+    assert_eq!(e.path, "app[3].tcp.rto.bogus");
+    let e = rejects(&with_tcp("", "[app.tcp]\nmss = \"big\""));
+    assert_eq!(e.path, "app[3].tcp.mss");
+    let e = rejects(&with_tcp("", "[app.tcp.cc]\npolicy = \"cubic\""));
+    assert_eq!(e.path, "app[3].tcp.cc.policy");
+    let e = rejects(&with_tcp("[host.tcp]\nnagle = 3", ""));
+    assert_eq!(e.path, "host[0].tcp.nagle");
+    let e = rejects(&with_tcp("", "profile = \"bsd\""));
+    assert_eq!(
+        e.to_string(),
+        "app[3].profile: unknown profile \"bsd\" (expected one of lwip, uip, linux, rfc)"
+    );
+    let e = rejects(&with_tcp("profile = \"win\"", ""));
+    assert_eq!(e.path, "host[0].profile");
+}
+
+#[test]
+fn tcp_apps_are_checked() {
+    let e = rejects(&with_tcp("", "").replace("port = 5001", "port = 5002"));
+    assert_eq!(
+        e.to_string(),
+        "app[3].peer: no tcp-sink app listens on port 5001 of host \"b\""
+    );
+    let e = rejects(&with_tcp("", "").replace("10.0.0.2:5001", "10.0.9.9:5001"));
+    assert_eq!(
+        e.to_string(),
+        "app[3].peer: no interface has address 10.0.9.9"
+    );
+    let e = rejects(&with_tcp("", "").replace("bytes = 1000", "bytes = 0"));
+    assert_eq!(e.to_string(), "app[3].bytes: must be positive");
+    let e = rejects(&with_tcp("", "size = 10"));
+    assert_eq!(e.to_string(), "app[3].size: not allowed for tcp-bulk apps");
+    let e = broken("port = 9000", "port = 9000\nprofile = \"lwip\"");
+    assert_eq!(e.to_string(), "app[0].profile: not allowed for sink apps");
+    let e = rejects(&format!(
+        "{}\n[[app]]\nkind = \"exchange-server\"\nhost = \"b\"\nport = 5001\n",
+        with_tcp("", "")
+    ));
+    assert_eq!(
+        e.to_string(),
+        "app[4].port: TCP port 5001 on host \"b\" is already used by app[2]"
+    );
+    let exchange = |fields: &str| {
+        format!(
+            "{}\n[[app]]\nkind = \"exchange-server\"\nhost = \"b\"\nport = 80\n\
+             [[app]]\nkind = \"exchange\"\nhost = \"a\"\npeer = \"10.0.0.2:80\"\n{fields}\n",
+            with_tcp("", "")
+        )
+    };
+    assert!(Scenario::from_toml_str(&exchange("request = 8\nresponse = 1")).is_ok());
+    let e = rejects(&exchange("request = 7\nresponse = 1"));
+    assert_eq!(e.path, "app[5].request");
+    let e = rejects(&exchange("request = 100"));
+    assert_eq!(e.to_string(), "app[5].response: required for exchange apps");
+    let e = rejects(&exchange("request = 100\nresponse = 10\ncount = 0"));
+    assert_eq!(e.to_string(), "app[5].count: must be positive");
+    let series = with_tcp("", "")
+        .replace("kind = \"tcp-bulk\"", "kind = \"message-series\"")
+        .replace("bytes = 1000", "sizes = [10, 0]\ngaps = [\"1s\"]");
+    let e = rejects(&series);
+    assert_eq!(e.to_string(), "app[3].sizes[1]: must be positive");
+    let e = rejects(&series.replace("sizes = [10, 0]", "sizes = []"));
+    assert_eq!(e.to_string(), "app[3].sizes: must not be empty");
+}

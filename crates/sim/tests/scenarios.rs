@@ -37,15 +37,33 @@ fn run_into(s: &Scenario, dir: &Path, seed: Option<u64>) -> RunReport {
     run_scenario(s, &opts).unwrap()
 }
 
+/// What each receiving app got: datagrams for UDP sinks, bytes for TCP
+/// receivers.
 fn sink_received(report: &RunReport) -> Vec<(String, u64)> {
     report
         .apps
         .iter()
         .filter_map(|a| match &a.stats {
             AppStats::Sink(s) => Some((a.name.clone(), s.received_packets)),
+            AppStats::TcpSink(s) => Some((a.name.clone(), s.bytes_received)),
+            AppStats::Exchange(s) => Some((a.name.clone(), s.bytes_received)),
+            AppStats::ExchangeServer(s) => Some((a.name.clone(), s.bytes_received)),
             _ => None,
         })
         .collect()
+}
+
+/// TCP receivers never see a byte that differs from what was sent.
+fn assert_no_corruption(report: &RunReport) {
+    for a in &report.apps {
+        let corrupt = match &a.stats {
+            AppStats::TcpSink(s) => s.bytes_corrupt,
+            AppStats::Exchange(s) => s.bytes_corrupt,
+            AppStats::ExchangeServer(s) => s.bytes_corrupt,
+            _ => 0,
+        };
+        assert_eq!(corrupt, 0, "{}: {} corrupt bytes", report.name, a.name);
+    }
 }
 
 #[test]
@@ -66,9 +84,17 @@ fn every_scenario_file_loads_and_delivers_traffic() {
         for (sink, received) in sink_received(&report) {
             assert!(received > 0, "{}: sink {sink} received nothing", s.name);
         }
+        assert_no_corruption(&report);
         names.push(s.name);
     }
-    for expected in ["default", "hidden-terminal", "p2p-cbr", "three-hop"] {
+    for expected in [
+        "default",
+        "exchange",
+        "hidden-terminal",
+        "p2p-bulk",
+        "p2p-cbr",
+        "three-hop",
+    ] {
         assert!(
             names.iter().any(|n| n == expected),
             "{expected} missing from {names:?}"
@@ -167,6 +193,8 @@ fn tshark_reads_every_capture_without_malformed_packets() {
         "three-hop.toml",
         "hidden-terminal.toml",
         "default.toml",
+        "p2p-bulk.toml",
+        "exchange.toml",
     ] {
         let dir = out_dir(&format!("tshark-{name}"));
         let report = run_into(&scenario(name), &dir, None);
@@ -179,7 +207,8 @@ fn tshark_reads_every_capture_without_malformed_packets() {
             // "Errors" entry too.
             let expert = Command::new("tshark")
                 .args(["-n", "-o", "ip.check_checksum:TRUE"])
-                .args(["-o", "udp.check_checksum:TRUE", "-r"])
+                .args(["-o", "udp.check_checksum:TRUE"])
+                .args(["-o", "tcp.check_checksum:TRUE", "-r"])
                 .arg(pcap)
                 .args(["-z", "expert", "-q"])
                 .output()
@@ -193,18 +222,15 @@ fn tshark_reads_every_capture_without_malformed_packets() {
             let fields = Command::new("tshark")
                 .args(["-n", "-r"])
                 .arg(pcap)
-                .args([
-                    "-T",
-                    "fields",
-                    "-e",
-                    "udp.srcport",
-                    "-e",
-                    "frame.time_epoch",
-                ])
+                .args(["-Y", "udp || tcp", "-T", "fields", "-e", "frame.time_epoch"])
                 .output()
                 .unwrap();
             let lines = String::from_utf8_lossy(&fields.stdout).lines().count();
-            assert!(lines > 0, "{}: no UDP packets decoded", pcap.display());
+            assert!(
+                lines > 0,
+                "{}: no UDP or TCP packets decoded",
+                pcap.display()
+            );
         }
     }
 }
@@ -226,7 +252,13 @@ fn read_all(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn same_seed_gives_byte_identical_outputs() {
-    for name in ["p2p-cbr.toml", "hidden-terminal.toml"] {
+    for name in [
+        "p2p-cbr.toml",
+        "hidden-terminal.toml",
+        "p2p-bulk.toml",
+        "exchange.toml",
+        "default.toml",
+    ] {
         let s = scenario(name);
         let (d1, d2) = (
             out_dir(&format!("same-1-{name}")),

@@ -1,33 +1,53 @@
 //! Applications: what runs on hosts above IP.
 //!
-//! An app is told three things: that the run started, that a datagram
-//! addressed to one of its bindings arrived, and that one of its timers
-//! fired. Each hook receives an [`AppContext`] through which it sends IPv4
-//! datagrams, sets and cancels timers, binds protocol/port pairs and draws
-//! from its own random stream. This is the surface a sans-IO transport
-//! engine plugs into: feed `on_packet` to its `handle_segment(now, ..)`,
-//! `on_timer` to `handle_timeout(now)`, then drain `poll_transmit` into
-//! [`AppContext::send_with`] and re-arm one timer at `poll_timeout()`.
+//! An app is told four things: that the run started, that a datagram
+//! addressed to one of its bindings arrived, that one of its timers fired,
+//! and what happened on its TCP connections. Each hook receives an
+//! [`AppContext`] through which it sends IPv4 datagrams, sets and cancels
+//! timers, binds protocol/port pairs, opens and uses TCP connections and
+//! draws from its own random stream.
+//!
+//! TCP runs in the kernel, one engine stack per host (see [`crate::tcp`]):
+//! apps call [`AppContext::tcp_connect`], [`AppContext::tcp_listen`],
+//! `tcp_send`, `tcp_recv` and `tcp_close`, and hear back through
+//! [`App::on_tcp`]. A custom transport can instead bind raw datagrams and
+//! drive its own sans-IO engine from `on_packet` and `on_timer`.
 //!
 //! The built-in apps are [`AnyApp`] variants dispatched by `match`; anything
-//! else is an [`AnyApp::Custom`] trait object.
+//! else is an [`AnyApp::Custom`] trait object. The TCP apps write and check
+//! the stream content given by [`pattern`], so receivers verify every byte
+//! without knowing the sender.
 
 mod cbr;
+mod exchange;
+mod message_series;
+pub mod pattern;
 mod sink;
+mod tcp_bulk;
 
 pub use cbr::{CbrApp, CbrConfig, CbrStats, PAYLOAD_HEADER_LEN};
+pub use exchange::{
+    ExchangeApp, ExchangeConfig, ExchangeServerApp, ExchangeServerConfig, ExchangeServerStats,
+    ExchangeStats, REQUEST_HEADER_LEN,
+};
+pub use message_series::{MessageSeriesApp, MessageSeriesConfig, MessageSeriesStats};
 pub use sink::{SinkApp, SinkConfig, SinkStats};
+pub use tcp_bulk::{
+    TcpBulkApp, TcpBulkConfig, TcpBulkStats, TcpSinkApp, TcpSinkConfig, TcpSinkStats,
+};
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
+use rtolab_tcp::Connection;
 use rtolab_time::SimTime;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::node::{Node, NodeId};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::{EventId, EventQueue};
 use crate::rng::SimRng;
 use crate::sim::Event;
+use crate::tcp::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
 use crate::trace::{AppEvent, TraceEvent, Tracer};
 
 /// Index of an app in a simulation.
@@ -107,11 +127,18 @@ pub trait App: Send {
     /// A timer set with `token` fired.
     fn on_timer(&mut self, cx: &mut AppContext<'_>, token: u64);
 
+    /// Something happened on one of the app's TCP connections (opened with
+    /// [`AppContext::tcp_connect`] or accepted on a port it listens on).
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        let _ = (cx, flow, event);
+    }
+
     /// A snapshot of the app's counters.
     fn stats(&self) -> AppStats;
 }
 
-/// Counters of an app, by kind.
+/// Counters of an app, by kind. Reports write them as flat columns of the
+/// app's row, so every kind keeps to scalar fields.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum AppStats {
@@ -119,8 +146,31 @@ pub enum AppStats {
     Cbr(CbrStats),
     /// See [`SinkStats`].
     Sink(SinkStats),
-    /// Whatever a custom app reports.
-    Custom(serde_json::Value),
+    /// See [`TcpBulkStats`].
+    TcpBulk(TcpBulkStats),
+    /// See [`TcpSinkStats`].
+    TcpSink(TcpSinkStats),
+    /// See [`ExchangeStats`].
+    Exchange(ExchangeStats),
+    /// See [`ExchangeServerStats`].
+    ExchangeServer(ExchangeServerStats),
+    /// See [`MessageSeriesStats`].
+    MessageSeries(MessageSeriesStats),
+    /// Whatever a custom app reports: an object's fields become columns,
+    /// any other value a column named `value`.
+    Custom(#[serde(serialize_with = "custom_as_object")] serde_json::Value),
+}
+
+fn custom_as_object<S: Serializer>(value: &serde_json::Value, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    match value {
+        serde_json::Value::Object(_) => value.serialize(s),
+        other => {
+            let mut map = s.serialize_map(Some(1))?;
+            map.serialize_entry("value", other)?;
+            map.end()
+        }
+    }
 }
 
 /// The apps the simulator knows, plus custom ones.
@@ -129,8 +179,33 @@ pub enum AnyApp {
     Cbr(CbrApp),
     /// UDP sink with loss and delay statistics.
     Sink(SinkApp),
+    /// TCP bulk sender.
+    TcpBulk(TcpBulkApp),
+    /// TCP receiver that counts and checks bytes.
+    TcpSink(TcpSinkApp),
+    /// TCP request/response client.
+    Exchange(ExchangeApp),
+    /// TCP request/response server.
+    ExchangeServer(ExchangeServerApp),
+    /// TCP sender of a series of messages.
+    MessageSeries(MessageSeriesApp),
     /// Any other app.
     Custom(Box<dyn App>),
+}
+
+macro_rules! each_app {
+    ($self:expr, $a:ident => $body:expr) => {
+        match $self {
+            AnyApp::Cbr($a) => $body,
+            AnyApp::Sink($a) => $body,
+            AnyApp::TcpBulk($a) => $body,
+            AnyApp::TcpSink($a) => $body,
+            AnyApp::Exchange($a) => $body,
+            AnyApp::ExchangeServer($a) => $body,
+            AnyApp::MessageSeries($a) => $body,
+            AnyApp::Custom($a) => $body,
+        }
+    };
 }
 
 impl AnyApp {
@@ -139,42 +214,47 @@ impl AnyApp {
         match self {
             AnyApp::Cbr(_) => "cbr",
             AnyApp::Sink(_) => "sink",
+            AnyApp::TcpBulk(_) => "tcp-bulk",
+            AnyApp::TcpSink(_) => "tcp-sink",
+            AnyApp::Exchange(_) => "exchange",
+            AnyApp::ExchangeServer(_) => "exchange-server",
+            AnyApp::MessageSeries(_) => "message-series",
             AnyApp::Custom(_) => "custom",
         }
+    }
+
+    /// Whether the app is one of the built-in TCP apps.
+    pub fn uses_tcp(&self) -> bool {
+        matches!(
+            self,
+            AnyApp::TcpBulk(_)
+                | AnyApp::TcpSink(_)
+                | AnyApp::Exchange(_)
+                | AnyApp::ExchangeServer(_)
+                | AnyApp::MessageSeries(_)
+        )
     }
 }
 
 impl App for AnyApp {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
-        match self {
-            AnyApp::Cbr(a) => a.on_start(cx),
-            AnyApp::Sink(a) => a.on_start(cx),
-            AnyApp::Custom(a) => a.on_start(cx),
-        }
+        each_app!(self, a => a.on_start(cx))
     }
 
     fn on_packet(&mut self, cx: &mut AppContext<'_>, datagram: &[u8]) {
-        match self {
-            AnyApp::Cbr(a) => a.on_packet(cx, datagram),
-            AnyApp::Sink(a) => a.on_packet(cx, datagram),
-            AnyApp::Custom(a) => a.on_packet(cx, datagram),
-        }
+        each_app!(self, a => a.on_packet(cx, datagram))
     }
 
     fn on_timer(&mut self, cx: &mut AppContext<'_>, token: u64) {
-        match self {
-            AnyApp::Cbr(a) => a.on_timer(cx, token),
-            AnyApp::Sink(a) => a.on_timer(cx, token),
-            AnyApp::Custom(a) => a.on_timer(cx, token),
-        }
+        each_app!(self, a => a.on_timer(cx, token))
+    }
+
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        each_app!(self, a => a.on_tcp(cx, flow, event))
     }
 
     fn stats(&self) -> AppStats {
-        match self {
-            AnyApp::Cbr(a) => a.stats(),
-            AnyApp::Sink(a) => a.stats(),
-            AnyApp::Custom(a) => a.stats(),
-        }
+        each_app!(self, a => a.stats())
     }
 }
 
@@ -190,6 +270,8 @@ pub struct AppContext<'a> {
     pub(crate) demux: &'a mut Demux,
     pub(crate) tracer: &'a mut Tracer,
     pub(crate) rng: &'a mut SimRng,
+    pub(crate) tcp: &'a mut TcpLayer,
+    pub(crate) tcp_config: Option<TcpConfigId>,
 }
 
 impl AppContext<'_> {
@@ -275,6 +357,68 @@ impl AppContext<'_> {
         self.tracer.enabled()
     }
 
+    /// Accepts TCP connections on `port` (of every address of the host),
+    /// with the app's TCP configuration. Each new connection shows up as a
+    /// [`TcpEvent::Connected`] of a new flow.
+    pub fn tcp_listen(&mut self, port: u16) -> Result<(), TcpError> {
+        let config = self.tcp.config_for(self.node_id, self.tcp_config);
+        self.tcp.listen(self.node_id, self.app, config, port)
+    }
+
+    /// Opens a TCP connection to `remote` from an ephemeral port of the
+    /// address that routes there. The SYN leaves once the hook returns;
+    /// data sent before [`TcpEvent::Connected`] follows the handshake.
+    pub fn tcp_connect(&mut self, remote: SocketAddrV4) -> Result<FlowId, TcpError> {
+        let local = self
+            .node
+            .source_address_for(*remote.ip())
+            .ok_or(TcpError::NoRoute(*remote.ip()))?;
+        let config = self.tcp.config_for(self.node_id, self.tcp_config);
+        self.tcp.connect(
+            self.now,
+            self.node_id,
+            &self.node.name,
+            self.app,
+            config,
+            local,
+            remote,
+        )
+    }
+
+    /// Queues bytes on a connection; returns how many fit in its send
+    /// buffer.
+    pub fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
+        Ok(self
+            .tcp
+            .conn_mut(self.node_id, self.app, flow)?
+            .send(data)?)
+    }
+
+    /// Moves received in-order bytes into `buf`; returns how many.
+    pub fn tcp_recv(&mut self, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError> {
+        Ok(self.tcp.conn_mut(self.node_id, self.app, flow)?.recv(buf))
+    }
+
+    /// Closes the sending direction: a FIN follows the queued data.
+    pub fn tcp_close(&mut self, flow: FlowId) -> Result<(), TcpError> {
+        let now = self.now;
+        self.tcp.conn_mut(self.node_id, self.app, flow)?.close(now);
+        Ok(())
+    }
+
+    /// Aborts a connection with a reset.
+    pub fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError> {
+        let now = self.now;
+        self.tcp.conn_mut(self.node_id, self.app, flow)?.abort(now);
+        Ok(())
+    }
+
+    /// One of the app's open connections, to read its state, counters and
+    /// buffer levels.
+    pub fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError> {
+        self.tcp.conn(self.node_id, self.app, flow)
+    }
+
     /// Records an app trace event.
     pub fn trace(&mut self, detail: AppEvent) {
         if self.tracer.enabled() {
@@ -287,6 +431,46 @@ impl AppContext<'_> {
                 },
             );
         }
+    }
+}
+
+/// Running minimum, mean and maximum of durations in ns, for latency
+/// columns.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Latency {
+    count: u64,
+    sum_ns: u128,
+    min_ns: Option<u64>,
+    max_ns: Option<u64>,
+}
+
+impl Latency {
+    pub(crate) fn add(&mut self, ns: u64) {
+        self.count += 1;
+        self.sum_ns += u128::from(ns);
+        self.min_ns = Some(self.min_ns.map_or(ns, |m| m.min(ns)));
+        self.max_ns = Some(self.max_ns.map_or(ns, |m| m.max(ns)));
+    }
+
+    pub(crate) fn min_ns(&self) -> Option<u64> {
+        self.min_ns
+    }
+
+    pub(crate) fn max_ns(&self) -> Option<u64> {
+        self.max_ns
+    }
+
+    pub(crate) fn mean_ns(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_ns as f64 / self.count as f64)
+    }
+}
+
+/// Why a TCP app's transfer failed, as reported in its `failure` column.
+pub(crate) fn failure_name(event: TcpEvent) -> &'static str {
+    match event {
+        TcpEvent::Reset => "reset",
+        TcpEvent::TimedOut => "timed_out",
+        _ => "closed_early",
     }
 }
 

@@ -1,0 +1,445 @@
+//! Request/response over TCP: the client connects, sends a request, reads
+//! the response, and closes; the latency of each exchange is measured from
+//! connecting to the last response byte.
+//!
+//! A request starts with an 8-byte header, the request length (header
+//! included) and the response length, both u32 big-endian, so one server
+//! answers clients of any sizes. The rest of the request, and the whole
+//! response, is the stream of [`super::pattern`] (the request's from offset
+//! 8, the response's from 0).
+
+use std::net::SocketAddrV4;
+
+use rtolab_time::{SimDuration, SimTime};
+use serde::Serialize;
+
+use super::tcp_bulk::CHUNK;
+use super::{failure_name, pattern, App, AppContext, AppStats, Latency};
+use crate::tcp::{FlowId, TcpEvent};
+use crate::trace::AppEvent;
+
+/// Bytes of the request header: request length, then response length.
+pub const REQUEST_HEADER_LEN: usize = 8;
+
+/// Parameters of an [`ExchangeApp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExchangeConfig {
+    /// The server.
+    pub peer: SocketAddrV4,
+    /// Request bytes, header included (at least [`REQUEST_HEADER_LEN`]).
+    pub request: u32,
+    /// Response bytes asked for.
+    pub response: u32,
+    /// When the first exchange starts.
+    pub start: SimTime,
+    /// Exchanges to run, one connection each, one after the other.
+    pub count: u32,
+    /// Pause between the end of one exchange and the start of the next.
+    pub gap: SimDuration,
+}
+
+/// Counters of an [`ExchangeApp`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ExchangeStats {
+    /// Exchanges whose whole response arrived.
+    pub exchanges_completed: u64,
+    /// Exchanges whose connection ended first.
+    pub exchanges_failed: u64,
+    /// Request bytes handed to TCP.
+    pub bytes_sent: u64,
+    /// Response bytes received.
+    pub bytes_received: u64,
+    /// Response bytes that differ from the stream sent (should be 0).
+    pub bytes_corrupt: u64,
+    /// Shortest exchange, ns.
+    pub latency_min_ns: Option<u64>,
+    /// Mean exchange, ns.
+    pub latency_mean_ns: Option<f64>,
+    /// Longest exchange, ns.
+    pub latency_max_ns: Option<u64>,
+    /// Why the last failed exchange failed.
+    pub failure: Option<&'static str>,
+}
+
+/// The exchange in progress.
+#[derive(Clone, Copy, Debug)]
+struct Current {
+    flow: FlowId,
+    opened: SimTime,
+    /// Request bytes queued so far.
+    sent: u64,
+    /// Response bytes received so far.
+    received: u64,
+}
+
+/// Runs `count` request/response exchanges against an
+/// [`ExchangeServerApp`].
+pub struct ExchangeApp {
+    config: ExchangeConfig,
+    current: Option<Current>,
+    started: u32,
+    buf: Vec<u8>,
+    latency: Latency,
+    stats: ExchangeStats,
+}
+
+impl ExchangeApp {
+    /// A client with `config` (a request shorter than the header is
+    /// lengthened to it).
+    pub fn new(config: ExchangeConfig) -> Self {
+        ExchangeApp {
+            config: ExchangeConfig {
+                request: config.request.max(REQUEST_HEADER_LEN as u32),
+                ..config
+            },
+            current: None,
+            started: 0,
+            buf: vec![0; CHUNK],
+            latency: Latency::default(),
+            stats: ExchangeStats::default(),
+        }
+    }
+
+    fn begin(&mut self, cx: &mut AppContext<'_>) {
+        self.started += 1;
+        match cx.tcp_connect(self.config.peer) {
+            Ok(flow) => {
+                self.current = Some(Current {
+                    flow,
+                    opened: cx.now(),
+                    sent: 0,
+                    received: 0,
+                });
+                self.push_request(cx);
+            }
+            Err(_) => {
+                self.stats.exchanges_failed += 1;
+                self.stats.failure = Some("connect_failed");
+                self.next(cx);
+            }
+        }
+    }
+
+    /// Schedules the next exchange, if any are left.
+    fn next(&mut self, cx: &mut AppContext<'_>) {
+        if self.started < self.config.count {
+            let at = cx.now() + self.config.gap;
+            cx.set_timer(at, 0);
+        } else {
+            cx.trace(AppEvent::Stopped);
+        }
+    }
+
+    fn push_request(&mut self, cx: &mut AppContext<'_>) {
+        let Some(cur) = self.current.as_mut() else {
+            return;
+        };
+        let total = u64::from(self.config.request);
+        while cur.sent < total {
+            let Ok(room) = cx.tcp_connection(cur.flow).map(|c| c.send_capacity()) else {
+                return;
+            };
+            let n = ((total - cur.sent).min(CHUNK as u64) as usize).min(room);
+            if n == 0 {
+                return;
+            }
+            let chunk = &mut self.buf[..n];
+            pattern::fill(cur.sent, chunk);
+            // The header overlays the pattern's first bytes.
+            let mut header = [0u8; REQUEST_HEADER_LEN];
+            header[..4].copy_from_slice(&self.config.request.to_be_bytes());
+            header[4..].copy_from_slice(&self.config.response.to_be_bytes());
+            for (i, b) in chunk.iter_mut().enumerate() {
+                let offset = cur.sent as usize + i;
+                if offset >= REQUEST_HEADER_LEN {
+                    break;
+                }
+                *b = header[offset];
+            }
+            match cx.tcp_send(cur.flow, chunk) {
+                Ok(k) => {
+                    cur.sent += k as u64;
+                    self.stats.bytes_sent += k as u64;
+                    if k < n {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn read_response(&mut self, cx: &mut AppContext<'_>) {
+        let Some(mut cur) = self.current else {
+            return;
+        };
+        loop {
+            let n = match cx.tcp_recv(cur.flow, &mut self.buf) {
+                Ok(n) if n > 0 => n,
+                _ => break,
+            };
+            let bad = pattern::mismatches(cur.received, &self.buf[..n]);
+            if bad > 0 {
+                self.stats.bytes_corrupt += bad;
+                cx.trace(AppEvent::DataCorrupt {
+                    flow: cur.flow.0,
+                    offset: cur.received,
+                    bytes: bad,
+                });
+            }
+            cur.received += n as u64;
+            self.stats.bytes_received += n as u64;
+        }
+        self.current = Some(cur);
+        if cur.received >= u64::from(self.config.response) {
+            let latency = cx.now().saturating_since(cur.opened).as_nanos();
+            self.latency.add(latency);
+            self.stats.exchanges_completed += 1;
+            cx.trace(AppEvent::TransferCompleted {
+                flow: cur.flow.0,
+                bytes: cur.received,
+                duration_ns: latency,
+            });
+            let _ = cx.tcp_close(cur.flow);
+            self.current = None;
+            self.next(cx);
+        }
+    }
+
+    fn fail(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        let reason = failure_name(event);
+        self.stats.exchanges_failed += 1;
+        self.stats.failure = Some(reason);
+        cx.trace(AppEvent::TransferFailed {
+            flow: flow.0,
+            reason,
+        });
+        self.current = None;
+        self.next(cx);
+    }
+}
+
+impl App for ExchangeApp {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        cx.trace(AppEvent::Started);
+        if self.config.count > 0 {
+            cx.set_timer(self.config.start, 0);
+        }
+    }
+
+    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+
+    fn on_timer(&mut self, cx: &mut AppContext<'_>, _token: u64) {
+        self.begin(cx);
+    }
+
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        if self.current.map(|c| c.flow) != Some(flow) {
+            // A finished exchange's connection closing down.
+            return;
+        }
+        match event {
+            TcpEvent::Connected | TcpEvent::Writable => self.push_request(cx),
+            TcpEvent::Readable => self.read_response(cx),
+            TcpEvent::PeerClosed => {
+                self.read_response(cx);
+                if self.current.is_some() {
+                    let _ = cx.tcp_close(flow);
+                    self.fail(cx, flow, event);
+                }
+            }
+            TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => self.fail(cx, flow, event),
+        }
+    }
+
+    fn stats(&self) -> AppStats {
+        AppStats::Exchange(ExchangeStats {
+            latency_min_ns: self.latency.min_ns(),
+            latency_mean_ns: self.latency.mean_ns(),
+            latency_max_ns: self.latency.max_ns(),
+            ..self.stats
+        })
+    }
+}
+
+/// Parameters of an [`ExchangeServerApp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExchangeServerConfig {
+    /// Port to accept connections on.
+    pub port: u16,
+}
+
+/// Counters of an [`ExchangeServerApp`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ExchangeServerStats {
+    /// Connections accepted.
+    pub connections_accepted: u64,
+    /// Requests received whole and answered.
+    pub requests_served: u64,
+    /// Request bytes received, headers included.
+    pub bytes_received: u64,
+    /// Response bytes handed to TCP.
+    pub bytes_sent: u64,
+    /// Request bytes that differ from the stream sent (should be 0).
+    pub bytes_corrupt: u64,
+    /// Requests whose header announced a length shorter than the header;
+    /// their connections were reset.
+    pub bad_requests: u64,
+}
+
+/// A connection of the server.
+#[derive(Clone, Copy, Debug)]
+struct ServerConn {
+    flow: FlowId,
+    header: [u8; REQUEST_HEADER_LEN],
+    /// Request bytes received, header included.
+    received: u64,
+    /// Request and response lengths, once the header is in.
+    lengths: Option<(u64, u64)>,
+    /// Response bytes queued.
+    sent: u64,
+}
+
+/// Answers each request with the response length it asks for, then closes
+/// once the client has.
+pub struct ExchangeServerApp {
+    config: ExchangeServerConfig,
+    conns: Vec<ServerConn>,
+    buf: Vec<u8>,
+    stats: ExchangeServerStats,
+}
+
+impl ExchangeServerApp {
+    /// A server accepting on `config.port`.
+    pub fn new(config: ExchangeServerConfig) -> Self {
+        ExchangeServerApp {
+            config,
+            conns: Vec::new(),
+            buf: vec![0; CHUNK],
+            stats: ExchangeServerStats::default(),
+        }
+    }
+
+    fn read(&mut self, cx: &mut AppContext<'_>, index: usize) {
+        let flow = self.conns[index].flow;
+        loop {
+            let n = match cx.tcp_recv(flow, &mut self.buf) {
+                Ok(n) if n > 0 => n,
+                _ => break,
+            };
+            self.stats.bytes_received += n as u64;
+            let conn = &mut self.conns[index];
+            let mut data = &self.buf[..n];
+            while conn.received < REQUEST_HEADER_LEN as u64 && !data.is_empty() {
+                conn.header[conn.received as usize] = data[0];
+                conn.received += 1;
+                data = &data[1..];
+            }
+            if conn.lengths.is_none() && conn.received == REQUEST_HEADER_LEN as u64 {
+                let h = conn.header;
+                let request = u64::from(u32::from_be_bytes([h[0], h[1], h[2], h[3]]));
+                let response = u64::from(u32::from_be_bytes([h[4], h[5], h[6], h[7]]));
+                if request < REQUEST_HEADER_LEN as u64 {
+                    self.stats.bad_requests += 1;
+                    let _ = cx.tcp_abort(flow);
+                    return;
+                }
+                conn.lengths = Some((request, response));
+            }
+            if !data.is_empty() {
+                let bad = pattern::mismatches(conn.received, data);
+                if bad > 0 {
+                    self.stats.bytes_corrupt += bad;
+                    cx.trace(AppEvent::DataCorrupt {
+                        flow: flow.0,
+                        offset: conn.received,
+                        bytes: bad,
+                    });
+                }
+                conn.received += data.len() as u64;
+            }
+        }
+        let conn = self.conns[index];
+        if let Some((request, _)) = conn.lengths {
+            if conn.received >= request && conn.sent == 0 {
+                self.respond(cx, index);
+            }
+        }
+    }
+
+    fn respond(&mut self, cx: &mut AppContext<'_>, index: usize) {
+        let conn = &mut self.conns[index];
+        let Some((request, response)) = conn.lengths else {
+            return;
+        };
+        if conn.received < request {
+            return;
+        }
+        while conn.sent < response {
+            let Ok(room) = cx.tcp_connection(conn.flow).map(|c| c.send_capacity()) else {
+                return;
+            };
+            let n = ((response - conn.sent).min(CHUNK as u64) as usize).min(room);
+            if n == 0 {
+                return;
+            }
+            pattern::fill(conn.sent, &mut self.buf[..n]);
+            match cx.tcp_send(conn.flow, &self.buf[..n]) {
+                Ok(k) => {
+                    conn.sent += k as u64;
+                    self.stats.bytes_sent += k as u64;
+                    if conn.sent == response {
+                        self.stats.requests_served += 1;
+                    }
+                    if k < n {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+impl App for ExchangeServerApp {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        // A clash was rejected when the scenario was validated.
+        let _ = cx.tcp_listen(self.config.port);
+        cx.trace(AppEvent::Started);
+    }
+
+    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+
+    fn on_timer(&mut self, _cx: &mut AppContext<'_>, _token: u64) {}
+
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        if event == TcpEvent::Connected {
+            self.stats.connections_accepted += 1;
+            self.conns.push(ServerConn {
+                flow,
+                header: [0; REQUEST_HEADER_LEN],
+                received: 0,
+                lengths: None,
+                sent: 0,
+            });
+        }
+        let Some(index) = self.conns.iter().position(|c| c.flow == flow) else {
+            return;
+        };
+        match event {
+            TcpEvent::Connected | TcpEvent::Readable => self.read(cx, index),
+            TcpEvent::Writable => self.respond(cx, index),
+            TcpEvent::PeerClosed => {
+                self.read(cx, index);
+                let _ = cx.tcp_close(flow);
+            }
+            TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => {
+                self.conns.swap_remove(index);
+            }
+        }
+    }
+
+    fn stats(&self) -> AppStats {
+        AppStats::ExchangeServer(self.stats)
+    }
+}

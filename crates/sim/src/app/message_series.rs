@@ -1,0 +1,245 @@
+//! A series of messages over one TCP connection: message `i` is released
+//! at a fixed time (the start plus the gaps before it) and handed to TCP as
+//! the send buffer allows. Each message's latency runs from its release to
+//! the acknowledgment of its last byte, as the sender sees it. The receiver
+//! is a [`super::TcpSinkApp`], which checks the content.
+
+use std::net::SocketAddrV4;
+
+use rtolab_time::{SimDuration, SimTime};
+use serde::Serialize;
+
+use super::tcp_bulk::CHUNK;
+use super::{failure_name, pattern, App, AppContext, AppStats, Latency};
+use crate::tcp::{FlowId, TcpEvent};
+use crate::trace::AppEvent;
+
+/// Parameters of a [`MessageSeriesApp`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MessageSeriesConfig {
+    /// Where to connect.
+    pub peer: SocketAddrV4,
+    /// Message sizes in bytes, in sending order.
+    pub sizes: Vec<u32>,
+    /// Pause after message `i` before the next one is released:
+    /// `gaps[i % gaps.len()]`; none means all at once.
+    pub gaps: Vec<SimDuration>,
+    /// When to connect and release the first message.
+    pub start: SimTime,
+}
+
+/// Counters of a [`MessageSeriesApp`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct MessageSeriesStats {
+    /// Messages in the series.
+    pub messages: u64,
+    /// Messages released to the connection.
+    pub messages_sent: u64,
+    /// Messages whose last byte was acknowledged.
+    pub messages_acked: u64,
+    /// Bytes handed to TCP.
+    pub bytes_sent: u64,
+    /// Bytes the peer acknowledged.
+    pub bytes_acked: u64,
+    /// Fastest message, release to acknowledgment, ns.
+    pub latency_min_ns: Option<u64>,
+    /// Mean message latency, ns.
+    pub latency_mean_ns: Option<f64>,
+    /// Slowest message, ns.
+    pub latency_max_ns: Option<u64>,
+    /// From connecting to the last message being acknowledged, ns.
+    pub completion_time_ns: Option<u64>,
+    /// Why the connection ended early.
+    pub failure: Option<&'static str>,
+}
+
+/// Sends a series of messages over one connection.
+pub struct MessageSeriesApp {
+    config: MessageSeriesConfig,
+    /// Stream offset just past each message.
+    ends: Vec<u64>,
+    /// When each message was released.
+    released_at: Vec<SimTime>,
+    flow: Option<FlowId>,
+    opened: SimTime,
+    /// Stream offset up to which messages are released.
+    released_to: u64,
+    closing: bool,
+    chunk: Vec<u8>,
+    latency: Latency,
+    stats: MessageSeriesStats,
+}
+
+impl MessageSeriesApp {
+    /// A sender with `config`.
+    pub fn new(config: MessageSeriesConfig) -> Self {
+        let ends = config
+            .sizes
+            .iter()
+            .scan(0u64, |end, &size| {
+                *end += u64::from(size);
+                Some(*end)
+            })
+            .collect();
+        let n = config.sizes.len();
+        MessageSeriesApp {
+            ends,
+            released_at: Vec::with_capacity(n),
+            flow: None,
+            opened: SimTime::ZERO,
+            released_to: 0,
+            closing: false,
+            chunk: vec![0; CHUNK],
+            latency: Latency::default(),
+            stats: MessageSeriesStats {
+                messages: n as u64,
+                ..MessageSeriesStats::default()
+            },
+            config,
+        }
+    }
+
+    fn gap_after(&self, index: usize) -> SimDuration {
+        match self.config.gaps.len() {
+            0 => SimDuration::ZERO,
+            n => self.config.gaps[index % n],
+        }
+    }
+
+    fn release(&mut self, cx: &mut AppContext<'_>) {
+        let index = self.released_at.len();
+        let Some(&end) = self.ends.get(index) else {
+            return;
+        };
+        self.released_at.push(cx.now());
+        self.released_to = end;
+        self.stats.messages_sent += 1;
+        if index + 1 < self.ends.len() {
+            let at = cx.now() + self.gap_after(index);
+            cx.set_timer(at, 0);
+        }
+    }
+
+    /// Queues released bytes as the send buffer allows; closes after the
+    /// last message.
+    fn push(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+        while self.stats.bytes_sent < self.released_to {
+            let Ok(room) = cx.tcp_connection(flow).map(|c| c.send_capacity()) else {
+                return;
+            };
+            let left = self.released_to - self.stats.bytes_sent;
+            let n = (left.min(CHUNK as u64) as usize).min(room);
+            if n == 0 {
+                return;
+            }
+            pattern::fill(self.stats.bytes_sent, &mut self.chunk[..n]);
+            match cx.tcp_send(flow, &self.chunk[..n]) {
+                Ok(k) => {
+                    self.stats.bytes_sent += k as u64;
+                    if k < n {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+        let all_released = self.released_at.len() == self.ends.len();
+        if all_released && !self.closing {
+            self.closing = true;
+            let _ = cx.tcp_close(flow);
+        }
+    }
+
+    fn update_acked(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+        if let Ok(c) = cx.tcp_connection(flow) {
+            self.stats.bytes_acked = c.stats().bytes_acked;
+        }
+        let now = cx.now();
+        while let Some(&end) = self.ends.get(self.stats.messages_acked as usize) {
+            let index = self.stats.messages_acked as usize;
+            if self.stats.bytes_acked < end || index >= self.released_at.len() {
+                break;
+            }
+            let latency = now.saturating_since(self.released_at[index]).as_nanos();
+            self.latency.add(latency);
+            self.stats.messages_acked += 1;
+            cx.trace(AppEvent::MessageAcked {
+                flow: flow.0,
+                index: index as u32,
+                len: self.config.sizes[index],
+                latency_ns: latency,
+            });
+            if self.stats.messages_acked == self.stats.messages {
+                self.stats.completion_time_ns = Some(now.saturating_since(self.opened).as_nanos());
+            }
+        }
+    }
+}
+
+impl App for MessageSeriesApp {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        cx.trace(AppEvent::Started);
+        if !self.ends.is_empty() {
+            cx.set_timer(self.config.start, 0);
+        }
+    }
+
+    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+
+    fn on_timer(&mut self, cx: &mut AppContext<'_>, _token: u64) {
+        if self.flow.is_none() && self.released_at.is_empty() {
+            match cx.tcp_connect(self.config.peer) {
+                Ok(flow) => {
+                    self.flow = Some(flow);
+                    self.opened = cx.now();
+                }
+                Err(_) => {
+                    self.stats.failure = Some("connect_failed");
+                    return;
+                }
+            }
+        }
+        self.release(cx);
+        if let Some(flow) = self.flow {
+            self.push(cx, flow);
+        }
+    }
+
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        if Some(flow) != self.flow {
+            return;
+        }
+        match event {
+            TcpEvent::Connected | TcpEvent::Writable => {
+                self.push(cx, flow);
+                self.update_acked(cx, flow);
+            }
+            TcpEvent::Readable => {
+                let mut scratch = [0u8; 256];
+                while cx.tcp_recv(flow, &mut scratch).is_ok_and(|n| n > 0) {}
+            }
+            TcpEvent::PeerClosed => {}
+            TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => {
+                self.update_acked(cx, flow);
+                if self.stats.messages_acked < self.stats.messages {
+                    let reason = failure_name(event);
+                    self.stats.failure = Some(reason);
+                    cx.trace(AppEvent::TransferFailed {
+                        flow: flow.0,
+                        reason,
+                    });
+                }
+                self.flow = None;
+            }
+        }
+    }
+
+    fn stats(&self) -> AppStats {
+        AppStats::MessageSeries(MessageSeriesStats {
+            latency_min_ns: self.latency.min_ns(),
+            latency_mean_ns: self.latency.mean_ns(),
+            latency_max_ns: self.latency.max_ns(),
+            ..self.stats
+        })
+    }
+}

@@ -1,0 +1,313 @@
+//! Bulk TCP transfer: a sender that pushes a number of bytes (or as much as
+//! it can until a stop time) over one connection, and a sink that accepts
+//! connections, counts what arrives and checks every byte.
+
+use std::net::SocketAddrV4;
+
+use rtolab_time::SimTime;
+use serde::Serialize;
+
+use super::{failure_name, pattern, App, AppContext, AppStats};
+use crate::tcp::{FlowId, TcpEvent};
+use crate::trace::AppEvent;
+
+/// Bytes written to or read from TCP per call; the apps' buffers are this
+/// big and reused.
+pub(crate) const CHUNK: usize = 16 * 1024;
+
+const TOKEN_START: u64 = 0;
+const TOKEN_STOP: u64 = 1;
+
+/// Parameters of a [`TcpBulkApp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpBulkConfig {
+    /// Where to connect.
+    pub peer: SocketAddrV4,
+    /// Bytes to send, then close; `None` sends until `stop`.
+    pub bytes: Option<u64>,
+    /// When to connect.
+    pub start: SimTime,
+    /// When to stop queuing data and close (`None`: never, or when `bytes`
+    /// are sent).
+    pub stop: Option<SimTime>,
+}
+
+/// Counters of a [`TcpBulkApp`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct TcpBulkStats {
+    /// Bytes handed to TCP.
+    pub bytes_sent: u64,
+    /// Bytes the peer acknowledged.
+    pub bytes_acked: u64,
+    /// Whether every byte was acknowledged (for an unlimited sender: after
+    /// it stopped).
+    pub completed: bool,
+    /// From connecting to the last byte being acknowledged, ns.
+    pub completion_time_ns: Option<u64>,
+    /// `bytes_acked` over the completion time, bits per second.
+    pub goodput_bps: Option<f64>,
+    /// Why the connection ended early: `reset`, `timed_out`, or `null`.
+    pub failure: Option<&'static str>,
+}
+
+/// Sends a byte stream over one TCP connection.
+pub struct TcpBulkApp {
+    config: TcpBulkConfig,
+    flow: Option<FlowId>,
+    opened: SimTime,
+    closing: bool,
+    chunk: Vec<u8>,
+    stats: TcpBulkStats,
+}
+
+impl TcpBulkApp {
+    /// A sender with `config`.
+    pub fn new(config: TcpBulkConfig) -> Self {
+        TcpBulkApp {
+            config,
+            flow: None,
+            opened: SimTime::ZERO,
+            closing: false,
+            chunk: vec![0; CHUNK],
+            stats: TcpBulkStats::default(),
+        }
+    }
+
+    fn remaining(&self) -> u64 {
+        self.config
+            .bytes
+            .map_or(u64::MAX, |b| b.saturating_sub(self.stats.bytes_sent))
+    }
+
+    /// Queues as much as the send buffer takes; closes once everything is
+    /// queued.
+    fn fill(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+        while !self.closing {
+            if self.remaining() == 0 {
+                self.closing = true;
+                let _ = cx.tcp_close(flow);
+                break;
+            }
+            let Ok(room) = cx.tcp_connection(flow).map(|c| c.send_capacity()) else {
+                return;
+            };
+            let n = (self.remaining().min(CHUNK as u64) as usize).min(room);
+            if n == 0 {
+                break;
+            }
+            pattern::fill(self.stats.bytes_sent, &mut self.chunk[..n]);
+            match cx.tcp_send(flow, &self.chunk[..n]) {
+                Ok(k) => {
+                    self.stats.bytes_sent += k as u64;
+                    if k < n {
+                        break;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn update_acked(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+        if let Ok(c) = cx.tcp_connection(flow) {
+            self.stats.bytes_acked = c.stats().bytes_acked;
+        }
+        // Complete once nothing more will be queued and all of it is acked.
+        if !self.stats.completed && self.closing && self.stats.bytes_acked == self.stats.bytes_sent
+        {
+            let duration = cx.now().saturating_since(self.opened).as_nanos();
+            self.stats.completed = true;
+            self.stats.completion_time_ns = Some(duration);
+            self.stats.goodput_bps =
+                (duration > 0).then(|| self.stats.bytes_acked as f64 * 8e9 / duration as f64);
+            cx.trace(AppEvent::TransferCompleted {
+                flow: flow.0,
+                bytes: self.stats.bytes_acked,
+                duration_ns: duration,
+            });
+        }
+    }
+}
+
+impl App for TcpBulkApp {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        cx.trace(AppEvent::Started);
+        cx.set_timer(self.config.start, TOKEN_START);
+        if let Some(stop) = self.config.stop {
+            cx.set_timer(stop, TOKEN_STOP);
+        }
+    }
+
+    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+
+    fn on_timer(&mut self, cx: &mut AppContext<'_>, token: u64) {
+        match token {
+            TOKEN_START => match cx.tcp_connect(self.config.peer) {
+                Ok(flow) => {
+                    self.flow = Some(flow);
+                    self.opened = cx.now();
+                    // Data queued now leaves right after the handshake.
+                    self.fill(cx, flow);
+                }
+                Err(_) => self.stats.failure = Some("connect_failed"),
+            },
+            _ => {
+                cx.trace(AppEvent::Stopped);
+                if let Some(flow) = self.flow.filter(|_| !self.closing) {
+                    self.closing = true;
+                    let _ = cx.tcp_close(flow);
+                    self.update_acked(cx, flow);
+                }
+            }
+        }
+    }
+
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        if Some(flow) != self.flow {
+            return;
+        }
+        match event {
+            TcpEvent::Connected | TcpEvent::Writable => {
+                self.fill(cx, flow);
+                self.update_acked(cx, flow);
+            }
+            TcpEvent::Readable => {
+                // The sink sends nothing; discard anything that arrives.
+                let mut scratch = [0u8; 256];
+                while cx.tcp_recv(flow, &mut scratch).is_ok_and(|n| n > 0) {}
+            }
+            TcpEvent::PeerClosed => {}
+            TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => {
+                self.update_acked(cx, flow);
+                if !self.stats.completed {
+                    let reason = failure_name(event);
+                    self.stats.failure = Some(reason);
+                    cx.trace(AppEvent::TransferFailed {
+                        flow: flow.0,
+                        reason,
+                    });
+                }
+                self.flow = None;
+            }
+        }
+    }
+
+    fn stats(&self) -> AppStats {
+        AppStats::TcpBulk(self.stats)
+    }
+}
+
+/// Parameters of a [`TcpSinkApp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpSinkConfig {
+    /// Port to accept connections on.
+    pub port: u16,
+}
+
+/// Counters of a [`TcpSinkApp`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct TcpSinkStats {
+    /// Connections accepted.
+    pub connections_accepted: u64,
+    /// Connections whose peer closed after sending.
+    pub connections_finished: u64,
+    /// Bytes received, over all connections.
+    pub bytes_received: u64,
+    /// Received bytes that differ from the stream sent (should be 0).
+    pub bytes_corrupt: u64,
+    /// When the first byte arrived, ns.
+    pub first_byte_ns: Option<u64>,
+    /// When the last byte arrived, ns.
+    pub last_byte_ns: Option<u64>,
+    /// Bytes received between the first and last byte, bits per second.
+    pub goodput_bps: Option<f64>,
+}
+
+/// Accepts TCP connections, reads everything and checks it against the
+/// stream of [`pattern`].
+pub struct TcpSinkApp {
+    config: TcpSinkConfig,
+    /// Open connections and the stream offset reached on each.
+    conns: Vec<(FlowId, u64)>,
+    buf: Vec<u8>,
+    stats: TcpSinkStats,
+}
+
+impl TcpSinkApp {
+    /// A sink accepting on `config.port`.
+    pub fn new(config: TcpSinkConfig) -> Self {
+        TcpSinkApp {
+            config,
+            conns: Vec::new(),
+            buf: vec![0; CHUNK],
+            stats: TcpSinkStats::default(),
+        }
+    }
+
+    fn read(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+        let Some(index) = self.conns.iter().position(|(f, _)| *f == flow) else {
+            return;
+        };
+        loop {
+            let n = match cx.tcp_recv(flow, &mut self.buf) {
+                Ok(n) if n > 0 => n,
+                _ => break,
+            };
+            let offset = self.conns[index].1;
+            let bad = pattern::mismatches(offset, &self.buf[..n]);
+            if bad > 0 {
+                self.stats.bytes_corrupt += bad;
+                cx.trace(AppEvent::DataCorrupt {
+                    flow: flow.0,
+                    offset,
+                    bytes: bad,
+                });
+            }
+            self.conns[index].1 += n as u64;
+            let s = &mut self.stats;
+            s.bytes_received += n as u64;
+            let now = cx.now().as_nanos();
+            let first = *s.first_byte_ns.get_or_insert(now);
+            s.last_byte_ns = Some(now);
+            s.goodput_bps =
+                (now > first).then(|| s.bytes_received as f64 * 8e9 / (now - first) as f64);
+        }
+    }
+}
+
+impl App for TcpSinkApp {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        // A clash was rejected when the scenario was validated.
+        let _ = cx.tcp_listen(self.config.port);
+        cx.trace(AppEvent::Started);
+    }
+
+    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+
+    fn on_timer(&mut self, _cx: &mut AppContext<'_>, _token: u64) {}
+
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        match event {
+            TcpEvent::Connected => {
+                self.stats.connections_accepted += 1;
+                self.conns.push((flow, 0));
+                // Data may have come with the handshake's last ACK.
+                self.read(cx, flow);
+            }
+            TcpEvent::Readable => self.read(cx, flow),
+            TcpEvent::Writable => {}
+            TcpEvent::PeerClosed => {
+                self.read(cx, flow);
+                self.stats.connections_finished += 1;
+                let _ = cx.tcp_close(flow);
+            }
+            TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => {
+                self.conns.retain(|(f, _)| *f != flow);
+            }
+        }
+    }
+
+    fn stats(&self) -> AppStats {
+        AppStats::TcpSink(self.stats)
+    }
+}
