@@ -1,0 +1,39 @@
+//! Sans-IO TCP engine with pluggable RTO, congestion-control and ACK
+//! policies.
+//!
+//! Read RFC 9293 (TCP), RFC 6298 (retransmission timer), RFC 5681 and 6582
+//! (congestion control), RFC 7323 (window scale, timestamps, PAWS),
+//! RFC 2018 and 6675 (SACK and SACK-based recovery) first; the code cites
+//! them by clause.
+//!
+//! The crate is a pure state machine: it never reads a clock, sleeps or
+//! touches a socket. The driver (simulator or emulator) hands it segments
+//! and the current time and takes back datagrams to send, application
+//! events and the next deadline.
+//!
+//! * [`rto`], [`cc`], [`ack`]: the policy plug-ins, each chosen by
+//!   configuration and built per connection by a factory.
+//! * [`clock`]: timer granularity (fine or coarse ticks with a phase).
+//! * [`Connection`]: one connection; [`Stack`]: a host's connections and
+//!   listeners, demultiplexed by 4-tuple.
+//! * [`Profile`] / [`Config`]: named bundles of settings (`lwip`, `uip`,
+//!   `linux`, `rfc`) and the factories a connection is built from.
+//! * [`trace`]: typed trace events delivered through `poll_event`.
+
+#![forbid(unsafe_code)]
+
+pub mod ack;
+pub mod cc;
+pub mod clock;
+mod conn;
+pub mod profile;
+pub mod rto;
+pub mod serde_duration;
+mod stack;
+pub mod trace;
+
+pub use conn::{
+    reset_reply, ConnError, Connection, ConnectionStats, Event, State, DEFAULT_MSS, TIMELOST_UNIT,
+};
+pub use profile::{Config, Profile};
+pub use stack::{ConnId, Stack, EPHEMERAL_START};

@@ -1,0 +1,332 @@
+//! An in-memory pair of stacks joined by a point-to-point link with
+//! latency, MTU, bandwidth and fault knobs, driven in explicit time.
+
+#![allow(dead_code)]
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rtolab_tcp::{Config, ConnId, Event, Profile, Stack, State};
+use rtolab_time::{SimDuration, SimTime};
+
+pub const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+pub const SERVER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+pub const PORT: u16 = 80;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// A datagram on the wire: (arrival, tie-breaker, destination, bytes).
+type InFlight = (SimTime, u64, Side, Vec<u8>);
+
+/// Faults applied to every datagram independently.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faults {
+    pub loss: f64,
+    pub duplicate: f64,
+    /// Probability that a datagram gets an extra random delay (reordering).
+    pub reorder: f64,
+    /// Largest extra delay of a reordered datagram.
+    pub reorder_delay: SimDuration,
+}
+
+pub struct Pair {
+    pub client: Stack,
+    pub server: Stack,
+    pub time: SimTime,
+    pub latency: SimDuration,
+    pub mtu: usize,
+    /// Link rate in bits per second; `None` is infinitely fast.
+    pub bandwidth: Option<u64>,
+    pub faults: Faults,
+    pub rng: ChaCha8Rng,
+    queue: BinaryHeap<Reverse<InFlight>>,
+    link_free: [SimTime; 2],
+    counter: u64,
+    pub events: Vec<(Side, ConnId, Event)>,
+    pub delivered: u64,
+}
+
+impl Pair {
+    pub fn new(client: Config, server: Config, seed: u64) -> Pair {
+        Pair {
+            client: Stack::new(Arc::new(client), CLIENT, seed),
+            server: Stack::new(Arc::new(server), SERVER, seed ^ 0xabcdef),
+            time: SimTime::ZERO,
+            latency: SimDuration::from_millis(10),
+            mtu: 1500,
+            bandwidth: None,
+            faults: Faults::default(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            queue: BinaryHeap::new(),
+            link_free: [SimTime::ZERO; 2],
+            counter: 0,
+            events: Vec::new(),
+            delivered: 0,
+        }
+    }
+
+    pub fn with_profile(profile: Profile, seed: u64) -> Pair {
+        Pair::new(
+            Config::from_profile(profile.clone()),
+            Config::from_profile(profile),
+            seed,
+        )
+    }
+
+    pub fn server_addr() -> SocketAddrV4 {
+        SocketAddrV4::new(SERVER, PORT)
+    }
+
+    fn stack(&mut self, side: Side) -> &mut Stack {
+        match side {
+            Side::Client => &mut self.client,
+            Side::Server => &mut self.server,
+        }
+    }
+
+    fn transmit(&mut self, side: Side) {
+        let mut buf = Vec::new();
+        loop {
+            let now = self.time;
+            let Some(len) = self.stack(side).poll_transmit(now, &mut buf) else {
+                break;
+            };
+            let datagram = buf[..len].to_vec();
+            if datagram.len() > self.mtu {
+                continue;
+            }
+            let index = side as usize;
+            let mut depart = self.time.max(self.link_free[index]);
+            if let Some(bps) = self.bandwidth {
+                depart += SimDuration::transmission(datagram.len() as u64, bps);
+                self.link_free[index] = depart;
+            }
+            if self.rng.gen_bool(self.faults.loss.clamp(0.0, 1.0)) {
+                continue;
+            }
+            let copies = if self.rng.gen_bool(self.faults.duplicate.clamp(0.0, 1.0)) {
+                2
+            } else {
+                1
+            };
+            for _ in 0..copies {
+                let mut arrive = depart + self.latency;
+                if self.rng.gen_bool(self.faults.reorder.clamp(0.0, 1.0)) {
+                    let extra = self.rng.gen_range(0..=self.faults.reorder_delay.as_nanos());
+                    arrive += SimDuration::from_nanos(extra);
+                }
+                let to = match side {
+                    Side::Client => Side::Server,
+                    Side::Server => Side::Client,
+                };
+                self.counter += 1;
+                self.queue
+                    .push(Reverse((arrive, self.counter, to, datagram.clone())));
+            }
+        }
+        let side_events: Vec<(ConnId, Event)> =
+            std::iter::from_fn(|| self.stack(side).poll_event()).collect();
+        self.events
+            .extend(side_events.into_iter().map(|(id, e)| (side, id, e)));
+    }
+
+    /// Delivers due datagrams, fires due timers, collects output; then
+    /// advances time to the next arrival or deadline. Returns false when
+    /// nothing is left to happen.
+    pub fn step(&mut self) -> bool {
+        while let Some(Reverse((at, _, _, _))) = self.queue.peek() {
+            if *at > self.time {
+                break;
+            }
+            let Some(Reverse((_, _, to, datagram))) = self.queue.pop() else {
+                break;
+            };
+            let now = self.time;
+            self.delivered += 1;
+            self.stack(to)
+                .handle_datagram(now, &datagram)
+                .expect("the engine emits well-formed datagrams");
+        }
+        let now = self.time;
+        self.client.handle_timeout(now);
+        self.server.handle_timeout(now);
+        self.transmit(Side::Client);
+        self.transmit(Side::Server);
+        let next = [
+            self.queue.peek().map(|Reverse((t, ..))| *t),
+            self.client.poll_timeout(),
+            self.server.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        match next {
+            Some(t) => {
+                self.time = self.time.max(t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Steps until idle or `max_steps`; returns whether it went idle.
+    pub fn drive_bounded(&mut self, max_steps: usize) -> bool {
+        for _ in 0..max_steps {
+            if !self.step() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Steps until `done` holds or `max_steps`; returns whether it held.
+    pub fn drive_until(
+        &mut self,
+        max_steps: usize,
+        mut done: impl FnMut(&mut Pair) -> bool,
+    ) -> bool {
+        for _ in 0..max_steps {
+            if done(self) {
+                return true;
+            }
+            if !self.step() {
+                return done(self);
+            }
+        }
+        false
+    }
+
+    pub fn state(&self, side: Side, id: ConnId) -> Option<State> {
+        match side {
+            Side::Client => self.client.conn(id).map(|c| c.state()),
+            Side::Server => self.server.conn(id).map(|c| c.state()),
+        }
+    }
+}
+
+/// A transfer driven to completion: the client sends `data` and closes; the
+/// server reads everything and closes when the client's FIN arrives.
+pub struct Transfer {
+    pub client: ConnId,
+    pub server: Option<ConnId>,
+    pub data: Vec<u8>,
+    pub sent: usize,
+    pub received: Vec<u8>,
+    pub client_closed: bool,
+    pub server_closed: bool,
+}
+
+impl Transfer {
+    pub fn start(pair: &mut Pair, data: Vec<u8>) -> Transfer {
+        pair.server.listen(PORT);
+        let now = pair.time;
+        let client = pair.client.connect(now, Pair::server_addr());
+        Transfer {
+            client,
+            server: None,
+            data,
+            sent: 0,
+            received: Vec::new(),
+            client_closed: false,
+            server_closed: false,
+        }
+    }
+
+    /// Application work after a step; returns true when both ends closed.
+    pub fn pump(&mut self, pair: &mut Pair) -> bool {
+        let now = pair.time;
+        if let Some(c) = pair.client.conn_mut(self.client) {
+            if self.sent < self.data.len() {
+                if let Ok(n) = c.send(&self.data[self.sent..]) {
+                    self.sent += n;
+                }
+            }
+            // Close once connected: a close in SYN-SENT with nothing queued
+            // abandons the attempt (RFC 9293 §3.10.4).
+            if self.sent == self.data.len() && !self.client_closed && c.state() != State::SynSent {
+                c.close(now);
+                self.client_closed = true;
+            }
+        }
+        if self.server.is_none() {
+            self.server = pair.server.accept(PORT);
+        }
+        if let Some(id) = self.server {
+            if let Some(s) = pair.server.conn_mut(id) {
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = s.recv(&mut buf);
+                    if n == 0 {
+                        break;
+                    }
+                    self.received.extend_from_slice(&buf[..n]);
+                }
+                if s.is_recv_finished() && !self.server_closed {
+                    s.close(now);
+                    self.server_closed = true;
+                }
+            }
+        }
+        let client_done = pair.client.conn(self.client).is_some_and(|c| c.is_closed());
+        let server_done = self
+            .server
+            .and_then(|id| pair.server.conn(id))
+            .is_some_and(|c| c.is_closed());
+        client_done && server_done
+    }
+
+    /// Runs the transfer; returns whether both ends closed within the bound.
+    pub fn run(&mut self, pair: &mut Pair, max_steps: usize) -> bool {
+        self.run_until(pair, SimTime::MAX, max_steps) == Outcome::Finished
+    }
+
+    /// Runs the transfer until both ends closed, nothing is left to happen,
+    /// simulated time passes `deadline` or `max_steps` steps were taken.
+    pub fn run_until(&mut self, pair: &mut Pair, deadline: SimTime, max_steps: usize) -> Outcome {
+        for _ in 0..max_steps {
+            if self.pump(pair) {
+                return Outcome::Finished;
+            }
+            // Let application calls produce output before time advances.
+            if !pair.step() {
+                if self.pump(pair) {
+                    return Outcome::Finished;
+                }
+                // No datagram in flight and no timer armed: nothing will
+                // ever happen again.
+                if !pair.step() {
+                    return Outcome::Stalled;
+                }
+            }
+            if pair.time > deadline {
+                return Outcome::TimeLimit;
+            }
+        }
+        Outcome::StepLimit
+    }
+}
+
+/// How [`Transfer::run_until`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Both ends closed.
+    Finished,
+    /// Both stacks went idle with the transfer unfinished (a deadlock).
+    Stalled,
+    /// Simulated time passed the deadline.
+    TimeLimit,
+    /// The step budget ran out (a livelock that does not advance time).
+    StepLimit,
+}
+
+pub fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+}
