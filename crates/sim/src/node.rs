@@ -104,6 +104,8 @@ pub struct NodeStats {
     pub dropped_bad_header: u64,
     /// Dropped: no app bound to the destination port.
     pub dropped_no_listener: u64,
+    /// Datagrams a bridge passed on unchanged.
+    pub bridged: u64,
 }
 
 /// A host or router.
@@ -119,6 +121,10 @@ pub struct Node {
     pub routes: RoutingTable,
     /// IP-layer counters.
     pub stats: NodeStats,
+    /// Whether the node is a link-layer bridge: it passes every datagram
+    /// that arrives on one interface out of the other, unchanged, without
+    /// looking at its addresses.
+    pub bridge: bool,
 }
 
 impl Node {
@@ -129,6 +135,7 @@ impl Node {
             interfaces: Vec::new(),
             routes: RoutingTable::default(),
             stats: NodeStats::default(),
+            bridge: false,
         }
     }
 

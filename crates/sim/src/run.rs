@@ -17,9 +17,11 @@ use crate::app::{
     TcpBulkConfig, TcpSinkApp, TcpSinkConfig,
 };
 use crate::cidr::Ipv4Cidr;
-use crate::link::{BroadcastConfig, HalfDuplexConfig, LinkKind, LinkStats, P2pConfig, RateDelay};
+use crate::link::{
+    BroadcastConfig, HalfDuplexConfig, LinkKind, LinkStats, NfcConfig, P2pConfig, RateDelay,
+};
 use crate::node::{LinkId, NodeId, NodeStats};
-use crate::scenario::{AppKindSpec, LinkModelSpec, Scenario, METRICS_FILE, TRACES_FILE};
+use crate::scenario::{AppKindSpec, EndSpec, LinkModelSpec, Scenario, METRICS_FILE, TRACES_FILE};
 use crate::sim::{BuildError, SimError, Simulator};
 use crate::tcp::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts};
 use crate::trace::JsonlSink;
@@ -222,9 +224,21 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
                         },
                     )
                 };
-                for end in &w.ends {
-                    sim.attach(node(&end.host), id, end.address)?;
-                }
+                attach_ends(&mut sim, id, &w.ends, &node)?;
+            }
+            LinkModelSpec::Nfc(n) => {
+                // Validation accepts only the rates of the two modes.
+                let mode = NfcConfig::for_rate(n.rate_bps).unwrap_or(NfcConfig::rate_11_2kbps());
+                let id = sim.add_nfc(
+                    &link.name,
+                    NfcConfig {
+                        sensing: n.sensing,
+                        queue_capacity: n.queue,
+                        slot_phase: n.slot_phase,
+                        ..mode
+                    },
+                );
+                attach_ends(&mut sim, id, &n.ends, &node)?;
             }
             LinkModelSpec::Broadcast(b) => {
                 let id = sim.add_broadcast(
@@ -241,6 +255,9 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
                 }
             }
         }
+    }
+    for host in scenario.hosts.iter().filter(|h| h.bridge) {
+        sim.set_bridge(node(&host.name));
     }
     for route in &scenario.routes {
         sim.add_route(node(&route.host), route.destination, route.via)?;
@@ -289,6 +306,8 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
                 start: SimTime::ZERO + e.start,
                 count: e.count,
                 gap: e.gap,
+                source_port: e.source_port,
+                connect_first: e.connect_first,
             })),
             AppKindSpec::ExchangeServer { port } => {
                 AnyApp::ExchangeServer(ExchangeServerApp::new(ExchangeServerConfig { port: *port }))
@@ -299,6 +318,9 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
                     sizes: m.sizes.clone(),
                     gaps: m.gaps.clone(),
                     start: SimTime::ZERO + m.start,
+                    responses: m.responses.clone(),
+                    source_port: m.source_port,
+                    connect_first: m.connect_first,
                 }))
             }
         };
@@ -309,6 +331,23 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
         }
     }
     Ok(sim)
+}
+
+/// Attaches the two ends of a wired or NFC link: an interface with its
+/// address, or a bridge port.
+fn attach_ends(
+    sim: &mut Simulator,
+    link: LinkId,
+    ends: &[EndSpec; 2],
+    node: &impl Fn(&str) -> NodeId,
+) -> Result<(), BuildError> {
+    for end in ends {
+        match end.address {
+            Some(address) => sim.attach(node(&end.host), link, address)?,
+            None => sim.attach_port(node(&end.host), link)?,
+        };
+    }
+    Ok(())
 }
 
 /// Collects the report of a simulation in its current state.

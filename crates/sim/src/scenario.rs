@@ -22,6 +22,20 @@
 //! queue = 100                 # packets waiting per end, optional, default 100
 //! loss = 0.01                 # optional, default 0
 //!
+//! [[host]]
+//! name = "ptx"
+//! bridge = true               # passes packets between its two links
+//!                             # unchanged; its link ends take no address
+//!
+//! [[link]]
+//! name = "nfc"
+//! kind = "nfc"                # time-slotted NFC (bridge spec §1.1)
+//! rate = "11.2kbps"           # or "24kbps"
+//! ends = [ { host = "a", address = "10.0.0.1/24", sensing = true },
+//!          { host = "ptx", sensing = true } ]   # sensing: optional, off
+//! queue = 100                 # interface queue of sensing ends, optional
+//! slot_phase = "3ms"          # optional; default drawn from the seed
+//!
 //! [[link]]
 //! name = "air"
 //! kind = "broadcast"
@@ -89,10 +103,16 @@
 //! [[app]]
 //! kind = "message-series"
 //! host = "a"
-//! peer = "10.0.0.2:5001"      # a tcp-sink
+//! peer = "10.0.0.2:5001"      # a tcp-sink (an exchange-server with responses)
 //! sizes = [100, 2000, 50]     # message sizes, sent in order
 //! gaps = ["1s", "200ms"]      # pause after each message, used in turn
 //! start = "0s"                # optional
+//! responses = [10, 1500, 8]   # optional: each message is a request and
+//!                             # asks the exchange-server for this answer
+//! source_port = 49153         # optional local port (also for exchange)
+//! connect_first = true        # optional (also for exchange): write only
+//!                             # after the handshake, like a blocking
+//!                             # socket client; default false
 //! ```
 //!
 //! TCP apps use the app's `profile` (with its `[app.tcp]` overrides), or
@@ -182,9 +202,12 @@ pub struct Scenario {
     pub apps: Vec<AppSpec>,
 }
 
-/// A host (or router: every node forwards).
+/// A host (or router: every node forwards), or a link-layer bridge.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostSpec {
+    /// Whether it is a bridge between its two links (no address, no
+    /// apps, no TCP).
+    pub bridge: bool,
     /// Unique name.
     pub name: String,
     /// Position in metres, the default for its broadcast memberships.
@@ -212,6 +235,23 @@ pub enum LinkModelSpec {
     HalfDuplex(WiredSpec),
     /// Shared broadcast medium.
     Broadcast(BroadcastSpec),
+    /// Time-slotted NFC link.
+    Nfc(NfcSpec),
+}
+
+/// Parameters of an NFC link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NfcSpec {
+    /// The two ends.
+    pub ends: [EndSpec; 2],
+    /// Nominal rate: 11 200 or 24 000 bit/s.
+    pub rate_bps: u64,
+    /// Channel sensing at each end.
+    pub sensing: [bool; 2],
+    /// Packets the interface queue of a sensing end holds.
+    pub queue: usize,
+    /// Fixed slot phase, or `None` to draw it from the seed.
+    pub slot_phase: Option<SimDuration>,
 }
 
 /// Parameters of a point-to-point or half-duplex link.
@@ -234,8 +274,8 @@ pub struct WiredSpec {
 pub struct EndSpec {
     /// Host name.
     pub host: String,
-    /// Interface address.
-    pub address: Ipv4Cidr,
+    /// Interface address; `None` for a bridge's port.
+    pub address: Option<Ipv4Cidr>,
 }
 
 /// Parameters of a broadcast medium.
@@ -358,6 +398,10 @@ pub struct ExchangeSpec {
     pub count: u32,
     /// Pause between the end of one exchange and the start of the next.
     pub gap: SimDuration,
+    /// Local port of the first connection.
+    pub source_port: Option<u16>,
+    /// Write the request only after the handshake.
+    pub connect_first: bool,
 }
 
 /// Parameters of a message series.
@@ -371,6 +415,13 @@ pub struct MessageSeriesSpec {
     pub gaps: Vec<SimDuration>,
     /// When to connect and send the first message.
     pub start: SimDuration,
+    /// Response sizes asked of an exchange server, one per message; empty
+    /// for a tcp-sink peer.
+    pub responses: Vec<u32>,
+    /// Local port of the connection.
+    pub source_port: Option<u16>,
+    /// Write only after the handshake.
+    pub connect_first: bool,
 }
 
 /// Parameters of a CBR source.
@@ -504,6 +555,7 @@ struct RawScenario {
 #[serde(deny_unknown_fields)]
 struct RawHost {
     name: String,
+    bridge: Option<bool>,
     position: Option<Position>,
     profile: Option<String>,
     tcp: Option<toml::Table>,
@@ -515,6 +567,7 @@ enum RawLinkKind {
     PointToPoint,
     HalfDuplex,
     Broadcast,
+    Nfc,
 }
 
 impl RawLinkKind {
@@ -523,6 +576,7 @@ impl RawLinkKind {
             RawLinkKind::PointToPoint => "point-to-point",
             RawLinkKind::HalfDuplex => "half-duplex",
             RawLinkKind::Broadcast => "broadcast",
+            RawLinkKind::Nfc => "nfc",
         }
     }
 }
@@ -540,13 +594,15 @@ struct RawLink {
     loss: Option<f64>,
     tx_range: Option<f64>,
     interference_range: Option<f64>,
+    slot_phase: Option<Duration>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEnd {
     host: String,
-    address: Ipv4Cidr,
+    address: Option<Ipv4Cidr>,
+    sensing: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -617,9 +673,28 @@ impl RawAppKind {
             RawAppKind::TcpBulk => &["peer", "bytes", "start", "stop", "profile", "tcp"],
             RawAppKind::TcpSink | RawAppKind::ExchangeServer => &["port", "profile", "tcp"],
             RawAppKind::Exchange => &[
-                "peer", "request", "response", "start", "count", "gap", "profile", "tcp",
+                "peer",
+                "request",
+                "response",
+                "start",
+                "count",
+                "gap",
+                "profile",
+                "tcp",
+                "source_port",
+                "connect_first",
             ],
-            RawAppKind::MessageSeries => &["peer", "sizes", "gaps", "start", "profile", "tcp"],
+            RawAppKind::MessageSeries => &[
+                "peer",
+                "sizes",
+                "gaps",
+                "start",
+                "profile",
+                "tcp",
+                "responses",
+                "source_port",
+                "connect_first",
+            ],
         }
     }
 
@@ -654,13 +729,15 @@ struct RawApp {
     gap: Option<Duration>,
     sizes: Option<Vec<u32>>,
     gaps: Option<Vec<Duration>>,
+    responses: Option<Vec<u32>>,
+    connect_first: Option<bool>,
     profile: Option<String>,
     tcp: Option<toml::Table>,
 }
 
 impl RawApp {
     /// Which optional fields are set, by name.
-    fn present(&self) -> [(&'static str, bool); 17] {
+    fn present(&self) -> [(&'static str, bool); 19] {
         [
             ("destination", self.destination.is_some()),
             ("source_port", self.source_port.is_some()),
@@ -677,6 +754,8 @@ impl RawApp {
             ("gap", self.gap.is_some()),
             ("sizes", self.sizes.is_some()),
             ("gaps", self.gaps.is_some()),
+            ("responses", self.responses.is_some()),
+            ("connect_first", self.connect_first.is_some()),
             ("profile", self.profile.is_some()),
             ("tcp", self.tcp.is_some()),
         ]
@@ -866,6 +945,10 @@ struct Checker {
     addresses: BTreeMap<Ipv4Addr, (String, String, String)>,
     /// (host, link) → interface address.
     attachments: Vec<(String, String, Ipv4Cidr)>,
+    /// Bridge hosts.
+    bridges: std::collections::BTreeSet<String>,
+    /// (bridge, link) of every bridge port.
+    ports: Vec<(String, String)>,
 }
 
 impl Checker {
@@ -970,12 +1053,34 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             .collect(),
         addresses: BTreeMap::new(),
         attachments: Vec::new(),
+        bridges: raw
+            .host
+            .iter()
+            .filter(|h| h.bridge == Some(true))
+            .map(|h| h.name.clone())
+            .collect(),
+        ports: Vec::new(),
     };
 
     let mut hosts = Vec::new();
     for (i, h) in raw.host.iter().enumerate() {
         if let Some(p) = &h.position {
             check_position(format!("host[{i}].position"), p)?;
+        }
+        let bridge = h.bridge.unwrap_or(false);
+        if bridge {
+            if h.profile.is_some() {
+                return Err(ScenarioError::new(
+                    format!("host[{i}].profile"),
+                    "not allowed for a bridge (it runs no TCP)",
+                ));
+            }
+            if h.tcp.is_some() {
+                return Err(ScenarioError::new(
+                    format!("host[{i}].tcp"),
+                    "not allowed for a bridge (it runs no TCP)",
+                ));
+            }
         }
         let tcp = match (&h.profile, &h.tcp) {
             (None, None) => None,
@@ -991,6 +1096,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             }
         };
         hosts.push(HostSpec {
+            bridge,
             name: h.name.clone(),
             position: h.position,
             tcp,
@@ -1002,10 +1108,29 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         links.push(validate_link(&mut checker, &hosts, i, l)?);
     }
 
+    for (i, h) in raw.host.iter().enumerate() {
+        if !checker.bridges.contains(&h.name) {
+            continue;
+        }
+        let ports = checker.ports.iter().filter(|(b, _)| *b == h.name).count();
+        if ports != 2 {
+            return Err(ScenarioError::new(
+                format!("host[{i}].bridge"),
+                format!("a bridge joins exactly 2 links, {:?} is on {ports}", h.name),
+            ));
+        }
+    }
+
     let mut routes = Vec::new();
     for (i, r) in raw.route.iter().enumerate() {
         let at = |field: &str| format!("route[{i}].{field}");
         checker.host(&at("host"), &r.host)?;
+        if checker.bridges.contains(&r.host) {
+            return Err(ScenarioError::new(
+                at("host"),
+                format!("{:?} is a bridge: it does not route", r.host),
+            ));
+        }
         let on_subnet = checker
             .attachments
             .iter()
@@ -1054,11 +1179,12 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                         format!("no link named {link:?}"),
                     ));
                 }
-                if !checker
+                let attached = checker
                     .attachments
                     .iter()
                     .any(|(h, l, _)| *h == c.host && l == link)
-                {
+                    || checker.ports.iter().any(|(h, l)| *h == c.host && l == link);
+                if !attached {
                     return Err(ScenarioError::new(
                         at("link"),
                         format!("host {:?} is not attached to link {link:?}", c.host),
@@ -1124,6 +1250,12 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
     for (i, a) in raw.app.iter().enumerate() {
         let at = |field: &str| format!("app[{i}].{field}");
         checker.host(&at("host"), &a.host)?;
+        if checker.bridges.contains(&a.host) {
+            return Err(ScenarioError::new(
+                at("host"),
+                format!("{:?} is a bridge: it runs no apps", a.host),
+            ));
+        }
         let kind_name = a.kind.name();
         let what = format!("{kind_name} apps");
         let allowed = a.kind.fields();
@@ -1262,6 +1394,8 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                     start,
                     count,
                     gap: a.gap.map_or(SimDuration::ZERO, |d| d.0),
+                    source_port: a.source_port,
+                    connect_first: a.connect_first.unwrap_or(false),
                 })
             }
             RawAppKind::MessageSeries => {
@@ -1276,6 +1410,26 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                         "must be positive",
                     ));
                 }
+                let responses = a.responses.clone().unwrap_or_default();
+                if a.responses.is_some() {
+                    if responses.len() != sizes.len() {
+                        return Err(ScenarioError::new(
+                            at("responses"),
+                            format!(
+                                "needs one size per message ({}), got {}",
+                                sizes.len(),
+                                responses.len()
+                            ),
+                        ));
+                    }
+                    let header = crate::app::REQUEST_HEADER_LEN as u32;
+                    if let Some(k) = sizes.iter().position(|&s| s < header) {
+                        return Err(ScenarioError::new(
+                            format!("app[{i}].sizes[{k}]"),
+                            format!("must be at least {header} bytes (the request header) with responses"),
+                        ));
+                    }
+                }
                 AppKindSpec::MessageSeries(MessageSeriesSpec {
                     peer,
                     sizes,
@@ -1284,6 +1438,9 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                         .as_ref()
                         .map_or_else(Vec::new, |g| g.iter().map(|d| d.0).collect()),
                     start,
+                    responses,
+                    source_port: a.source_port,
+                    connect_first: a.connect_first.unwrap_or(false),
                 })
             }
         };
@@ -1313,7 +1470,11 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
 
     // Every TCP client needs a listener of the matching kind at its peer.
     for (i, a) in raw.app.iter().enumerate() {
-        let (Some(server), Some(peer)) = (a.kind.server(), a.peer) else {
+        let server = match a.kind {
+            RawAppKind::MessageSeries if a.responses.is_some() => Some(RawAppKind::ExchangeServer),
+            kind => kind.server(),
+        };
+        let (Some(server), Some(peer)) = (server, a.peer) else {
             continue;
         };
         let Some((host, _, _)) = checker.addresses.get(peer.ip()) else {
@@ -1363,48 +1524,101 @@ fn validate_link(
     let what = format!("{kind} links");
     let rate = required(&l.rate, at("rate"), &what)?.0;
     let queue = l.queue.unwrap_or(DEFAULT_QUEUE);
-    let model =
-        match l.kind {
-            RawLinkKind::PointToPoint | RawLinkKind::HalfDuplex => {
-                not_allowed(&l.members, at("members"), &what)?;
-                not_allowed(&l.tx_range, at("tx_range"), &what)?;
-                not_allowed(&l.interference_range, at("interference_range"), &what)?;
-                let raw_ends = l.ends.as_ref().ok_or_else(|| {
-                    ScenarioError::new(at("ends"), format!("required for {what}"))
-                })?;
-                if raw_ends.len() != 2 {
+    let model = match l.kind {
+        RawLinkKind::PointToPoint | RawLinkKind::HalfDuplex | RawLinkKind::Nfc => {
+            not_allowed(&l.members, at("members"), &what)?;
+            not_allowed(&l.tx_range, at("tx_range"), &what)?;
+            not_allowed(&l.interference_range, at("interference_range"), &what)?;
+            let nfc = l.kind == RawLinkKind::Nfc;
+            if !nfc {
+                not_allowed(&l.slot_phase, at("slot_phase"), &what)?;
+            }
+            let raw_ends = l
+                .ends
+                .as_ref()
+                .ok_or_else(|| ScenarioError::new(at("ends"), format!("required for {what}")))?;
+            if raw_ends.len() != 2 {
+                return Err(ScenarioError::new(
+                    at("ends"),
+                    format!("a {kind} link has exactly 2 ends, got {}", raw_ends.len()),
+                ));
+            }
+            let mut ends = Vec::new();
+            for (e, end) in raw_ends.iter().enumerate() {
+                let end_at = |field: &str| format!("link[{i}].ends[{e}].{field}");
+                checker.host(&end_at("host"), &end.host)?;
+                if e == 1 && end.host == raw_ends[0].host {
                     return Err(ScenarioError::new(
-                        at("ends"),
-                        format!("a {kind} link has exactly 2 ends, got {}", raw_ends.len()),
+                        end_at("host"),
+                        format!("both ends are on host {:?}", end.host),
                     ));
                 }
-                let mut ends = Vec::new();
-                for (e, end) in raw_ends.iter().enumerate() {
-                    let end_at = |field: &str| format!("link[{i}].ends[{e}].{field}");
-                    checker.host(&end_at("host"), &end.host)?;
-                    if e == 1 && end.host == raw_ends[0].host {
-                        return Err(ScenarioError::new(
-                            end_at("host"),
-                            format!("both ends are on host {:?}", end.host),
-                        ));
-                    }
-                    checker.assign(&end_at("address"), &end.host, &l.name, end.address)?;
-                    ends.push(EndSpec {
-                        host: end.host.clone(),
-                        address: end.address,
-                    });
+                if !nfc {
+                    not_allowed(&end.sensing, end_at("sensing"), &what)?;
                 }
-                if raw_ends[0].address.network() != raw_ends[1].address.network()
-                    || raw_ends[0].address.prefix_len != raw_ends[1].address.prefix_len
-                {
+                let bridge = checker.bridges.contains(&end.host);
+                let address = match (bridge, end.address) {
+                    (true, Some(_)) => {
+                        return Err(ScenarioError::new(
+                            end_at("address"),
+                            format!(
+                                "not allowed: {:?} is a bridge, its ports have no address",
+                                end.host
+                            ),
+                        ))
+                    }
+                    (true, None) => {
+                        checker.ports.push((end.host.clone(), l.name.clone()));
+                        None
+                    }
+                    (false, None) => {
+                        return Err(ScenarioError::new(
+                            end_at("address"),
+                            format!("missing field (host {:?} is not a bridge)", end.host),
+                        ))
+                    }
+                    (false, Some(address)) => {
+                        checker.assign(&end_at("address"), &end.host, &l.name, address)?;
+                        Some(address)
+                    }
+                };
+                ends.push(EndSpec {
+                    host: end.host.clone(),
+                    address,
+                });
+            }
+            if let (Some(a), Some(b)) = (raw_ends[0].address, raw_ends[1].address) {
+                if a.network() != b.network() || a.prefix_len != b.prefix_len {
                     return Err(ScenarioError::new(
                         format!("link[{i}].ends[1].address"),
-                        format!(
-                            "{} is not on the same subnet as the other end ({})",
-                            raw_ends[1].address, raw_ends[0].address
-                        ),
+                        format!("{b} is not on the same subnet as the other end ({a})"),
                     ));
                 }
+            }
+            let sensing = [
+                raw_ends[0].sensing.unwrap_or(false),
+                raw_ends[1].sensing.unwrap_or(false),
+            ];
+            let [a, b]: [EndSpec; 2] = ends.try_into().map_err(|_| {
+                ScenarioError::new(at("ends"), format!("a {kind} link has exactly 2 ends"))
+            })?;
+            if nfc {
+                not_allowed(&l.delay, at("delay"), &what)?;
+                not_allowed(&l.loss, at("loss"), &what)?;
+                if crate::link::NfcConfig::for_rate(rate).is_none() {
+                    return Err(ScenarioError::new(
+                        at("rate"),
+                        format!("an nfc link runs at \"11.2kbps\" or \"24kbps\", got {rate} bit/s"),
+                    ));
+                }
+                LinkModelSpec::Nfc(NfcSpec {
+                    ends: [a, b],
+                    rate_bps: rate,
+                    sensing,
+                    queue,
+                    slot_phase: l.slot_phase.map(|d| d.0),
+                })
+            } else {
                 let delay = required(&l.delay, at("delay"), &what)?.0;
                 let loss = l.loss.unwrap_or(0.0);
                 if !(0.0..=1.0).contains(&loss) {
@@ -1413,9 +1627,6 @@ fn validate_link(
                         format!("must be between 0 and 1, got {loss}"),
                     ));
                 }
-                let [a, b]: [EndSpec; 2] = ends.try_into().map_err(|_| {
-                    ScenarioError::new(at("ends"), format!("a {kind} link has exactly 2 ends"))
-                })?;
                 let wired = WiredSpec {
                     ends: [a, b],
                     rate_bps: rate,
@@ -1429,77 +1640,88 @@ fn validate_link(
                     LinkModelSpec::HalfDuplex(wired)
                 }
             }
-            RawLinkKind::Broadcast => {
-                not_allowed(&l.ends, at("ends"), &what)?;
-                not_allowed(&l.delay, at("delay"), &what)?;
-                not_allowed(&l.loss, at("loss"), &what)?;
-                let tx_range = required(&l.tx_range, at("tx_range"), &what)?;
-                if !(tx_range.is_finite() && tx_range > 0.0) {
+        }
+        RawLinkKind::Broadcast => {
+            not_allowed(&l.ends, at("ends"), &what)?;
+            not_allowed(&l.delay, at("delay"), &what)?;
+            not_allowed(&l.loss, at("loss"), &what)?;
+            let tx_range = required(&l.tx_range, at("tx_range"), &what)?;
+            if !(tx_range.is_finite() && tx_range > 0.0) {
+                return Err(ScenarioError::new(
+                    at("tx_range"),
+                    format!("must be a positive distance in metres, got {tx_range}"),
+                ));
+            }
+            let interference_range =
+                required(&l.interference_range, at("interference_range"), &what)?;
+            if !(interference_range.is_finite() && interference_range >= tx_range) {
+                return Err(ScenarioError::new(
+                    at("interference_range"),
+                    format!("must be at least tx_range ({tx_range}), got {interference_range}"),
+                ));
+            }
+            let raw_members = l
+                .members
+                .as_ref()
+                .ok_or_else(|| ScenarioError::new(at("members"), format!("required for {what}")))?;
+            if raw_members.len() < 2 {
+                return Err(ScenarioError::new(
+                    at("members"),
+                    format!(
+                        "a broadcast link needs at least 2 members, got {}",
+                        raw_members.len()
+                    ),
+                ));
+            }
+            let mut members = Vec::new();
+            for (m, member) in raw_members.iter().enumerate() {
+                let member_at = |field: &str| format!("link[{i}].members[{m}].{field}");
+                checker.host(&member_at("host"), &member.host)?;
+                if checker.bridges.contains(&member.host) {
                     return Err(ScenarioError::new(
-                        at("tx_range"),
-                        format!("must be a positive distance in metres, got {tx_range}"),
-                    ));
-                }
-                let interference_range =
-                    required(&l.interference_range, at("interference_range"), &what)?;
-                if !(interference_range.is_finite() && interference_range >= tx_range) {
-                    return Err(ScenarioError::new(
-                        at("interference_range"),
-                        format!("must be at least tx_range ({tx_range}), got {interference_range}"),
-                    ));
-                }
-                let raw_members = l.members.as_ref().ok_or_else(|| {
-                    ScenarioError::new(at("members"), format!("required for {what}"))
-                })?;
-                if raw_members.len() < 2 {
-                    return Err(ScenarioError::new(
-                        at("members"),
+                        member_at("host"),
                         format!(
-                            "a broadcast link needs at least 2 members, got {}",
-                            raw_members.len()
+                            "{:?} is a bridge: it joins wired and nfc links only",
+                            member.host
                         ),
                     ));
                 }
-                let mut members = Vec::new();
-                for (m, member) in raw_members.iter().enumerate() {
-                    let member_at = |field: &str| format!("link[{i}].members[{m}].{field}");
-                    checker.host(&member_at("host"), &member.host)?;
-                    if raw_members[..m]
-                        .iter()
-                        .any(|other| other.host == member.host)
-                    {
-                        return Err(ScenarioError::new(
-                            member_at("host"),
-                            format!("host {:?} is already a member of this link", member.host),
-                        ));
-                    }
-                    let host_position = hosts
-                        .iter()
-                        .find(|h| h.name == member.host)
-                        .and_then(|h| h.position);
-                    let position = member.position.or(host_position).ok_or_else(|| {
-                        ScenarioError::new(
-                            member_at("position"),
-                            format!("required (host {:?} has no position either)", member.host),
-                        )
-                    })?;
-                    check_position(member_at("position"), &position)?;
-                    checker.assign(&member_at("address"), &member.host, &l.name, member.address)?;
-                    members.push(MemberSpec {
-                        host: member.host.clone(),
-                        address: member.address,
-                        position,
-                    });
+                if raw_members[..m]
+                    .iter()
+                    .any(|other| other.host == member.host)
+                {
+                    return Err(ScenarioError::new(
+                        member_at("host"),
+                        format!("host {:?} is already a member of this link", member.host),
+                    ));
                 }
-                LinkModelSpec::Broadcast(BroadcastSpec {
-                    members,
-                    rate_bps: rate,
-                    tx_range,
-                    interference_range,
-                    queue,
-                })
+                let host_position = hosts
+                    .iter()
+                    .find(|h| h.name == member.host)
+                    .and_then(|h| h.position);
+                let position = member.position.or(host_position).ok_or_else(|| {
+                    ScenarioError::new(
+                        member_at("position"),
+                        format!("required (host {:?} has no position either)", member.host),
+                    )
+                })?;
+                check_position(member_at("position"), &position)?;
+                checker.assign(&member_at("address"), &member.host, &l.name, member.address)?;
+                members.push(MemberSpec {
+                    host: member.host.clone(),
+                    address: member.address,
+                    position,
+                });
             }
-        };
+            LinkModelSpec::Broadcast(BroadcastSpec {
+                members,
+                rate_bps: rate,
+                tx_range,
+                interference_range,
+                queue,
+            })
+        }
+    };
     Ok(LinkSpec {
         name: l.name.clone(),
         model,

@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::Ipv4Addr;
 
+use rtolab_tcp::trace::TraceLevel;
 use rtolab_tcp::{Config, Connection};
 use rtolab_time::SimTime;
 use rtolab_wire::ipv4::{self, protocol};
@@ -24,7 +25,7 @@ use crate::capture::{CaptureDirection, Tap};
 use crate::cidr::Ipv4Cidr;
 use crate::link::{
     BroadcastConfig, BroadcastMedium, Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkKind,
-    LinkOutput, LinkStats, P2pConfig, P2pLink, Position, RateDelay,
+    LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig, P2pLink, Position, RateDelay,
 };
 use crate::node::{IfaceId, Interface, LinkId, Node, NodeId, Route};
 use crate::pool::{PacketId, PacketPool};
@@ -212,6 +213,8 @@ impl Simulator {
     /// Installs the sink that receives every trace event.
     pub fn set_trace_sink(&mut self, sink: Box<dyn TraceSink>) {
         self.tracer.set(sink);
+        // Without a sink the engine records only what the counters need.
+        self.tcp.set_trace_level(TraceLevel::All);
     }
 
     /// Adds a node.
@@ -258,6 +261,13 @@ impl Simulator {
             name,
             Link::HalfDuplex(HalfDuplexLink::new(timing, config, rng)),
         )
+    }
+
+    /// Adds a time-slotted NFC link; its slot phase draws from the stream
+    /// `link/<name>` unless the configuration fixes it.
+    pub fn add_nfc(&mut self, name: &str, config: NfcConfig) -> LinkId {
+        let rng = self.rng_stream(&format!("link/{name}"));
+        self.add_link(name, Link::Nfc(Box::new(NfcLink::new(config, rng))))
     }
 
     /// Adds a shared broadcast medium.
@@ -340,6 +350,41 @@ impl Simulator {
             },
             gateway: None,
             iface: index,
+        });
+        Ok(iface)
+    }
+
+    /// Makes `node` a link-layer bridge between its two interfaces (see
+    /// [`Node::bridge`]); attach them with [`Simulator::attach_port`].
+    pub fn set_bridge(&mut self, node: NodeId) {
+        self.nodes[node.0 as usize].bridge = true;
+    }
+
+    /// Attaches a new interface without an address to `link`: a bridge
+    /// port. It owns no address and adds no route.
+    pub fn attach_port(&mut self, node: NodeId, link: LinkId) -> Result<IfaceId, BuildError> {
+        let node_ref = &mut self.nodes[node.0 as usize];
+        let slot = &mut self.links[link.0 as usize];
+        let max = slot.link.max_ports();
+        if matches!(slot.link, Link::Broadcast(_)) || max.is_some_and(|m| slot.ports.len() >= m) {
+            return Err(BuildError::LinkFull {
+                link: slot.name.clone(),
+                max: max.unwrap_or(0),
+            });
+        }
+        let index = node_ref.interfaces.len() as u32;
+        let iface = IfaceId { node, index };
+        let port = slot.ports.len() as u32;
+        slot.ports.push(iface);
+        node_ref.interfaces.push(Interface {
+            cidr: Ipv4Cidr {
+                addr: Ipv4Addr::UNSPECIFIED,
+                prefix_len: 32,
+            },
+            link,
+            port,
+            medium_busy: false,
+            tapped: false,
         });
         Ok(iface)
     }
@@ -573,6 +618,7 @@ impl Simulator {
         match &self.links[interface.link.0 as usize].link {
             Link::Broadcast(m) => m.carrier_sense(interface.port, self.now),
             Link::HalfDuplex(l) => l.is_busy(self.now),
+            Link::Nfc(l) => l.is_busy(interface.port, self.now),
             Link::PointToPoint(_) => false,
         }
     }
@@ -703,7 +749,11 @@ impl Simulator {
                         len: frame.len,
                     }
                 );
-                self.ip_input(iface, frame.packet);
+                if self.nodes[iface.node.0 as usize].bridge {
+                    self.bridge_forward(iface, frame.packet);
+                } else {
+                    self.ip_input(iface, frame.packet);
+                }
             }
             LinkOutput::Dropped { frame, reason, .. } => {
                 trace!(
@@ -769,6 +819,44 @@ impl Simulator {
     }
 
     // ----- IP layer -----
+
+    /// A bridge passes a frame that arrived on `iface` out of its other
+    /// interface, byte for byte.
+    fn bridge_forward(&mut self, iface: IfaceId, packet: PacketId) {
+        let node = iface.node;
+        let node_ref = &self.nodes[node.0 as usize];
+        let out_index = (0..node_ref.interfaces.len() as u32).find(|&i| i != iface.index);
+        let Some(out_index) = out_index else {
+            self.drop_at(node, packet, DropReason::NoRoute);
+            return;
+        };
+        let interface = &node_ref.interfaces[out_index as usize];
+        let (link, port) = (interface.link, interface.port);
+        let slot = &self.links[link.0 as usize];
+        if slot.ports.len() != 2 {
+            self.drop_at(node, packet, DropReason::NeighbourUnknown);
+            return;
+        }
+        self.nodes[node.0 as usize].stats.bridged += 1;
+        trace!(
+            self,
+            TraceEvent::PacketBridged {
+                node: node.0,
+                in_iface: iface.index,
+                out_iface: out_index,
+                packet: self.pool.uid(packet),
+            }
+        );
+        let frame = Frame {
+            packet,
+            len: self.pool.len(packet) as u32,
+        };
+        let to = 1 - port;
+        let slot = &mut self.links[link.0 as usize];
+        slot.link
+            .transmit(self.now, port, to, frame, &mut self.link_out);
+        self.after_link_call(link.0);
+    }
 
     /// A datagram arrived on `iface`: deliver it, forward it or drop it.
     fn ip_input(&mut self, iface: IfaceId, packet: PacketId) {

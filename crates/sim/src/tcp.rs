@@ -19,7 +19,9 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 
 use rand::RngCore;
-use rtolab_tcp::trace::{RetransmitCause, TimerKind, Trace, TraceEvent as EngineTrace};
+use rtolab_tcp::trace::{
+    RetransmitCause, TimerKind, Trace, TraceEvent as EngineTrace, TraceLevel,
+};
 use rtolab_tcp::{Config, ConnError, ConnId, Connection, ConnectionStats, Event, Stack, State};
 use rtolab_time::SimTime;
 use rtolab_wire::ipv4::Ipv4Repr;
@@ -327,6 +329,9 @@ pub(crate) struct TcpLayer {
     /// Transmit buffer, swapped with pooled packet buffers so no datagram
     /// is copied or allocated.
     pub(crate) buf: Vec<u8>,
+    /// What the engine records: only what [`TcpCounts`] and flow states
+    /// need, unless a trace sink wants everything.
+    trace_level: TraceLevel,
 }
 
 impl TcpLayer {
@@ -334,7 +339,18 @@ impl TcpLayer {
         TcpLayer {
             seed,
             buf: Vec::with_capacity(1536),
+            trace_level: TraceLevel::Counters,
             ..TcpLayer::default()
+        }
+    }
+
+    /// Sets what every stack's connections record, now and later.
+    pub(crate) fn set_trace_level(&mut self, level: TraceLevel) {
+        self.trace_level = level;
+        for host in &mut self.hosts {
+            for slot in &mut host.stacks {
+                slot.stack.set_trace_level(level);
+            }
         }
     }
 
@@ -391,7 +407,8 @@ impl TcpLayer {
         // components never changes a stack's initial sequence numbers.
         let seed =
             component_stream(self.seed, &format!("tcp/{node_name}/{addr}/{}", config.0)).next_u64();
-        let stack = Stack::new(self.configs[config.0 as usize].clone(), addr, seed);
+        let mut stack = Stack::new(self.configs[config.0 as usize].clone(), addr, seed);
+        stack.set_trace_level(self.trace_level);
         host.stacks.push(StackSlot {
             addr,
             config,
@@ -443,7 +460,8 @@ impl TcpLayer {
         }
     }
 
-    /// Opens a connection from `local_addr` to `remote` for `app`.
+    /// Opens a connection from `local_addr` to `remote` for `app`, from
+    /// `local_port` if given (else an ephemeral port).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn connect(
         &mut self,
@@ -454,6 +472,7 @@ impl TcpLayer {
         config: TcpConfigId,
         local_addr: Ipv4Addr,
         remote: SocketAddrV4,
+        local_port: Option<u16>,
     ) -> Result<FlowId, TcpError> {
         let s = self.stack_index(node, node_name, local_addr, config);
         let host = &mut self.hosts[node.0 as usize];
@@ -468,6 +487,7 @@ impl TcpLayer {
             };
             if host.listeners.contains_key(&local.port())
                 || host.tuples.contains_key(&(local, remote))
+                || local_port.is_some_and(|want| want != local.port())
             {
                 let _ = slot.stack.remove(id);
                 continue;

@@ -38,6 +38,8 @@ pub enum DropReason {
     BadHeader,
     /// Addressed to this node but no app is bound to its protocol and port.
     NoListener,
+    /// An NFC link's MCU was handed a packet while it still held another.
+    McuBusy,
 }
 
 /// What an app reports about itself.
@@ -180,6 +182,18 @@ pub enum TraceEvent {
         packet: u64,
         /// TTL after the decrement.
         ttl: u8,
+    },
+    /// A bridge passed a packet from one interface to the other,
+    /// unchanged (no TTL decrement, no routing).
+    PacketBridged {
+        /// Node index.
+        node: u32,
+        /// Interface it arrived on.
+        in_iface: u32,
+        /// Interface it leaves by.
+        out_iface: u32,
+        /// Packet uid.
+        packet: u64,
     },
     /// A packet addressed to `node` was handed to app `app`, or to the
     /// host's TCP stack.

@@ -240,6 +240,23 @@ fn trace_counts_agree_with_the_engines_counters() {
 }
 
 #[test]
+fn counters_and_flow_states_do_not_depend_on_a_trace_sink() {
+    // Without a sink the engine records only the events counters are kept
+    // from; the report must not change.
+    for profile in ["linux", "lwip", "uip", "rfc"] {
+        let text = all_apps(profile, 0.05, "");
+        let (traced, _) = run_traced(&text, 4);
+        let scenario = Scenario::from_toml_str(&text).unwrap();
+        let mut quiet = build_simulator(&scenario, 4).unwrap();
+        quiet.run_until(SimTime::ZERO + scenario.duration).unwrap();
+        let with_sink = report(&traced, "t", Vec::new());
+        let without = report(&quiet, "t", Vec::new());
+        assert!(with_sink.flows.iter().any(|f| f.counts.rtt_samples > 0));
+        assert_eq!(with_sink, without, "{profile}");
+    }
+}
+
+#[test]
 fn hosts_are_woken_only_at_tcp_deadlines() {
     for profile in ["linux", "lwip", "uip"] {
         let (sim, events) = run_traced(&all_apps(profile, 0.05, ""), 2);

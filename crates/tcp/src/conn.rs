@@ -11,13 +11,15 @@ use rtolab_wire::packet::emit_tcp;
 use rtolab_wire::tcp::{SackBlock, SeqNumber, TcpFlags, TcpOptions, TcpRepr, Timestamps};
 use serde::Serialize;
 
-use crate::ack::{AckDecision, AckPolicy, SegmentArrival};
+use crate::ack::{AckDecision, AckPolicy, AckReason, SegmentArrival};
 use crate::cc::{AckEvent, CcContext, CongestionControl, RecoveryAction, SpuriousTimeout};
 use crate::profile::Config;
 use crate::rto::{
     AckProgress, ConnectionContext, Expiry, RtoPolicy, RttSample, SampleSource, Transmission,
 };
-use crate::trace::{RetransmitCause, SpuriousDetection, TimerKind, Trace, TraceEvent};
+use crate::trace::{
+    RetransmitCause, SpuriousDetection, TimerKind, Trace, TraceEvent, TraceLevel,
+};
 
 /// The MSS assumed when the peer sends no MSS option (RFC 9293 §3.7.1).
 pub const DEFAULT_MSS: usize = 536;
@@ -309,6 +311,9 @@ pub struct Connection {
     rcv_mss: usize,
     last_adv_window: usize,
     ack_now: bool,
+    /// Payload bytes of the last data segment accepted (for the ACK
+    /// policy's piggy-back decision).
+    last_segment_len: usize,
     ack_delayed_fired: bool,
     dsack: Option<SackBlock>,
     last_ack_sent: Option<(SeqNumber, SeqNumber, u16)>,
@@ -331,6 +336,7 @@ pub struct Connection {
     ip_ident: u16,
     scratch: Vec<u8>,
     traced_cwnd: (usize, usize),
+    trace_level: TraceLevel,
 }
 
 fn seq_in(seq: SeqNumber, low: SeqNumber, high_exclusive: SeqNumber) -> bool {
@@ -407,6 +413,7 @@ impl Connection {
             rcv_mss: DEFAULT_MSS.min(mss),
             last_adv_window: 0,
             ack_now: false,
+            last_segment_len: 0,
             ack_delayed_fired: false,
             dsack: None,
             last_ack_sent: None,
@@ -426,6 +433,7 @@ impl Connection {
             ip_ident: (seed as u16) ^ 0x5a5a,
             scratch: Vec::new(),
             traced_cwnd,
+            trace_level: TraceLevel::All,
             config,
         }
     }
@@ -498,6 +506,15 @@ impl Connection {
     pub fn stats(&self) -> ConnectionStats {
         self.stats
     }
+    /// Which trace events the connection records ([`TraceLevel::All`]
+    /// unless set).
+    pub fn trace_level(&self) -> TraceLevel {
+        self.trace_level
+    }
+    /// Chooses which trace events the connection records from now on.
+    pub fn set_trace_level(&mut self, level: TraceLevel) {
+        self.trace_level = level;
+    }
     /// The MSS used for sending, after negotiation.
     pub fn send_mss(&self) -> usize {
         self.send_mss
@@ -567,9 +584,12 @@ impl Connection {
     /// Moves received in-order bytes into `buf`; returns how many.
     pub fn recv(&mut self, buf: &mut [u8]) -> usize {
         let n = buf.len().min(self.recv_buf.len());
-        for (dst, src) in buf.iter_mut().zip(self.recv_buf.drain(..n)) {
-            *dst = src;
-        }
+        // Slice copies: the ring buffer is at most two contiguous runs.
+        let (front, back) = self.recv_buf.as_slices();
+        let first = n.min(front.len());
+        buf[..first].copy_from_slice(&front[..first]);
+        buf[first..n].copy_from_slice(&back[..n - first]);
+        self.recv_buf.drain(..n);
         if n > 0 && self.state.synchronized() {
             // RFC 9293 §3.8.6.2.2: announce the opened window once it grew
             // by min(buffer/2, MSS), or at all after a zero window.
@@ -708,6 +728,24 @@ impl Connection {
                 return self.transmit_entry(now, buf, index, Some(RetransmitCause::FastRetransmit));
             }
         }
+        if self.timers.get(TimerKind::DelayedAck).is_some() && self.state.synchronized() {
+            // Data written after the segment arrived would carry the held
+            // ACK; the policy may want the ACK to go on its own first.
+            let sending = self.unsent_len().min(self.send_mss);
+            if sending > 0
+                && self
+                    .ack_policy
+                    .ack_before_data(now, self.last_segment_len, sending)
+            {
+                self.trace(
+                    now,
+                    TraceEvent::AckNow {
+                        reason: Some(AckReason::LargerAnswer),
+                    },
+                );
+                return self.emit_control(now, buf, self.snd_nxt, None);
+            }
+        }
         if self.sack_recovery.is_some() {
             if let Some(len) = self.sack_recovery_send(now, buf) {
                 return Some(len);
@@ -742,8 +780,10 @@ impl Connection {
     // ----- internals: state and traces ----------------------------------
 
     fn trace(&mut self, now: SimTime, event: TraceEvent) {
-        self.events
-            .push_back(Event::Trace(Trace { time: now, event }));
+        if event.recorded_at(self.trace_level) {
+            self.events
+                .push_back(Event::Trace(Trace { time: now, event }));
+        }
     }
 
     fn set_state(&mut self, now: SimTime, to: State) {
@@ -1116,6 +1156,7 @@ impl Connection {
             self.ack_now = true;
             return;
         }
+        self.last_segment_len = received;
         let pending_send = self.unsent_len().min(self.send_mss);
         let (decision, reason) = self.ack_policy.on_segment(
             now,
@@ -1555,6 +1596,9 @@ impl Connection {
         let rto = self.rto.timeout_for(now, &tx);
         let deadline = self.config.profile.rto_timer.deadline(now, rto);
         self.timers.set(TimerKind::Retransmit, deadline);
+        if self.trace_level != TraceLevel::All {
+            return;
+        }
         let e = self.rto.estimate();
         let policy = self.rto.name();
         self.trace(

@@ -17,7 +17,9 @@ use crate::cc::{
     CcFactory, InitialWindow, NewRenoConfig, RenoConfig, SingleSegmentConfig, VegasConfig,
 };
 use crate::clock::Granularity;
-use crate::rto::{BridgeRtoConfig, LwipRtoConfig, Rfc6298Config, RtoFactory, UipRtoConfig};
+use crate::rto::{
+    BridgeRtoConfig, LwipRtoConfig, PerByteRtoConfig, Rfc6298Config, RtoFactory, UipRtoConfig,
+};
 use crate::serde_duration;
 
 /// The RTO policy of a profile.
@@ -32,6 +34,8 @@ pub enum RtoChoice {
     Uip(UipRtoConfig),
     /// [`crate::rto::bridge`]: the bridge study's per-packet estimator.
     Bridge(BridgeRtoConfig),
+    /// [`crate::rto::per_byte`]: size-aware RTO learned for any channel.
+    PerByte(PerByteRtoConfig),
 }
 
 impl RtoChoice {
@@ -42,6 +46,7 @@ impl RtoChoice {
             RtoChoice::Lwip(c) => Arc::new(c),
             RtoChoice::Uip(c) => Arc::new(c),
             RtoChoice::Bridge(c) => Arc::new(c),
+            RtoChoice::PerByte(c) => Arc::new(c),
         }
     }
 }

@@ -178,6 +178,40 @@ pub enum TraceEvent {
     },
 }
 
+impl TraceEvent {
+    /// Whether a connection tracing at `level` records this event.
+    pub fn recorded_at(&self, level: TraceLevel) -> bool {
+        match level {
+            TraceLevel::All => true,
+            TraceLevel::Counters => matches!(
+                self,
+                TraceEvent::State { .. }
+                    | TraceEvent::RttSample { .. }
+                    | TraceEvent::Retransmission { .. }
+                    | TraceEvent::SpuriousRetransmission { .. }
+                    | TraceEvent::DupAckReceived { .. }
+                    | TraceEvent::DupAckSent { .. }
+                    | TraceEvent::TimerFired { .. }
+            ),
+        }
+    }
+}
+
+/// Which trace events a connection records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceLevel {
+    /// Every event.
+    #[default]
+    All,
+    /// Only the discrete happenings that counters are kept from: state
+    /// changes, RTT samples, retransmissions (and the spurious ones),
+    /// duplicate ACKs and timer expiries. Not the bookkeeping that comes
+    /// with nearly every segment (`RtoArmed`, `Cwnd`, `Ssthresh`,
+    /// `AckDelayed`, `AckNow`, `DelayedAckFired`), for drivers that keep
+    /// counters but write no trace.
+    Counters,
+}
+
 /// A trace record with its time.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Trace {

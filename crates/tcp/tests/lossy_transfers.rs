@@ -87,6 +87,7 @@ fn longest_timer(p: &Profile) -> SimDuration {
         // uIP's retransmission timer is `UIP_RTO << min(nrtx, 4)`.
         RtoChoice::Uip(c) => c.uip_rto.saturating_mul(1 << 4),
         RtoChoice::Bridge(c) => c.max,
+        RtoChoice::PerByte(c) => c.max,
     };
     rto.max(p.persist_max)
 }

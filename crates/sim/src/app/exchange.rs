@@ -8,6 +8,7 @@
 //! response, is the stream of [`super::pattern`] (the request's from offset
 //! 8, the response's from 0).
 
+use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 
 use rtolab_time::{SimDuration, SimTime};
@@ -36,6 +37,14 @@ pub struct ExchangeConfig {
     pub count: u32,
     /// Pause between the end of one exchange and the start of the next.
     pub gap: SimDuration,
+    /// Local port of the first exchange's connection (later ones, and all
+    /// without it, use ephemeral ports).
+    pub source_port: Option<u16>,
+    /// Write the request only once the handshake completed, as a client on
+    /// a blocking socket API does (the stack then acknowledges the SYN-ACK
+    /// on its own, before the request); otherwise the request is queued
+    /// with the SYN and leaves with the handshake's ACK.
+    pub connect_first: bool,
 }
 
 /// Counters of an [`ExchangeApp`].
@@ -102,7 +111,8 @@ impl ExchangeApp {
 
     fn begin(&mut self, cx: &mut AppContext<'_>) {
         self.started += 1;
-        match cx.tcp_connect(self.config.peer) {
+        let port = self.config.source_port.filter(|_| self.started == 1);
+        match cx.tcp_connect_from(self.config.peer, port) {
             Ok(flow) => {
                 self.current = Some(Current {
                     flow,
@@ -110,7 +120,9 @@ impl ExchangeApp {
                     sent: 0,
                     received: 0,
                 });
-                self.push_request(cx);
+                if !self.config.connect_first {
+                    self.push_request(cx);
+                }
             }
             Err(_) => {
                 self.stats.exchanges_failed += 1;
@@ -288,20 +300,25 @@ pub struct ExchangeServerStats {
 }
 
 /// A connection of the server.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct ServerConn {
     flow: FlowId,
     header: [u8; REQUEST_HEADER_LEN],
-    /// Request bytes received, header included.
+    /// Bytes of the current request received, header included.
     received: u64,
-    /// Request and response lengths, once the header is in.
+    /// Request and response lengths of the current request, once its
+    /// header is in.
     lengths: Option<(u64, u64)>,
-    /// Response bytes queued.
+    /// Response lengths of the requests received whole, oldest first; the
+    /// first is being answered.
+    answers: VecDeque<u64>,
+    /// Bytes of the first answer queued.
     sent: u64,
 }
 
 /// Answers each request with the response length it asks for, then closes
-/// once the client has.
+/// once the client has. A connection may carry several requests one after
+/// the other; each is answered in turn.
 pub struct ExchangeServerApp {
     config: ExchangeServerConfig,
     conns: Vec<ServerConn>,
@@ -330,24 +347,26 @@ impl ExchangeServerApp {
             self.stats.bytes_received += n as u64;
             let conn = &mut self.conns[index];
             let mut data = &self.buf[..n];
-            while conn.received < REQUEST_HEADER_LEN as u64 && !data.is_empty() {
-                conn.header[conn.received as usize] = data[0];
-                conn.received += 1;
-                data = &data[1..];
-            }
-            if conn.lengths.is_none() && conn.received == REQUEST_HEADER_LEN as u64 {
-                let h = conn.header;
-                let request = u64::from(u32::from_be_bytes([h[0], h[1], h[2], h[3]]));
-                let response = u64::from(u32::from_be_bytes([h[4], h[5], h[6], h[7]]));
-                if request < REQUEST_HEADER_LEN as u64 {
-                    self.stats.bad_requests += 1;
-                    let _ = cx.tcp_abort(flow);
-                    return;
-                }
-                conn.lengths = Some((request, response));
-            }
-            if !data.is_empty() {
-                let bad = pattern::mismatches(conn.received, data);
+            while !data.is_empty() {
+                let Some((request, response)) = conn.lengths else {
+                    conn.header[conn.received as usize] = data[0];
+                    conn.received += 1;
+                    data = &data[1..];
+                    if conn.received == REQUEST_HEADER_LEN as u64 {
+                        let h = conn.header;
+                        let request = u64::from(u32::from_be_bytes([h[0], h[1], h[2], h[3]]));
+                        let response = u64::from(u32::from_be_bytes([h[4], h[5], h[6], h[7]]));
+                        if request < REQUEST_HEADER_LEN as u64 {
+                            self.stats.bad_requests += 1;
+                            let _ = cx.tcp_abort(flow);
+                            return;
+                        }
+                        conn.lengths = Some((request, response));
+                    }
+                    continue;
+                };
+                let take = ((request - conn.received) as usize).min(data.len());
+                let bad = pattern::mismatches(conn.received, &data[..take]);
                 if bad > 0 {
                     self.stats.bytes_corrupt += bad;
                     cx.trace(AppEvent::DataCorrupt {
@@ -356,47 +375,53 @@ impl ExchangeServerApp {
                         bytes: bad,
                     });
                 }
-                conn.received += data.len() as u64;
+                conn.received += take as u64;
+                data = &data[take..];
+                if conn.received >= request {
+                    conn.answers.push_back(response);
+                    conn.lengths = None;
+                    conn.received = 0;
+                }
+            }
+            // A request whose header announces only the header is whole
+            // as soon as the header is.
+            if let Some((request, response)) = conn.lengths {
+                if conn.received >= request {
+                    conn.answers.push_back(response);
+                    conn.lengths = None;
+                    conn.received = 0;
+                }
             }
         }
-        let conn = self.conns[index];
-        if let Some((request, _)) = conn.lengths {
-            if conn.received >= request && conn.sent == 0 {
-                self.respond(cx, index);
-            }
-        }
+        self.respond(cx, index);
     }
 
     fn respond(&mut self, cx: &mut AppContext<'_>, index: usize) {
         let conn = &mut self.conns[index];
-        let Some((request, response)) = conn.lengths else {
-            return;
-        };
-        if conn.received < request {
-            return;
-        }
-        while conn.sent < response {
-            let Ok(room) = cx.tcp_connection(conn.flow).map(|c| c.send_capacity()) else {
-                return;
-            };
-            let n = ((response - conn.sent).min(CHUNK as u64) as usize).min(room);
-            if n == 0 {
-                return;
-            }
-            pattern::fill(conn.sent, &mut self.buf[..n]);
-            match cx.tcp_send(conn.flow, &self.buf[..n]) {
-                Ok(k) => {
-                    conn.sent += k as u64;
-                    self.stats.bytes_sent += k as u64;
-                    if conn.sent == response {
-                        self.stats.requests_served += 1;
-                    }
-                    if k < n {
-                        return;
-                    }
+        while let Some(&response) = conn.answers.front() {
+            while conn.sent < response {
+                let Ok(room) = cx.tcp_connection(conn.flow).map(|c| c.send_capacity()) else {
+                    return;
+                };
+                let n = ((response - conn.sent).min(CHUNK as u64) as usize).min(room);
+                if n == 0 {
+                    return;
                 }
-                Err(_) => return,
+                pattern::fill(conn.sent, &mut self.buf[..n]);
+                match cx.tcp_send(conn.flow, &self.buf[..n]) {
+                    Ok(k) => {
+                        conn.sent += k as u64;
+                        self.stats.bytes_sent += k as u64;
+                        if k < n {
+                            return;
+                        }
+                    }
+                    Err(_) => return,
+                }
             }
+            self.stats.requests_served += 1;
+            conn.answers.pop_front();
+            conn.sent = 0;
         }
     }
 }
@@ -420,6 +445,7 @@ impl App for ExchangeServerApp {
                 header: [0; REQUEST_HEADER_LEN],
                 received: 0,
                 lengths: None,
+                answers: VecDeque::new(),
                 sent: 0,
             });
         }

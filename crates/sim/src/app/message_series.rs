@@ -3,12 +3,19 @@
 //! the send buffer allows. Each message's latency runs from its release to
 //! the acknowledgment of its last byte, as the sender sees it. The receiver
 //! is a [`super::TcpSinkApp`], which checks the content.
+//!
+//! With `responses`, each message is instead a request to an
+//! [`super::ExchangeServerApp`]: it starts with the exchange header (its
+//! own length and the response length asked for), and the server answers
+//! each in turn over the same connection. The connection closes once every
+//! message is acknowledged and every response has arrived.
 
 use std::net::SocketAddrV4;
 
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
+use super::exchange::REQUEST_HEADER_LEN;
 use super::tcp_bulk::CHUNK;
 use super::{failure_name, pattern, App, AppContext, AppStats, Latency};
 use crate::tcp::{FlowId, TcpEvent};
@@ -26,6 +33,14 @@ pub struct MessageSeriesConfig {
     pub gaps: Vec<SimDuration>,
     /// When to connect and release the first message.
     pub start: SimTime,
+    /// Response sizes, one per message, when the peer is an exchange
+    /// server; empty for a plain sink.
+    pub responses: Vec<u32>,
+    /// Local port of the connection (ephemeral if `None`).
+    pub source_port: Option<u16>,
+    /// Write only once the handshake completed (see
+    /// [`super::ExchangeConfig::connect_first`]).
+    pub connect_first: bool,
 }
 
 /// Counters of a [`MessageSeriesApp`].
@@ -51,6 +66,12 @@ pub struct MessageSeriesStats {
     pub completion_time_ns: Option<u64>,
     /// Why the connection ended early.
     pub failure: Option<&'static str>,
+    /// Responses received whole.
+    pub responses_received: u64,
+    /// Response bytes received.
+    pub response_bytes: u64,
+    /// Response bytes that differ from the stream sent (should be 0).
+    pub bytes_corrupt: u64,
 }
 
 /// Sends a series of messages over one connection.
@@ -65,6 +86,10 @@ pub struct MessageSeriesApp {
     /// Stream offset up to which messages are released.
     released_to: u64,
     closing: bool,
+    /// The handshake completed.
+    connected: bool,
+    /// Response being received and bytes of it received so far.
+    response_at: (usize, u64),
     chunk: Vec<u8>,
     latency: Latency,
     stats: MessageSeriesStats,
@@ -89,6 +114,8 @@ impl MessageSeriesApp {
             opened: SimTime::ZERO,
             released_to: 0,
             closing: false,
+            connected: false,
+            response_at: (0, 0),
             chunk: vec![0; CHUNK],
             latency: Latency::default(),
             stats: MessageSeriesStats {
@@ -123,6 +150,9 @@ impl MessageSeriesApp {
     /// Queues released bytes as the send buffer allows; closes after the
     /// last message.
     fn push(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+        if self.config.connect_first && !self.connected {
+            return;
+        }
         while self.stats.bytes_sent < self.released_to {
             let Ok(room) = cx.tcp_connection(flow).map(|c| c.send_capacity()) else {
                 return;
@@ -132,7 +162,7 @@ impl MessageSeriesApp {
             if n == 0 {
                 return;
             }
-            pattern::fill(self.stats.bytes_sent, &mut self.chunk[..n]);
+            self.fill(self.stats.bytes_sent, n);
             match cx.tcp_send(flow, &self.chunk[..n]) {
                 Ok(k) => {
                     self.stats.bytes_sent += k as u64;
@@ -143,11 +173,84 @@ impl MessageSeriesApp {
                 Err(_) => return,
             }
         }
+        self.maybe_close(cx, flow);
+    }
+
+    /// Closes once everything is released and queued and, with responses,
+    /// every response has arrived.
+    fn maybe_close(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
         let all_released = self.released_at.len() == self.ends.len();
-        if all_released && !self.closing {
+        let answered = self.stats.responses_received as usize >= self.config.responses.len();
+        if all_released && self.stats.bytes_sent >= self.released_to && answered && !self.closing {
             self.closing = true;
             let _ = cx.tcp_close(flow);
         }
+    }
+
+    /// Writes the stream bytes from `offset` into the first `n` bytes of
+    /// the chunk buffer: the plain stream, or with responses each message
+    /// as a request (header, then the stream from the message's offset 8).
+    fn fill(&mut self, offset: u64, n: usize) {
+        if self.config.responses.is_empty() {
+            pattern::fill(offset, &mut self.chunk[..n]);
+            return;
+        }
+        let mut message = self.ends.partition_point(|&end| end <= offset);
+        for (i, byte) in self.chunk[..n].iter_mut().enumerate() {
+            let at = offset + i as u64;
+            while self.ends.get(message).is_some_and(|&end| end <= at) {
+                message += 1;
+            }
+            let start = message.checked_sub(1).map_or(0, |k| self.ends[k]);
+            let within = at - start;
+            *byte = if within < REQUEST_HEADER_LEN as u64 {
+                let mut header = [0u8; REQUEST_HEADER_LEN];
+                let size = self.config.sizes.get(message).copied().unwrap_or(0);
+                let response = self.config.responses.get(message).copied().unwrap_or(0);
+                header[..4].copy_from_slice(&size.to_be_bytes());
+                header[4..].copy_from_slice(&response.to_be_bytes());
+                header[within as usize]
+            } else {
+                pattern::byte_at(within)
+            };
+        }
+    }
+
+    /// Reads and checks responses.
+    fn read_responses(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+        loop {
+            let n = match cx.tcp_recv(flow, &mut self.chunk) {
+                Ok(n) if n > 0 => n,
+                _ => break,
+            };
+            self.stats.response_bytes += n as u64;
+            let mut data = &self.chunk[..n];
+            while !data.is_empty() {
+                let (index, got) = self.response_at;
+                let Some(&size) = self.config.responses.get(index) else {
+                    // More than was asked for.
+                    self.stats.bytes_corrupt += data.len() as u64;
+                    break;
+                };
+                let take = ((u64::from(size) - got) as usize).min(data.len());
+                let bad = pattern::mismatches(got, &data[..take]);
+                if bad > 0 {
+                    self.stats.bytes_corrupt += bad;
+                    cx.trace(AppEvent::DataCorrupt {
+                        flow: flow.0,
+                        offset: got,
+                        bytes: bad,
+                    });
+                }
+                data = &data[take..];
+                self.response_at = (index, got + take as u64);
+                if got + take as u64 >= u64::from(size) {
+                    self.stats.responses_received += 1;
+                    self.response_at = (index + 1, 0);
+                }
+            }
+        }
+        self.maybe_close(cx, flow);
     }
 
     fn update_acked(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
@@ -188,7 +291,7 @@ impl App for MessageSeriesApp {
 
     fn on_timer(&mut self, cx: &mut AppContext<'_>, _token: u64) {
         if self.flow.is_none() && self.released_at.is_empty() {
-            match cx.tcp_connect(self.config.peer) {
+            match cx.tcp_connect_from(self.config.peer, self.config.source_port) {
                 Ok(flow) => {
                     self.flow = Some(flow);
                     self.opened = cx.now();
@@ -211,12 +314,17 @@ impl App for MessageSeriesApp {
         }
         match event {
             TcpEvent::Connected | TcpEvent::Writable => {
+                self.connected = true;
                 self.push(cx, flow);
                 self.update_acked(cx, flow);
             }
             TcpEvent::Readable => {
-                let mut scratch = [0u8; 256];
-                while cx.tcp_recv(flow, &mut scratch).is_ok_and(|n| n > 0) {}
+                if self.config.responses.is_empty() {
+                    let mut scratch = [0u8; 256];
+                    while cx.tcp_recv(flow, &mut scratch).is_ok_and(|n| n > 0) {}
+                } else {
+                    self.read_responses(cx, flow);
+                }
             }
             TcpEvent::PeerClosed => {}
             TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => {

@@ -369,6 +369,17 @@ impl AppContext<'_> {
     /// address that routes there. The SYN leaves once the hook returns;
     /// data sent before [`TcpEvent::Connected`] follows the handshake.
     pub fn tcp_connect(&mut self, remote: SocketAddrV4) -> Result<FlowId, TcpError> {
+        self.tcp_connect_from(remote, None)
+    }
+
+    /// Opens a connection to `remote` from local port `port` (an
+    /// ephemeral port if `None`); fails with [`TcpError::NoFreePort`] if
+    /// that port is taken towards `remote`.
+    pub fn tcp_connect_from(
+        &mut self,
+        remote: SocketAddrV4,
+        port: Option<u16>,
+    ) -> Result<FlowId, TcpError> {
         let local = self
             .node
             .source_address_for(*remote.ip())
@@ -382,6 +393,7 @@ impl AppContext<'_> {
             config,
             local,
             remote,
+            port,
         )
     }
 

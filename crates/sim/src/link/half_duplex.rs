@@ -137,6 +137,11 @@ impl<P: Copy, T: MediumTiming> HalfDuplexLink<P, T> {
             .is_some_and(|(start, free_at)| start <= now && now < free_at)
     }
 
+    /// When the frame holding the medium frees it, if one does.
+    pub fn busy_until(&self) -> Option<SimTime> {
+        self.busy.map(|(_, free_at)| free_at)
+    }
+
     /// Hands a frame from port `from` (0 or 1) to the link.
     pub fn transmit(
         &mut self,

@@ -18,12 +18,14 @@
 
 mod broadcast;
 mod half_duplex;
+mod nfc;
 mod p2p;
 
 pub use broadcast::{BroadcastConfig, BroadcastMedium, BroadcastStats, MemberStats, Position};
 pub use half_duplex::{
     HalfDuplexConfig, HalfDuplexLink, HalfDuplexStats, MediumTiming, Occupancy, RateDelay,
 };
+pub use nfc::{NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcStats};
 pub use p2p::{P2pConfig, P2pLink, P2pStats};
 
 use rtolab_time::SimTime;
@@ -120,6 +122,8 @@ pub enum LinkKind {
     HalfDuplex,
     /// Shared broadcast medium with a unit-disk radio model.
     Broadcast,
+    /// Time-slotted NFC link with UART and MCU at each end.
+    Nfc,
 }
 
 /// Counters of a link, by model.
@@ -132,6 +136,8 @@ pub enum LinkStats {
     HalfDuplex(HalfDuplexStats),
     /// See [`BroadcastStats`].
     Broadcast(BroadcastStats),
+    /// See [`NfcStats`].
+    Nfc(NfcStats),
 }
 
 /// Counters kept per sending port on wired links.
@@ -166,6 +172,8 @@ pub enum Link {
     HalfDuplex(HalfDuplexLink<PacketId>),
     /// See [`BroadcastMedium`].
     Broadcast(BroadcastMedium<PacketId>),
+    /// See [`NfcLink`].
+    Nfc(Box<NfcLink<PacketId>>),
 }
 
 impl Link {
@@ -175,6 +183,7 @@ impl Link {
             Link::PointToPoint(_) => LinkKind::PointToPoint,
             Link::HalfDuplex(_) => LinkKind::HalfDuplex,
             Link::Broadcast(_) => LinkKind::Broadcast,
+            Link::Nfc(_) => LinkKind::Nfc,
         }
     }
 
@@ -192,6 +201,7 @@ impl Link {
             Link::PointToPoint(l) => l.transmit(now, from, frame, out),
             Link::HalfDuplex(l) => l.transmit(now, from, frame, out),
             Link::Broadcast(l) => l.transmit(now, from, to, frame, out),
+            Link::Nfc(l) => l.transmit(now, from, frame, out),
         }
     }
 
@@ -201,6 +211,7 @@ impl Link {
             Link::PointToPoint(l) => l.handle_timeout(now, out),
             Link::HalfDuplex(l) => l.handle_timeout(now, out),
             Link::Broadcast(l) => l.handle_timeout(now, out),
+            Link::Nfc(l) => l.handle_timeout(now, out),
         }
     }
 
@@ -210,6 +221,7 @@ impl Link {
             Link::PointToPoint(l) => l.poll_timeout(),
             Link::HalfDuplex(l) => l.poll_timeout(),
             Link::Broadcast(l) => l.poll_timeout(),
+            Link::Nfc(l) => l.poll_timeout(),
         }
     }
 
@@ -219,13 +231,14 @@ impl Link {
             Link::PointToPoint(l) => LinkStats::PointToPoint(l.stats()),
             Link::HalfDuplex(l) => LinkStats::HalfDuplex(l.stats()),
             Link::Broadcast(l) => LinkStats::Broadcast(l.stats()),
+            Link::Nfc(l) => LinkStats::Nfc(l.stats()),
         }
     }
 
     /// How many interfaces may attach (`None`: any number).
     pub fn max_ports(&self) -> Option<usize> {
         match self {
-            Link::PointToPoint(_) | Link::HalfDuplex(_) => Some(2),
+            Link::PointToPoint(_) | Link::HalfDuplex(_) | Link::Nfc(_) => Some(2),
             Link::Broadcast(_) => None,
         }
     }

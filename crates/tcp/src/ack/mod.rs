@@ -81,6 +81,14 @@ pub trait AckPolicy: Debug + Send {
     ) -> (AckDecision, Option<AckReason>);
     /// An ACK covering everything received went out.
     fn on_ack_sent(&mut self, _now: SimTime) {}
+    /// Data of `sending` bytes is about to leave while an ACK is held back:
+    /// whether to send that ACK on its own first instead of piggy-backing
+    /// it. `received` is the payload of the last data segment that
+    /// arrived. This covers answers written after the segment arrived,
+    /// which [`AckPolicy::on_segment`] cannot see. Default: piggy-back.
+    fn ack_before_data(&mut self, _now: SimTime, _received: usize, _sending: usize) -> bool {
+        false
+    }
 }
 
 /// Configuration of an ACK policy.

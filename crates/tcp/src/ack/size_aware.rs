@@ -3,6 +3,10 @@
 //! that segment, send a bare ACK at once instead of delaying it to
 //! piggy-back on the larger answer, so the peer's size-based RTO sees an
 //! ACK of the size it expects. Otherwise behave as [`super::delayed`].
+//!
+//! The answer may already be queued when the segment arrives (Nagle held
+//! it) or be written in response to it; the second case is decided when
+//! the data is about to leave ([`AckPolicy::ack_before_data`]).
 
 use rtolab_time::SimTime;
 use serde::{Deserialize, Serialize};
@@ -49,6 +53,9 @@ impl AckPolicy for SizeAwareAck {
     fn on_ack_sent(&mut self, now: SimTime) {
         self.delayed.on_ack_sent(now);
     }
+    fn ack_before_data(&mut self, _now: SimTime, received: usize, sending: usize) -> bool {
+        sending > received
+    }
 }
 
 #[cfg(test)]
@@ -73,5 +80,12 @@ mod tests {
             p.on_segment(SimTime::ZERO, &similar).0,
             AckDecision::Delay { .. }
         ));
+        // An answer written after the segment arrived: a held ACK goes on
+        // its own before data larger than what it acknowledges.
+        assert!(p.ack_before_data(SimTime::ZERO, 100, 1000));
+        assert!(!p.ack_before_data(SimTime::ZERO, 1000, 1000));
+        assert!(!crate::ack::DelayedAckConfig::default()
+            .build()
+            .ack_before_data(SimTime::ZERO, 1, 1000));
     }
 }

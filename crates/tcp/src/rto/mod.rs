@@ -16,7 +16,7 @@
 //! since the initial sequence number, SYN included) so policies never deal
 //! with wrapping arithmetic.
 //!
-//! Implementations: [`rfc6298`], [`lwip`], [`uip`], [`bridge`].
+//! Implementations: [`rfc6298`], [`lwip`], [`uip`], [`bridge`], [`per_byte`].
 
 use core::fmt::Debug;
 
@@ -27,11 +27,13 @@ use crate::clock::Granularity;
 
 pub mod bridge;
 pub mod lwip;
+pub mod per_byte;
 pub mod rfc6298;
 pub mod uip;
 
 pub use bridge::{BridgeRtoConfig, NfcChannelModel};
 pub use lwip::LwipRtoConfig;
+pub use per_byte::PerByteRtoConfig;
 pub use rfc6298::Rfc6298Config;
 pub use uip::UipRtoConfig;
 

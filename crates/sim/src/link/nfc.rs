@@ -1,0 +1,703 @@
+//! The time-slotted NFC link of the bridge study (bridge spec §1.1-1.2,
+//! §3.1): stack, UART and MCU at each end, and a half-duplex air interface
+//! that moves one packet at a time in fixed-size chunks, one per 10 ms slot.
+//!
+//! A packet's journey from port `p` to the other end:
+//!
+//! 1. It leaves the stack's interface (this is when a capture on the NFC
+//!    side stamps it as sent). With channel sensing at `p` it first waits in
+//!    the interface queue until the link is reported free.
+//! 2. The MCU takes it over the UART (115 200 baud, 10 bits a byte). The MCU
+//!    holds one packet at a time: a packet handed to it while it holds
+//!    another is dropped (reason `mcu_busy`). It stays busy until the
+//!    packet's last chunk has left on air.
+//! 3. The NFC payload (IP packet plus 16 bytes of UI protocol and MCU
+//!    framing) is cut into chunks of 10 or 26 bytes, one per slot. A chunk
+//!    must be in the module 2 ms before its slot, so the first slot is the
+//!    first slot boundary at least 2 ms after the MCU has the packet; the
+//!    packet then uses consecutive slots. The air is half duplex: while a
+//!    packet crosses, the other end's packet waits in its MCU for the first
+//!    usable slot after it; when both wait they take turns. This stage is a
+//!    [`HalfDuplexLink`] with [`NfcSlots`] timing.
+//! 4. The far MCU forwards chunks over its UART as they arrive, so only the
+//!    last chunk's UART time follows the last slot; then the packet is
+//!    delivered (a capture at the far end stamps it as received).
+//!
+//! Slot boundaries lie at `phase + k * 10 ms`; the phase is drawn once per
+//! run from the link's random stream, since the study's hardware starts
+//! with an arbitrary slot phase. No bit errors are modelled: the study's
+//! reader ends the session on any bit error, so loss on this link comes only
+//! from the MCU rule.
+//!
+//! Channel sensing (§3.1), configured per end: the NFC side reports the link
+//! busy while its own MCU holds a packet, while a packet crosses the air in
+//! either direction, and while it is delivering a packet to its stack; the
+//! interface hands its next packet to the MCU only once the link is free.
+//! Both ends are told through `MediumBusy`/`MediumFree` outputs.
+
+use std::collections::VecDeque;
+
+use rand::Rng;
+use rtolab_time::{SimDuration, SimTime};
+use serde::Serialize;
+
+use super::half_duplex::{HalfDuplexConfig, HalfDuplexLink, MediumTiming, Occupancy};
+use super::{Frame, LinkOutput, Port};
+use crate::rng::SimRng;
+use crate::trace::DropReason;
+
+/// Parameters of an [`NfcLink`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NfcConfig {
+    /// Payload bytes carried per slot (10 at 11.2 kbps, 26 at 24 kbps).
+    pub payload_per_slot: u32,
+    /// NFC protocol header bytes per slot (4); they count towards the
+    /// nominal rate but carry no payload.
+    pub header_per_slot: u32,
+    /// Slot period (10 ms).
+    pub slot_period: SimDuration,
+    /// Air time of one slot's chunk (1.5 ms).
+    pub slot_air: SimDuration,
+    /// How long before its slot a chunk must be in the module (2 ms).
+    pub lead: SimDuration,
+    /// UART baud rate between stack and MCU (115 200).
+    pub uart_baud: u64,
+    /// UART bits per byte (10: start, 8 data, stop).
+    pub uart_bits_per_byte: u64,
+    /// Bytes the UI protocol and MCU framing add to an IP packet (16).
+    pub framing: u32,
+    /// Channel sensing at port 0 and port 1.
+    pub sensing: [bool; 2],
+    /// Packets the interface queue of a sensing end holds.
+    pub queue_capacity: usize,
+    /// Slot phase; `None` draws it uniformly in `[0, slot_period)` from the
+    /// link's random stream.
+    pub slot_phase: Option<SimDuration>,
+}
+
+impl NfcConfig {
+    /// The 11.2 kbps mode (212 kbps radio): 14-byte chunks, 10 of payload.
+    pub const fn rate_11_2kbps() -> Self {
+        NfcConfig {
+            payload_per_slot: 10,
+            header_per_slot: 4,
+            slot_period: SimDuration::from_millis(10),
+            slot_air: SimDuration::from_micros(1500),
+            lead: SimDuration::from_millis(2),
+            uart_baud: 115_200,
+            uart_bits_per_byte: 10,
+            framing: 16,
+            sensing: [false, false],
+            queue_capacity: 100,
+            slot_phase: None,
+        }
+    }
+
+    /// The 24 kbps mode (424 kbps radio): 30-byte chunks, 26 of payload.
+    pub const fn rate_24kbps() -> Self {
+        NfcConfig {
+            payload_per_slot: 26,
+            ..NfcConfig::rate_11_2kbps()
+        }
+    }
+
+    /// The mode whose nominal rate is `bps` (11 200 or 24 000).
+    pub fn for_rate(bps: u64) -> Option<Self> {
+        [NfcConfig::rate_11_2kbps(), NfcConfig::rate_24kbps()]
+            .into_iter()
+            .find(|c| c.nominal_rate_bps() == bps)
+    }
+
+    /// Chunk bits on air per slot period: 11 200 or 24 000 bit/s.
+    pub fn nominal_rate_bps(&self) -> u64 {
+        u64::from(self.payload_per_slot + self.header_per_slot) * 8 * 1_000_000_000
+            / self.slot_period.as_nanos().max(1)
+    }
+
+    /// NFC payload of an IP packet of `ip_len` bytes.
+    pub fn nfc_payload(&self, ip_len: u32) -> u32 {
+        ip_len.saturating_add(self.framing)
+    }
+
+    /// Slots an IP packet of `ip_len` bytes occupies.
+    pub fn slots(&self, ip_len: u32) -> u64 {
+        u64::from(self.nfc_payload(ip_len)).div_ceil(u64::from(self.payload_per_slot.max(1)))
+    }
+
+    /// Time to move `bytes` over the UART (rounded up to whole ns).
+    pub fn uart_time(&self, bytes: u64) -> SimDuration {
+        let bits = u128::from(bytes) * u128::from(self.uart_bits_per_byte);
+        let ns = (bits * 1_000_000_000).div_ceil(u128::from(self.uart_baud.max(1)));
+        SimDuration::from_nanos(ns.min(u128::from(u64::MAX)) as u64)
+    }
+
+    /// Payload bytes in the last chunk of an IP packet of `ip_len` bytes.
+    pub fn last_chunk(&self, ip_len: u32) -> u32 {
+        let size = self.nfc_payload(ip_len);
+        let chunk = self.payload_per_slot.max(1);
+        match size % chunk {
+            0 => chunk,
+            rest => rest,
+        }
+    }
+}
+
+/// Slot timing of the air interface: a [`MediumTiming`] for the
+/// [`HalfDuplexLink`] that carries the chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NfcSlots {
+    config: NfcConfig,
+    phase: SimDuration,
+}
+
+impl NfcSlots {
+    /// Slots of `config` whose boundaries lie at `phase + k * period`.
+    pub fn new(config: NfcConfig, phase: SimDuration) -> Self {
+        NfcSlots { config, phase }
+    }
+
+    /// The slot phase.
+    pub fn phase(&self) -> SimDuration {
+        self.phase
+    }
+
+    /// The first slot boundary at or after `t`.
+    pub fn next_slot(&self, t: SimTime) -> SimTime {
+        let phase = SimTime::ZERO + self.phase;
+        if t <= phase {
+            return phase;
+        }
+        let period = self.config.slot_period.as_nanos().max(1);
+        let k = (t - phase).as_nanos().div_ceil(period);
+        phase + SimDuration::from_nanos(k * period)
+    }
+}
+
+impl MediumTiming for NfcSlots {
+    fn earliest_start(&self, now: SimTime) -> SimTime {
+        self.next_slot(now + self.config.lead)
+    }
+
+    /// From the first slot to the end of the last chunk's air time.
+    fn occupy(&mut self, start: SimTime, _from: Port, len: u32) -> Occupancy {
+        let slots = self.config.slots(len).max(1);
+        let end = start + self.config.slot_period.saturating_mul(slots - 1) + self.config.slot_air;
+        Occupancy {
+            deliver_at: end,
+            free_at: end,
+        }
+    }
+}
+
+/// Counters of one end of an [`NfcLink`], as sender.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NfcDirectionStats {
+    /// Packets accepted into the interface queue (sensing ends only).
+    pub enqueued: u64,
+    /// Packets that left the stack towards the MCU.
+    pub sent_packets: u64,
+    /// IP bytes of those packets.
+    pub sent_bytes: u64,
+    /// Packets delivered to the other end's stack.
+    pub delivered_packets: u64,
+    /// IP bytes of those packets.
+    pub delivered_bytes: u64,
+    /// NFC payload bytes (IP packet plus framing) that crossed the air.
+    pub nfc_payload_bytes: u64,
+    /// Slots used.
+    pub slots: u64,
+    /// Packets dropped because the MCU already held one.
+    pub dropped_mcu_busy: u64,
+    /// Packets dropped because the interface queue was full.
+    pub dropped_queue_full: u64,
+    /// Longest interface queue seen, in packets.
+    pub max_queue_len: u64,
+}
+
+/// Counters of an [`NfcLink`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NfcStats {
+    /// `directions[p]` counts packets sent from port `p`.
+    pub directions: [NfcDirectionStats; 2],
+    /// Packets that crossed the air.
+    pub busy_periods: u64,
+    /// Time the air was held by crossing packets (first slot to the end of
+    /// the last chunk), in ns.
+    pub busy_ns: u64,
+    /// The slot phase of the run, in ns.
+    pub slot_phase_ns: u64,
+    /// Nominal rate (chunk bits per slot period), bit/s.
+    pub nominal_rate_bps: u64,
+}
+
+/// What an end's MCU is doing with its one packet buffer.
+#[derive(Clone, Copy, Debug)]
+enum Mcu<P> {
+    Idle,
+    /// Taking the packet over the UART until `ready_at`.
+    Loading {
+        frame: Frame<P>,
+        ready_at: SimTime,
+    },
+    /// The packet is waiting for, or using, the air.
+    OnAir,
+}
+
+#[derive(Debug)]
+struct End<P> {
+    sensing: bool,
+    queue: VecDeque<Frame<P>>,
+    mcu: Mcu<P>,
+    /// Packets towards this end whose last chunk is on the far UART.
+    delivering: VecDeque<(SimTime, Frame<P>)>,
+    /// What this end was last told: busy or free.
+    told_busy: bool,
+}
+
+impl<P> End<P> {
+    fn new(sensing: bool) -> Self {
+        End {
+            sensing,
+            queue: VecDeque::new(),
+            mcu: Mcu::Idle,
+            delivering: VecDeque::new(),
+            told_busy: false,
+        }
+    }
+}
+
+/// The NFC link between ports 0 and 1 (see the module documentation).
+#[derive(Debug)]
+pub struct NfcLink<P> {
+    config: NfcConfig,
+    air: HalfDuplexLink<P, NfcSlots>,
+    ends: [End<P>; 2],
+    scratch: Vec<LinkOutput<P>>,
+    stats: NfcStats,
+}
+
+impl<P: Copy> NfcLink<P> {
+    /// An idle link; `rng` draws the slot phase unless the configuration
+    /// fixes it.
+    pub fn new(config: NfcConfig, mut rng: SimRng) -> Self {
+        let period = config.slot_period.as_nanos().max(1);
+        let phase = config
+            .slot_phase
+            .map(|p| SimDuration::from_nanos(p.as_nanos() % period))
+            .unwrap_or_else(|| SimDuration::from_nanos(rng.gen_range(0..period)));
+        let air = HalfDuplexLink::new(
+            NfcSlots::new(config, phase),
+            // Each MCU hands the air at most one packet.
+            HalfDuplexConfig {
+                queue_capacity: 1,
+                loss: 0.0,
+            },
+            rng,
+        );
+        NfcLink {
+            air,
+            ends: [End::new(config.sensing[0]), End::new(config.sensing[1])],
+            scratch: Vec::with_capacity(8),
+            stats: NfcStats {
+                directions: [NfcDirectionStats::default(); 2],
+                busy_periods: 0,
+                busy_ns: 0,
+                slot_phase_ns: phase.as_nanos(),
+                nominal_rate_bps: config.nominal_rate_bps(),
+            },
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NfcConfig {
+        &self.config
+    }
+
+    /// The slot phase of this run.
+    pub fn slot_phase(&self) -> SimDuration {
+        self.air.timing().phase()
+    }
+
+    /// Whether the NFC side at `port` reports the link busy at `now`.
+    pub fn is_busy(&self, port: Port, now: SimTime) -> bool {
+        let end = &self.ends[port as usize & 1];
+        !matches!(end.mcu, Mcu::Idle) || self.air.is_busy(now) || !end.delivering.is_empty()
+    }
+
+    /// Hands a packet from the stack at `from` to the link.
+    pub fn transmit(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        frame: Frame<P>,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        self.handle_timeout(now, out);
+        let p = from as usize & 1;
+        if self.ends[p].sensing {
+            let stats = &mut self.stats.directions[p];
+            let queue = &mut self.ends[p].queue;
+            if queue.len() >= self.config.queue_capacity {
+                stats.dropped_queue_full += 1;
+                out.push(LinkOutput::Dropped {
+                    port: from,
+                    frame,
+                    reason: DropReason::QueueFull,
+                });
+                return;
+            }
+            stats.enqueued += 1;
+            out.push(LinkOutput::Enqueued {
+                port: from,
+                frame,
+                queue_len: queue.len() as u32,
+            });
+            queue.push_back(frame);
+            stats.max_queue_len = stats.max_queue_len.max(queue.len() as u64);
+            self.settle(now, out);
+        } else {
+            self.hand(now, p, frame, out);
+            self.notify(now, out);
+        }
+    }
+
+    /// Processes everything due at or before `now`, in time order.
+    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        while let Some(t) = self.poll_timeout() {
+            if t > now {
+                break;
+            }
+            self.air.handle_timeout(t, &mut self.scratch);
+            self.absorb_air(t);
+            for p in 0..2 {
+                if let Mcu::Loading { frame, ready_at } = self.ends[p].mcu {
+                    if ready_at <= t {
+                        self.ends[p].mcu = Mcu::OnAir;
+                        self.air.transmit(t, p as Port, frame, &mut self.scratch);
+                        self.absorb_air(t);
+                    }
+                }
+            }
+            for p in 0..2 {
+                while let Some(&(at, frame)) = self.ends[p].delivering.front() {
+                    if at > t {
+                        break;
+                    }
+                    self.ends[p].delivering.pop_front();
+                    let stats = &mut self.stats.directions[1 - p];
+                    stats.delivered_packets += 1;
+                    stats.delivered_bytes += u64::from(frame.len);
+                    out.push(LinkOutput::Delivered {
+                        port: p as Port,
+                        frame,
+                    });
+                }
+            }
+            self.settle(t, out);
+        }
+    }
+
+    /// When `handle_timeout` must next be called.
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        let loading = self.ends.iter().filter_map(|e| match e.mcu {
+            Mcu::Loading { ready_at, .. } => Some(ready_at),
+            _ => None,
+        });
+        let delivering = self
+            .ends
+            .iter()
+            .filter_map(|e| e.delivering.front().map(|d| d.0));
+        loading
+            .chain(delivering)
+            .chain(self.air.poll_timeout())
+            .min()
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> NfcStats {
+        let air = self.air.stats();
+        NfcStats {
+            busy_periods: air.busy_periods,
+            busy_ns: air.busy_ns,
+            ..self.stats.clone()
+        }
+    }
+
+    /// The packet leaves the stack at end `p` for its MCU.
+    fn hand(&mut self, now: SimTime, p: usize, frame: Frame<P>, out: &mut Vec<LinkOutput<P>>) {
+        let port = p as Port;
+        let stats = &mut self.stats.directions[p];
+        stats.sent_packets += 1;
+        stats.sent_bytes += u64::from(frame.len);
+        out.push(LinkOutput::TxStart { port, frame });
+        if !matches!(self.ends[p].mcu, Mcu::Idle) {
+            stats.dropped_mcu_busy += 1;
+            out.push(LinkOutput::Dropped {
+                port,
+                frame,
+                reason: DropReason::McuBusy,
+            });
+            return;
+        }
+        let bytes = u64::from(self.config.nfc_payload(frame.len));
+        self.ends[p].mcu = Mcu::Loading {
+            frame,
+            ready_at: now + self.config.uart_time(bytes),
+        };
+    }
+
+    /// Takes in what the air stage reported at `t`.
+    fn absorb_air(&mut self, t: SimTime) {
+        for output in std::mem::take(&mut self.scratch) {
+            match output {
+                LinkOutput::TxStart { port, frame } => {
+                    let stats = &mut self.stats.directions[port as usize & 1];
+                    stats.slots += self.config.slots(frame.len);
+                    stats.nfc_payload_bytes += u64::from(self.config.nfc_payload(frame.len));
+                }
+                LinkOutput::Delivered { port, frame } => {
+                    let to = port as usize & 1;
+                    // The last chunk left: the sender's buffer is free.
+                    self.ends[1 - to].mcu = Mcu::Idle;
+                    let tail = self
+                        .config
+                        .uart_time(u64::from(self.config.last_chunk(frame.len)));
+                    self.ends[to].delivering.push_back((t + tail, frame));
+                }
+                // The air never loses frames and each MCU hands it at most
+                // one, so nothing else needs handling.
+                _ => {}
+            }
+        }
+    }
+
+    /// Hands waiting packets of sensing ends to idle MCUs and tells both
+    /// ends about changes of the link's state.
+    fn settle(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        for p in 0..2 {
+            if self.ends[p].sensing && !self.is_busy(p as Port, now) {
+                if let Some(frame) = self.ends[p].queue.pop_front() {
+                    self.hand(now, p, frame, out);
+                }
+            }
+        }
+        self.notify(now, out);
+    }
+
+    fn notify(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        for p in 0..2 {
+            let busy = self.is_busy(p as Port, now);
+            if busy == self.ends[p].told_busy {
+                continue;
+            }
+            self.ends[p].told_busy = busy;
+            let port = p as Port;
+            if busy {
+                out.push(LinkOutput::MediumBusy {
+                    port,
+                    until: self.known_busy_until(p, now),
+                });
+            } else {
+                out.push(LinkOutput::MediumFree { port });
+            }
+        }
+    }
+
+    /// The end of what is already scheduled at end `p` (a lower bound on
+    /// when the link turns free).
+    fn known_busy_until(&self, p: usize, now: SimTime) -> SimTime {
+        let end = &self.ends[p];
+        let loading = match end.mcu {
+            Mcu::Loading { ready_at, .. } => Some(ready_at),
+            _ => None,
+        };
+        [
+            loading,
+            self.air.busy_until(),
+            end.delivering.back().map(|d| d.0),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(now, SimTime::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::component_stream;
+    use LinkOutput::*;
+
+    fn frame(id: u32, len: u32) -> Frame<u32> {
+        Frame { packet: id, len }
+    }
+
+    fn ms(v: u64) -> SimTime {
+        SimTime::from_millis(v)
+    }
+
+    fn link(sensing: [bool; 2], phase_ms: u64) -> NfcLink<u32> {
+        NfcLink::new(
+            NfcConfig {
+                sensing,
+                slot_phase: Some(SimDuration::from_millis(phase_ms)),
+                ..NfcConfig::rate_11_2kbps()
+            },
+            component_stream(1, "nfc"),
+        )
+    }
+
+    /// Runs the link to quiescence; every output with its time.
+    fn drain(l: &mut NfcLink<u32>) -> Vec<(SimTime, LinkOutput<u32>)> {
+        let mut log = Vec::new();
+        let mut out = Vec::new();
+        while let Some(t) = l.poll_timeout() {
+            l.handle_timeout(t, &mut out);
+            log.extend(out.drain(..).map(|o| (t, o)));
+        }
+        log
+    }
+
+    fn deliveries(log: &[(SimTime, LinkOutput<u32>)]) -> Vec<(SimTime, Port, u32)> {
+        log.iter()
+            .filter_map(|(t, o)| match o {
+                Delivered { port, frame } => Some((*t, *port, frame.packet)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn modes_have_the_published_rates_and_sizes() {
+        let slow = NfcConfig::rate_11_2kbps();
+        assert_eq!(slow.nominal_rate_bps(), 11_200);
+        assert_eq!(NfcConfig::rate_24kbps().nominal_rate_bps(), 24_000);
+        assert_eq!(NfcConfig::for_rate(24_000), Some(NfcConfig::rate_24kbps()));
+        assert_eq!(NfcConfig::for_rate(10_000), None);
+        // A bare ACK (40 bytes of IP) is a 56-byte NFC payload: 6 slots,
+        // the last carrying 6 bytes; 11.52 bytes/ms on the UART.
+        assert_eq!(slow.slots(40), 6);
+        assert_eq!(slow.last_chunk(40), 6);
+        assert_eq!(slow.last_chunk(44), 10);
+        assert_eq!(slow.uart_time(1152), SimDuration::from_millis(100));
+    }
+
+    #[test]
+    fn a_packet_takes_uart_lead_slots_and_the_last_chunks_uart() {
+        // Phase 3 ms: slots at 3, 13, 23, ... ms.
+        let mut l = link([false, false], 3);
+        let mut out = Vec::new();
+        l.transmit(SimTime::ZERO, 0, frame(1, 40), &mut out);
+        assert_eq!(
+            out[0],
+            TxStart {
+                port: 0,
+                frame: frame(1, 40)
+            }
+        );
+        let log = drain(&mut l);
+        // UART: 56 bytes in 4.861 ms; +2 ms lead -> first slot at 13 ms;
+        // 6 slots: the last at 63 ms, its air ends at 64.5 ms; the far
+        // UART takes the last 6 bytes in 0.521 ms.
+        let expected = ms(63) + SimDuration::from_micros(1500) + l.config.uart_time(6);
+        assert_eq!(deliveries(&log), [(expected, 1, 1)]);
+        let s = l.stats();
+        assert_eq!(s.directions[0].slots, 6);
+        assert_eq!(s.directions[0].nfc_payload_bytes, 56);
+        assert_eq!(s.slot_phase_ns, 3_000_000);
+    }
+
+    #[test]
+    fn mcu_drops_a_packet_handed_while_busy() {
+        let mut l = link([false, false], 0);
+        let mut out = Vec::new();
+        // The handshake ACK, then the first data segment 50 us later.
+        l.transmit(SimTime::ZERO, 0, frame(1, 40), &mut out);
+        l.transmit(SimTime::from_micros(50), 0, frame(2, 1064), &mut out);
+        assert!(out.contains(&Dropped {
+            port: 0,
+            frame: frame(2, 1064),
+            reason: DropReason::McuBusy
+        }));
+        // Still busy while the ACK's chunks are on air (~69 ms).
+        l.transmit(ms(60), 0, frame(3, 40), &mut out);
+        assert_eq!(
+            out.last(),
+            Some(&Dropped {
+                port: 0,
+                frame: frame(3, 40),
+                reason: DropReason::McuBusy
+            })
+        );
+        let log = drain(&mut l);
+        assert_eq!(deliveries(&log).len(), 1);
+        assert_eq!(l.stats().directions[0].dropped_mcu_busy, 2);
+        // Free again once the last chunk has left.
+        let mut out = Vec::new();
+        l.transmit(ms(200), 0, frame(4, 40), &mut out);
+        assert!(!out.iter().any(|o| matches!(o, Dropped { .. })));
+    }
+
+    #[test]
+    fn sensing_queues_instead_of_dropping() {
+        let mut l = link([true, true], 0);
+        let mut out = Vec::new();
+        l.transmit(SimTime::ZERO, 0, frame(1, 140), &mut out);
+        l.transmit(SimTime::from_micros(50), 0, frame(2, 240), &mut out);
+        l.transmit(SimTime::from_micros(100), 0, frame(3, 340), &mut out);
+        l.transmit(SimTime::from_micros(150), 1, frame(9, 40), &mut out);
+        let mut log: Vec<_> = out.drain(..).map(|o| (SimTime::ZERO, o)).collect();
+        log.extend(drain(&mut l));
+        assert!(!log.iter().any(|(_, o)| matches!(o, Dropped { .. })));
+        let got = deliveries(&log);
+        assert_eq!(got.len(), 4);
+        let from_0: Vec<u32> = got.iter().filter(|d| d.1 == 1).map(|d| d.2).collect();
+        assert_eq!(from_0, [1, 2, 3]);
+        // Each packet left the stack only after the previous one of its end
+        // had finished crossing.
+        let handed = |id: u32| {
+            log.iter()
+                .find(|(_, o)| matches!(o, TxStart { frame, .. } if frame.packet == id))
+                .map(|(t, _)| *t)
+        };
+        for (prev, next) in [(1, 2), (2, 3)] {
+            let done = got.iter().find(|d| d.2 == prev).map(|d| d.0);
+            let started = handed(next);
+            assert!(started.is_some() && done.is_some());
+            // Handed at the end of the previous packet's air time, which
+            // is its delivery minus the last chunk's UART.
+            assert!(started <= done && started > handed(prev));
+        }
+        assert_eq!(l.stats().directions[0].max_queue_len, 2);
+        assert_eq!(l.stats().directions[0].dropped_mcu_busy, 0);
+    }
+
+    #[test]
+    fn one_packet_crosses_at_a_time_in_either_direction() {
+        let mut l = link([false, false], 7);
+        let mut out = Vec::new();
+        l.transmit(SimTime::ZERO, 0, frame(1, 500), &mut out);
+        l.transmit(SimTime::from_millis(1), 1, frame(2, 500), &mut out);
+        let log = drain(&mut l);
+        let got = deliveries(&log);
+        assert_eq!(
+            got.iter().map(|d| (d.1, d.2)).collect::<Vec<_>>(),
+            [(1, 1), (0, 2)]
+        );
+        let s = l.stats();
+        assert_eq!(s.busy_periods, 2);
+        let slots = l.config.slots(500);
+        let air =
+            SimDuration::from_millis(10).saturating_mul(slots - 1) + SimDuration::from_micros(1500);
+        // The air was held for exactly the two crossings, which did not
+        // overlap: the second started in the first slot after the first
+        // one's last chunk, so they are a whole number of slots apart.
+        assert_eq!(s.busy_ns, 2 * air.as_nanos());
+        assert_eq!(
+            got[1].0 - got[0].0,
+            SimDuration::from_millis(10).saturating_mul(slots)
+        );
+        assert_eq!(s.directions[1].dropped_mcu_busy, 0);
+    }
+}
