@@ -1,0 +1,409 @@
+//! Emulation scenarios: a simulator scenario plus, per host, which stack
+//! runs it.
+//!
+//! The file format is the simulator's ([`rtolab_sim::scenario`]) with one
+//! more key per host:
+//!
+//! ```toml
+//! [[host]]
+//! name = "appliance"
+//! stack = "rtolab"   # the rtolab engine in the emulator process
+//! profile = "lwip"   # its TCP profile, as in the simulator
+//!
+//! [[host]]
+//! name = "phone"
+//! stack = "linux"    # the default: a network namespace with kernel TCP
+//! ```
+//!
+//! A Linux host may also tune its kernel where the scenario needs it:
+//!
+//! ```toml
+//! linux = { rto_min = "3s" }  # per-route minimum RTO (ip route ... rto_min)
+//! ```
+//!
+//! Bridges take no `stack`: the emulator forwards between their links
+//! itself. A scenario written for the simulator therefore emulates as is,
+//! with every host running Linux.
+//!
+//! What the emulator does not run yet is rejected here with the field's
+//! path, so a run never half-starts: broadcast links, UDP apps, and rtolab
+//! hosts with more than one interface or more than one TCP profile.
+
+use std::path::Path;
+
+use rtolab_sim::scenario::{AppKindSpec, LinkModelSpec};
+use rtolab_sim::units::parse_duration;
+use rtolab_sim::{Scenario, ScenarioError};
+use rtolab_tcp::profile::RtoChoice;
+use rtolab_tcp::Profile;
+use rtolab_time::SimDuration;
+use serde::Serialize;
+
+/// Which stack runs a host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostKind {
+    /// The host's own network namespace and its kernel TCP/IP; the
+    /// scenario's apps run as socket programs inside it.
+    Linux,
+    /// The rtolab engine as a user-space host inside the emulator process,
+    /// with the host's TCP profile.
+    Rtolab,
+    /// A link-layer bridge: frames pass between its two links unchanged.
+    Bridge,
+}
+
+impl HostKind {
+    /// The name used in scenario files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostKind::Linux => "linux",
+            HostKind::Rtolab => "rtolab",
+            HostKind::Bridge => "bridge",
+        }
+    }
+}
+
+/// Kernel settings of a Linux host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinuxOptions {
+    /// Minimum retransmission timeout of every route of the host
+    /// (`ip route ... rto_min`), for links slower than Linux's 200 ms
+    /// default assumes.
+    pub rto_min: Option<SimDuration>,
+}
+
+/// A validated scenario with the stack of every host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmuScenario {
+    /// The scenario as the simulator reads it.
+    pub scenario: Scenario,
+    /// `kinds[i]` runs `scenario.hosts[i]`.
+    pub kinds: Vec<HostKind>,
+    /// `linux[i]`: kernel settings of `scenario.hosts[i]` (default for
+    /// other kinds).
+    pub linux: Vec<LinuxOptions>,
+}
+
+/// Reads a host's `linux` table.
+fn linux_options(i: usize, value: &toml::Value) -> Result<LinuxOptions, ScenarioError> {
+    let toml::Value::Table(t) = value else {
+        return Err(error(format!("host[{i}].linux"), "expected a table"));
+    };
+    let mut options = LinuxOptions::default();
+    for (key, v) in t {
+        let path = format!("host[{i}].linux.{key}");
+        match key.as_str() {
+            "rto_min" => {
+                let text = v
+                    .as_str()
+                    .ok_or_else(|| error(&path, "expected a duration with a unit, like \"3s\""))?;
+                let d = parse_duration(text).map_err(|e| error(&path, e.to_string()))?;
+                if d.is_zero() {
+                    return Err(error(&path, "must be positive"));
+                }
+                options.rto_min = Some(d);
+            }
+            _ => return Err(error(path, "unknown field (expected rto_min)")),
+        }
+    }
+    Ok(options)
+}
+
+fn error(path: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+    ScenarioError {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+impl EmuScenario {
+    /// Reads, parses and validates an emulation scenario file.
+    pub fn from_path(path: &Path) -> Result<EmuScenario, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| error(path.display().to_string(), e.to_string()))?;
+        EmuScenario::from_toml_str(&text)
+    }
+
+    /// Parses and validates an emulation scenario.
+    pub fn from_toml_str(text: &str) -> Result<EmuScenario, ScenarioError> {
+        let mut table: toml::Table = match text.parse() {
+            Ok(t) => t,
+            // Let the simulator's parser word syntax errors, with positions.
+            Err(_) => {
+                return Err(Scenario::from_toml_str(text)
+                    .err()
+                    .unwrap_or_else(|| error("scenario", "not a TOML document")))
+            }
+        };
+        let mut stacks: Vec<Option<String>> = Vec::new();
+        let mut linux: Vec<Option<LinuxOptions>> = Vec::new();
+        if let Some(toml::Value::Array(hosts)) = table.get_mut("host") {
+            for (i, host) in hosts.iter_mut().enumerate() {
+                let (stack, options) = match host {
+                    toml::Value::Table(h) => (h.remove("stack"), h.remove("linux")),
+                    _ => (None, None),
+                };
+                linux.push(options.map(|v| linux_options(i, &v)).transpose()?);
+                stacks.push(match stack {
+                    None => None,
+                    Some(toml::Value::String(s)) => Some(s),
+                    Some(other) => {
+                        return Err(error(
+                            format!("host[{i}].stack"),
+                            format!("expected \"linux\" or \"rtolab\", got {other}"),
+                        ))
+                    }
+                });
+            }
+        }
+        let stripped = toml::to_string(&table).map_err(|e| error("scenario", e.to_string()))?;
+        let scenario = Scenario::from_toml_str(&stripped)?;
+        let mut kinds = Vec::with_capacity(scenario.hosts.len());
+        let mut options = Vec::with_capacity(scenario.hosts.len());
+        for (i, host) in scenario.hosts.iter().enumerate() {
+            let stack = stacks.get(i).cloned().flatten();
+            let linux = linux.get(i).copied().flatten();
+            let kind = match (host.bridge, stack.as_deref()) {
+                (true, None) => HostKind::Bridge,
+                (true, Some(_)) => {
+                    return Err(error(
+                        format!("host[{i}].stack"),
+                        "not allowed for a bridge (the emulator forwards its frames)",
+                    ))
+                }
+                (false, None | Some("linux")) => HostKind::Linux,
+                (false, Some("rtolab")) => HostKind::Rtolab,
+                (false, Some(other)) => {
+                    return Err(error(
+                        format!("host[{i}].stack"),
+                        format!("expected \"linux\" or \"rtolab\", got {other:?}"),
+                    ))
+                }
+            };
+            if linux.is_some() && kind != HostKind::Linux {
+                return Err(error(
+                    format!("host[{i}].linux"),
+                    format!(
+                        "only for hosts with stack = \"linux\", {:?} is {}",
+                        host.name,
+                        kind.name()
+                    ),
+                ));
+            }
+            kinds.push(kind);
+            options.push(linux.unwrap_or_default());
+        }
+        let emu = EmuScenario {
+            scenario,
+            kinds,
+            linux: options,
+        };
+        emu.check_supported()?;
+        Ok(emu)
+    }
+
+    /// The simulator's model of this emulation: Linux hosts run the rtolab
+    /// engine with the `linux` profile (and their `rto_min` as the RTO
+    /// floor), everything else is unchanged. Comparing a run with its model
+    /// shows what the real stacks and the wall clock change.
+    pub fn simulator_equivalent(&self) -> Scenario {
+        let mut s = self.scenario.clone();
+        for (h, kind) in self.kinds.iter().enumerate() {
+            if *kind != HostKind::Linux {
+                continue;
+            }
+            let mut profile = Profile::linux();
+            if let (Some(min), RtoChoice::Rfc6298(c)) = (self.linux[h].rto_min, &mut profile.rto) {
+                c.min = min;
+            }
+            let name = s.hosts[h].name.clone();
+            s.hosts[h].tcp = Some(profile.clone());
+            for app in s.apps.iter_mut().filter(|a| a.host == name) {
+                if app.tcp.is_some() {
+                    app.tcp = Some(profile.clone());
+                }
+            }
+        }
+        s
+    }
+
+    /// The stack of the host called `name`.
+    pub fn kind_of(&self, name: &str) -> Option<HostKind> {
+        let i = self.scenario.hosts.iter().position(|h| h.name == name)?;
+        self.kinds.get(i).copied()
+    }
+
+    /// Rejects what the emulator cannot run yet, naming the field.
+    fn check_supported(&self) -> Result<(), ScenarioError> {
+        let s = &self.scenario;
+        for (i, link) in s.links.iter().enumerate() {
+            if let LinkModelSpec::Broadcast(_) = link.model {
+                return Err(error(
+                    format!("link[{i}].kind"),
+                    "broadcast links are not emulated yet (point-to-point, half-duplex and nfc are)",
+                ));
+            }
+        }
+        for (i, app) in s.apps.iter().enumerate() {
+            if matches!(app.kind, AppKindSpec::Cbr(_) | AppKindSpec::Sink { .. }) {
+                return Err(error(
+                    format!("app[{i}].kind"),
+                    "UDP apps are not emulated yet: run a UDP program in the host with `ip netns exec`",
+                ));
+            }
+        }
+        for (h, host) in s.hosts.iter().enumerate() {
+            if self.kinds[h] != HostKind::Rtolab {
+                continue;
+            }
+            let interfaces = s
+                .links
+                .iter()
+                .filter(|l| link_ends(l).iter().any(|e| e.host == host.name))
+                .count();
+            if interfaces != 1 {
+                return Err(error(
+                    format!("host[{h}].stack"),
+                    format!(
+                        "an rtolab host has exactly one interface, {:?} has {interfaces}",
+                        host.name
+                    ),
+                ));
+            }
+            let mut profiles = s
+                .apps
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.host == host.name)
+                .filter_map(|(i, a)| a.tcp.as_ref().map(|p| (i, p)));
+            if let Some((_, first)) = profiles.next() {
+                if let Some((i, _)) = profiles.find(|(_, p)| *p != first) {
+                    return Err(error(
+                        format!("app[{i}].profile"),
+                        format!(
+                            "the apps of rtolab host {:?} must share one TCP profile (one engine stack per host)",
+                            host.name
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The two ends of a wired or NFC link (empty for a broadcast medium).
+pub(crate) fn link_ends(link: &rtolab_sim::scenario::LinkSpec) -> &[rtolab_sim::scenario::EndSpec] {
+    match &link.model {
+        LinkModelSpec::PointToPoint(w) | LinkModelSpec::HalfDuplex(w) => &w.ends,
+        LinkModelSpec::Nfc(n) => &n.ends,
+        LinkModelSpec::Broadcast(_) => &[],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+name = "t"
+duration = "2s"
+
+[[host]]
+name = "a"
+stack = "rtolab"
+profile = "lwip"
+
+[[host]]
+name = "b"
+
+[[link]]
+name = "ab"
+kind = "point-to-point"
+ends = [ { host = "a", address = "10.0.0.1/24" }, { host = "b", address = "10.0.0.2/24" } ]
+rate = "10Mbps"
+delay = "1ms"
+"#;
+
+    #[test]
+    fn stack_defaults_to_linux_and_is_stripped_before_validation() {
+        let emu = EmuScenario::from_toml_str(BASE).unwrap();
+        assert_eq!(emu.kinds, [HostKind::Rtolab, HostKind::Linux]);
+        assert_eq!(emu.kind_of("b"), Some(HostKind::Linux));
+        assert!(emu.scenario.hosts[0].tcp.is_some());
+    }
+
+    #[test]
+    fn bad_stack_names_its_field() {
+        let text = BASE.replace("stack = \"rtolab\"", "stack = \"bsd\"");
+        let e = EmuScenario::from_toml_str(&text).unwrap_err();
+        assert_eq!(e.path, "host[0].stack");
+        assert!(e.message.contains("\"bsd\""), "{e}");
+        let text = BASE.replace("stack = \"rtolab\"", "stack = 3");
+        assert_eq!(
+            EmuScenario::from_toml_str(&text).unwrap_err().path,
+            "host[0].stack"
+        );
+    }
+
+    #[test]
+    fn simulator_errors_keep_their_paths() {
+        let text = BASE.replace("rate = \"10Mbps\"", "rate = \"fast\"");
+        let e = EmuScenario::from_toml_str(&text).unwrap_err();
+        assert_eq!(e.path, "link[0].rate");
+        let e = EmuScenario::from_toml_str("name = [").unwrap_err();
+        assert!(e.path.starts_with("line 1"), "{e}");
+    }
+
+    #[test]
+    fn linux_options_are_read_and_checked() {
+        let text = BASE.replace("name = \"b\"", "name = \"b\"\nlinux = { rto_min = \"3s\" }");
+        let emu = EmuScenario::from_toml_str(&text).unwrap();
+        assert_eq!(emu.linux[1].rto_min, Some(SimDuration::from_secs(3)));
+        assert_eq!(emu.linux[0], LinuxOptions::default());
+        let bad = text.replace("rto_min", "rto_max");
+        assert_eq!(
+            EmuScenario::from_toml_str(&bad).unwrap_err().path,
+            "host[1].linux.rto_max"
+        );
+        let on_rtolab = BASE.replace(
+            "stack = \"rtolab\"",
+            "stack = \"rtolab\"\nlinux = { rto_min = \"3s\" }",
+        );
+        assert_eq!(
+            EmuScenario::from_toml_str(&on_rtolab).unwrap_err().path,
+            "host[0].linux"
+        );
+    }
+
+    #[test]
+    fn simulator_equivalent_models_linux_hosts_with_the_linux_profile() {
+        let text = BASE.replace("name = \"b\"", "name = \"b\"\nlinux = { rto_min = \"3s\" }");
+        let emu = EmuScenario::from_toml_str(&text).unwrap();
+        let sim = emu.simulator_equivalent();
+        assert_eq!(sim.hosts[0].tcp, emu.scenario.hosts[0].tcp);
+        let b = sim.hosts[1].tcp.as_ref().unwrap();
+        assert_eq!(b.name, "linux");
+        match b.rto {
+            RtoChoice::Rfc6298(c) => assert_eq!(c.min, SimDuration::from_secs(3)),
+            other => panic!("unexpected RTO policy {other:?}"),
+        }
+    }
+
+    #[test]
+    fn udp_apps_are_rejected_with_their_path() {
+        let text = format!("{BASE}\n[[app]]\nkind = \"sink\"\nhost = \"b\"\nport = 9000\n");
+        let e = EmuScenario::from_toml_str(&text).unwrap_err();
+        assert_eq!(e.path, "app[0].kind");
+    }
+
+    #[test]
+    fn rtolab_host_with_two_interfaces_is_rejected() {
+        let text = format!(
+            "{BASE}\n[[host]]\nname = \"c\"\n\n[[link]]\nname = \"ac\"\nkind = \"point-to-point\"\nends = [ {{ host = \"a\", address = \"10.0.1.1/24\" }}, {{ host = \"c\", address = \"10.0.1.2/24\" }} ]\nrate = \"1Mbps\"\ndelay = \"1ms\"\n"
+        );
+        let e = EmuScenario::from_toml_str(&text).unwrap_err();
+        assert_eq!(e.path, "host[0].stack");
+    }
+}

@@ -1,0 +1,688 @@
+//! The engine: the simulator's link models, bridges and rtolab hosts, told
+//! the time by a driver and fed datagrams from the hosts' TUN devices.
+//!
+//! The engine is itself sans-IO. The driver (see [`crate::runtime`]) reads
+//! the clock and the TUN devices; the engine answers with the datagrams to
+//! write to TUN devices, each with the time the model scheduled its
+//! delivery, through an [`Egress`]. Tests drive it through virtual time
+//! with no devices at all.
+//!
+//! Events are processed in time order across all links and hosts: each
+//! call handles every deadline up to `now`, earliest first, at its own
+//! scheduled time. A driver that wakes late therefore replays the same
+//! history as a punctual one; only the moment a datagram reaches a TUN
+//! device is late, and the driver measures by how much.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rand::RngCore;
+use rtolab_sim::link::{
+    Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkKind, LinkOutput, LinkStats, NfcConfig,
+    NfcLink, P2pConfig, P2pLink, RateDelay,
+};
+use rtolab_sim::pool::{PacketId, PacketPool};
+use rtolab_sim::rng::component_stream;
+use rtolab_sim::scenario::LinkModelSpec;
+use rtolab_sim::tcp::TcpCounts;
+use rtolab_sim::{CaptureDirection, Ipv4Cidr};
+use rtolab_tcp::{Config, Profile};
+use rtolab_time::SimTime;
+use rtolab_wire::packet::{self, Transport};
+use rtolab_wire::pcap::PcapWriter;
+use serde::Serialize;
+
+use crate::apps::rtolab::{RtolabApp, RtolabHost};
+use crate::apps::AppResult;
+use crate::config::{link_ends, EmuScenario, HostKind};
+use crate::error::EmuError;
+use crate::wire_stats::{WireCounts, WireTracker};
+
+/// Index of a TUN-attached interface in [`Engine::tun_ports`].
+pub type TunId = usize;
+
+/// Where datagrams leave the engine: the TUN devices of Linux hosts.
+pub trait Egress {
+    /// Writes `datagram` to TUN interface `tun`; the link model delivered
+    /// it at `due`.
+    fn deliver(&mut self, tun: TunId, datagram: &[u8], due: SimTime);
+}
+
+/// An interface of a Linux host: a TUN device in the host's namespace,
+/// attached to one end of a link.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TunPort {
+    /// Index of the host in the scenario.
+    pub host: usize,
+    /// Host name.
+    pub host_name: String,
+    /// Link name.
+    pub link: String,
+    /// Device name inside the namespace (at most 15 characters).
+    pub device: String,
+    /// Interface address and prefix.
+    pub address: Ipv4Cidr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Tun(TunId),
+    /// Index into the engine's rtolab hosts.
+    Rtolab(usize),
+    /// The scenario index of a bridge host.
+    Bridge(usize),
+}
+
+struct PortEnd {
+    owner: Owner,
+    host: usize,
+    /// Indices of captures tapping this interface.
+    taps: Vec<usize>,
+}
+
+struct LinkSlot {
+    name: String,
+    link: Link,
+    ports: Vec<PortEnd>,
+}
+
+struct Tap {
+    file: PathBuf,
+    direction: CaptureDirection,
+    writer: PcapWriter,
+}
+
+struct RtolabSlot {
+    host: RtolabHost,
+    /// Scenario index of the host.
+    index: usize,
+    link: usize,
+    port: u32,
+}
+
+/// Counters of what crossed the engine's edges.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EdgeCounts {
+    /// Datagrams read from TUN devices and accepted.
+    pub packets_from_tun: u64,
+    /// Datagrams written to TUN devices.
+    pub packets_to_tun: u64,
+    /// Datagrams from hosts that failed to parse (malformed, hostile, not
+    /// IPv4), by error, dropped without reaching a link.
+    pub rejected: BTreeMap<String, u64>,
+    /// Frames the link models dropped, by reason.
+    pub link_drops: BTreeMap<String, u64>,
+    /// Frames that reached a bridge with no way out.
+    pub bridge_drops: u64,
+}
+
+impl EdgeCounts {
+    /// All rejected datagrams.
+    pub fn rejected_total(&self) -> u64 {
+        self.rejected.values().sum()
+    }
+}
+
+/// A link in an [`EngineReport`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkReport {
+    /// Link name.
+    pub name: String,
+    /// Model.
+    pub kind: LinkKind,
+    /// The model's counters.
+    pub stats: LinkStats,
+}
+
+/// A host in an [`EngineReport`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HostReport {
+    /// Host name.
+    pub name: String,
+    /// Which stack ran it.
+    pub stack: HostKind,
+    /// What it put on its links.
+    pub wire: WireCounts,
+    /// The engine's own counters (rtolab hosts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<TcpCounts>,
+}
+
+/// An app of an rtolab host in an [`EngineReport`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EngineAppReport {
+    /// App name.
+    pub name: String,
+    /// Host name.
+    pub host: String,
+    /// What it did.
+    pub result: AppResult,
+}
+
+/// The engine's view of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EngineReport {
+    /// Per link.
+    pub links: Vec<LinkReport>,
+    /// Per host (bridges included).
+    pub hosts: Vec<HostReport>,
+    /// Apps of rtolab hosts.
+    pub apps: Vec<EngineAppReport>,
+    /// Edge counters.
+    pub edges: EdgeCounts,
+}
+
+/// The links, bridges and rtolab hosts of one emulation.
+pub struct Engine {
+    links: Vec<LinkSlot>,
+    pool: PacketPool,
+    tuns: Vec<TunPort>,
+    /// (link, port) of each TUN interface.
+    tun_ends: Vec<(usize, u32)>,
+    rtolab: Vec<RtolabSlot>,
+    /// Per bridge host (scenario index): its two (link, port) ends.
+    bridges: BTreeMap<usize, Vec<(usize, u32)>>,
+    taps: Vec<Tap>,
+    capture_error: Option<EmuError>,
+    work: VecDeque<(usize, SimTime, LinkOutput<PacketId>)>,
+    link_out: Vec<LinkOutput<PacketId>>,
+    wire: WireTracker,
+    host_names: Vec<String>,
+    host_kinds: Vec<HostKind>,
+    host_wire: Vec<WireCounts>,
+    edges: EdgeCounts,
+    scratch: Vec<PacketId>,
+}
+
+/// A device name for interface `index` of a host on `link`: `rt<index>-`
+/// and as much of the link name as fits in 15 characters.
+pub(crate) fn device_name(index: usize, link: &str) -> String {
+    let mut name = format!("rt{index}-");
+    for c in link.chars() {
+        if name.len() >= 15 {
+            break;
+        }
+        name.push(if c.is_ascii_alphanumeric() || c == '_' {
+            c
+        } else {
+            '_'
+        });
+    }
+    name
+}
+
+fn build_link(model: &LinkModelSpec, name: &str, seed: u64) -> Option<Link> {
+    // The same random stream the simulator gives the link of that name.
+    let rng = component_stream(seed, &format!("link/{name}"));
+    Some(match model {
+        LinkModelSpec::PointToPoint(w) => Link::PointToPoint(P2pLink::new(
+            P2pConfig {
+                rate_bps: w.rate_bps,
+                delay: w.delay,
+                queue_capacity: w.queue,
+                loss: w.loss,
+            },
+            rng,
+        )),
+        LinkModelSpec::HalfDuplex(w) => Link::HalfDuplex(HalfDuplexLink::new(
+            RateDelay {
+                rate_bps: w.rate_bps,
+                delay: w.delay,
+            },
+            HalfDuplexConfig {
+                queue_capacity: w.queue,
+                loss: w.loss,
+            },
+            rng,
+        )),
+        LinkModelSpec::Nfc(n) => {
+            let mode = NfcConfig::for_rate(n.rate_bps)?;
+            Link::Nfc(
+                NfcLink::new(
+                    NfcConfig {
+                        sensing: n.sensing,
+                        queue_capacity: n.queue,
+                        slot_phase: n.slot_phase,
+                        ..mode
+                    },
+                    rng,
+                )
+                // `into` whether or not the variant boxes its model.
+                .into(),
+            )
+        }
+        LinkModelSpec::Broadcast(_) => return None,
+    })
+}
+
+impl Engine {
+    /// Builds the links, bridges and rtolab hosts of `emu`, with random
+    /// streams from `seed`; opens the captures in `out_dir` if given.
+    pub fn new(emu: &EmuScenario, seed: u64, out_dir: Option<&Path>) -> Result<Engine, EmuError> {
+        let s = &emu.scenario;
+        let host_index = |name: &str| s.hosts.iter().position(|h| h.name == name);
+        let mut engine = Engine {
+            links: Vec::new(),
+            pool: PacketPool::new(),
+            tuns: Vec::new(),
+            tun_ends: Vec::new(),
+            rtolab: Vec::new(),
+            bridges: BTreeMap::new(),
+            taps: Vec::new(),
+            capture_error: None,
+            work: VecDeque::new(),
+            link_out: Vec::with_capacity(16),
+            wire: WireTracker::new(),
+            host_names: s.hosts.iter().map(|h| h.name.clone()).collect(),
+            host_kinds: emu.kinds.clone(),
+            host_wire: vec![WireCounts::default(); s.hosts.len()],
+            edges: EdgeCounts::default(),
+            scratch: Vec::new(),
+        };
+        let mut interfaces = vec![0usize; s.hosts.len()];
+        for (l, spec) in s.links.iter().enumerate() {
+            let link = build_link(&spec.model, &spec.name, seed).ok_or_else(|| {
+                rtolab_sim::ScenarioError {
+                    path: format!("link[{l}].kind"),
+                    message: "this link model is not emulated".to_string(),
+                }
+            })?;
+            let mut ports = Vec::new();
+            for (p, end) in link_ends(spec).iter().enumerate() {
+                let Some(h) = host_index(&end.host) else {
+                    continue;
+                };
+                let owner = match emu.kinds[h] {
+                    HostKind::Bridge => {
+                        engine.bridges.entry(h).or_default().push((l, p as u32));
+                        Owner::Bridge(h)
+                    }
+                    HostKind::Rtolab => {
+                        let host = &s.hosts[h];
+                        let apps: Vec<RtolabApp> = s
+                            .apps
+                            .iter()
+                            .filter(|a| a.host == host.name)
+                            .filter_map(RtolabApp::from_spec)
+                            .collect();
+                        let profile = s
+                            .apps
+                            .iter()
+                            .filter(|a| a.host == host.name)
+                            .find_map(|a| a.tcp.clone())
+                            .or_else(|| host.tcp.clone())
+                            .unwrap_or_else(Profile::linux);
+                        let addr = end
+                            .address
+                            .map_or(std::net::Ipv4Addr::UNSPECIFIED, |c| c.addr);
+                        let seed =
+                            component_stream(seed, &format!("tcp/{}/{addr}", host.name)).next_u64();
+                        engine.rtolab.push(RtolabSlot {
+                            host: RtolabHost::new(
+                                &host.name,
+                                addr,
+                                Arc::new(Config::from_profile(profile)),
+                                seed,
+                                apps,
+                            ),
+                            index: h,
+                            link: l,
+                            port: p as u32,
+                        });
+                        Owner::Rtolab(engine.rtolab.len() - 1)
+                    }
+                    HostKind::Linux => {
+                        let address = end.address.unwrap_or(Ipv4Cidr {
+                            addr: std::net::Ipv4Addr::UNSPECIFIED,
+                            prefix_len: 32,
+                        });
+                        engine.tuns.push(TunPort {
+                            host: h,
+                            host_name: s.hosts[h].name.clone(),
+                            link: spec.name.clone(),
+                            device: device_name(interfaces[h], &spec.name),
+                            address,
+                        });
+                        engine.tun_ends.push((l, p as u32));
+                        interfaces[h] += 1;
+                        Owner::Tun(engine.tuns.len() - 1)
+                    }
+                };
+                ports.push(PortEnd {
+                    owner,
+                    host: h,
+                    taps: Vec::new(),
+                });
+            }
+            engine.links.push(LinkSlot {
+                name: spec.name.clone(),
+                link,
+                ports,
+            });
+        }
+        if let Some(dir) = out_dir {
+            std::fs::create_dir_all(dir).map_err(|source| EmuError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            for capture in &s.captures {
+                let Some(l) = engine.links.iter().position(|l| l.name == capture.link) else {
+                    continue;
+                };
+                let Some(h) = host_index(&capture.host) else {
+                    continue;
+                };
+                let Some(port) = engine.links[l].ports.iter().position(|p| p.host == h) else {
+                    continue;
+                };
+                let path = dir.join(&capture.file);
+                let file = File::create(&path).map_err(|source| EmuError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                let writer =
+                    PcapWriter::from_writer(Box::new(BufWriter::new(file))).map_err(|source| {
+                        EmuError::Io {
+                            path: path.clone(),
+                            source,
+                        }
+                    })?;
+                engine.links[l].ports[port].taps.push(engine.taps.len());
+                engine.taps.push(Tap {
+                    file: path,
+                    direction: capture.direction,
+                    writer,
+                });
+            }
+        }
+        Ok(engine)
+    }
+
+    /// The TUN interfaces the driver must provide, indexed by [`TunId`].
+    pub fn tun_ports(&self) -> &[TunPort] {
+        &self.tuns
+    }
+
+    /// Capture files being written.
+    pub fn capture_files(&self) -> Vec<PathBuf> {
+        self.taps.iter().map(|t| t.file.clone()).collect()
+    }
+
+    /// The earliest deadline of any link or rtolab host.
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        let links = self.links.iter().filter_map(|l| l.link.poll_timeout());
+        let hosts = self.rtolab.iter().filter_map(|r| r.host.poll_timeout());
+        links.chain(hosts).min()
+    }
+
+    /// Whether no link holds a frame.
+    pub fn links_idle(&self) -> bool {
+        self.links.iter().all(|l| l.link.poll_timeout().is_none())
+    }
+
+    /// Whether every client app of every rtolab host has finished.
+    pub fn rtolab_clients_done(&self) -> bool {
+        self.rtolab.iter().all(|r| r.host.clients_done())
+    }
+
+    /// Whether any rtolab host runs a client app.
+    pub fn has_rtolab_clients(&self) -> bool {
+        self.rtolab
+            .iter()
+            .any(|r| r.host.apps().iter().any(RtolabApp::is_client))
+    }
+
+    /// Handles everything due up to `now`, in time order.
+    pub fn advance(&mut self, now: SimTime, egress: &mut impl Egress) {
+        loop {
+            let link = self
+                .links
+                .iter()
+                .enumerate()
+                .filter_map(|(i, l)| l.link.poll_timeout().map(|t| (t, i)))
+                .min();
+            let host = self
+                .rtolab
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.host.poll_timeout().map(|t| (t, i)))
+                .min();
+            match (link, host) {
+                (Some((t, i)), h) if t <= now && h.map_or(true, |(th, _)| t <= th) => {
+                    self.links[i].link.handle_timeout(t, &mut self.link_out);
+                    self.queue_outputs(i, t);
+                }
+                (_, Some((t, i))) if t <= now => {
+                    self.rtolab[i].host.handle_timeout(t);
+                    self.drive_host(i, t);
+                }
+                _ => break,
+            }
+            self.process(egress);
+        }
+    }
+
+    /// Takes a datagram a Linux host wrote to its TUN interface `tun` at
+    /// `now`. Anything that is not a well-formed IPv4 datagram is counted
+    /// and dropped. Call [`Engine::advance`] up to `now` first.
+    pub fn ingress(&mut self, now: SimTime, tun: TunId, datagram: &[u8], egress: &mut impl Egress) {
+        let Some(&(link, port)) = self.tun_ends.get(tun) else {
+            return;
+        };
+        let host = self.tuns[tun].host;
+        match packet::parse(datagram) {
+            Ok(parsed) => {
+                let counts = &mut self.host_wire[host];
+                counts.packets_sent += 1;
+                if let Transport::Tcp(tcp) = &parsed.transport {
+                    self.wire.observe(counts, &parsed.ip, tcp);
+                }
+            }
+            Err(e) => {
+                *self.edges.rejected.entry(e.to_string()).or_default() += 1;
+                return;
+            }
+        }
+        self.edges.packets_from_tun += 1;
+        let id = self.pool.alloc();
+        self.pool.buf_mut(id).extend_from_slice(datagram);
+        self.transmit(link, port, now, id);
+        self.process(egress);
+    }
+
+    fn transmit(&mut self, link: usize, port: u32, now: SimTime, packet: PacketId) {
+        let frame = Frame {
+            packet,
+            len: self.pool.len(packet) as u32,
+        };
+        let slot = &mut self.links[link];
+        slot.link
+            .transmit(now, port, 1 - port.min(1), frame, &mut self.link_out);
+        self.queue_outputs(link, now);
+    }
+
+    fn queue_outputs(&mut self, link: usize, t: SimTime) {
+        for output in self.link_out.drain(..) {
+            self.work.push_back((link, t, output));
+        }
+    }
+
+    /// Runs an rtolab host's stack and apps at `t` and puts what it sends
+    /// on its link.
+    fn drive_host(&mut self, i: usize, t: SimTime) {
+        let pool = &mut self.pool;
+        let scratch = &mut self.scratch;
+        self.rtolab[i].host.drive(t, |datagram| {
+            let id = pool.alloc();
+            pool.buf_mut(id).extend_from_slice(datagram);
+            scratch.push(id);
+        });
+        let (link, port, index) = (
+            self.rtolab[i].link,
+            self.rtolab[i].port,
+            self.rtolab[i].index,
+        );
+        let sent = std::mem::take(&mut self.scratch);
+        for &id in &sent {
+            if let Ok(parsed) = packet::parse(self.pool.bytes(id)) {
+                let counts = &mut self.host_wire[index];
+                counts.packets_sent += 1;
+                if let Transport::Tcp(tcp) = &parsed.transport {
+                    self.wire.observe(counts, &parsed.ip, tcp);
+                }
+            }
+            self.transmit(link, port, t, id);
+        }
+        self.scratch = sent;
+        self.scratch.clear();
+    }
+
+    /// Handles queued link outputs until none are left.
+    fn process(&mut self, egress: &mut impl Egress) {
+        while let Some((link, t, output)) = self.work.pop_front() {
+            match output {
+                LinkOutput::TxStart { port, frame } => {
+                    self.capture(link, port, CaptureDirection::Tx, t, frame.packet);
+                }
+                LinkOutput::Delivered { port, frame } => {
+                    self.capture(link, port, CaptureDirection::Rx, t, frame.packet);
+                    self.deliver(link, port, t, frame.packet, egress);
+                }
+                LinkOutput::Dropped { frame, reason, .. } => {
+                    let name = serde_json::to_value(reason)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_else(|| format!("{reason:?}"));
+                    *self.edges.link_drops.entry(name).or_default() += 1;
+                    self.pool.free(frame.packet);
+                }
+                LinkOutput::Enqueued { .. }
+                | LinkOutput::MediumBusy { .. }
+                | LinkOutput::MediumFree { .. } => {}
+            }
+        }
+    }
+
+    fn deliver(
+        &mut self,
+        link: usize,
+        port: u32,
+        t: SimTime,
+        packet: PacketId,
+        egress: &mut impl Egress,
+    ) {
+        let Some(end) = self.links[link].ports.get(port as usize) else {
+            self.pool.free(packet);
+            return;
+        };
+        match end.owner {
+            Owner::Tun(tun) => {
+                egress.deliver(tun, self.pool.bytes(packet), t);
+                self.edges.packets_to_tun += 1;
+                self.pool.free(packet);
+            }
+            Owner::Rtolab(i) => {
+                let result = self.rtolab[i]
+                    .host
+                    .handle_datagram(t, self.pool.bytes(packet));
+                self.pool.free(packet);
+                if let Err(e) = result {
+                    *self.edges.rejected.entry(e.to_string()).or_default() += 1;
+                }
+                self.drive_host(i, t);
+            }
+            Owner::Bridge(h) => {
+                let out = self
+                    .bridges
+                    .get(&h)
+                    .and_then(|ends| ends.iter().find(|&&(l, _)| l != link).copied());
+                match out {
+                    Some((l, p)) => self.transmit(l, p, t, packet),
+                    None => {
+                        self.edges.bridge_drops += 1;
+                        self.pool.free(packet);
+                    }
+                }
+            }
+        }
+    }
+
+    fn capture(&mut self, link: usize, port: u32, dir: CaptureDirection, t: SimTime, p: PacketId) {
+        let Some(end) = self.links[link].ports.get(port as usize) else {
+            return;
+        };
+        for &tap in &end.taps {
+            let tap = &mut self.taps[tap];
+            if !tap.direction.includes(dir) {
+                continue;
+            }
+            if let Err(source) = tap.writer.write_packet(t.as_nanos(), self.pool.bytes(p)) {
+                self.capture_error.get_or_insert(EmuError::Io {
+                    path: tap.file.clone(),
+                    source,
+                });
+            }
+        }
+    }
+
+    /// Flushes the captures; the first capture error of the run, if any.
+    pub fn finish(&mut self) -> Result<(), EmuError> {
+        for tap in &mut self.taps {
+            if let Err(source) = tap.writer.flush() {
+                self.capture_error.get_or_insert(EmuError::Io {
+                    path: tap.file.clone(),
+                    source,
+                });
+            }
+        }
+        match self.capture_error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// What happened so far.
+    pub fn report(&self) -> EngineReport {
+        EngineReport {
+            links: self
+                .links
+                .iter()
+                .map(|l| LinkReport {
+                    name: l.name.clone(),
+                    kind: l.link.kind(),
+                    stats: l.link.stats(),
+                })
+                .collect(),
+            hosts: self
+                .host_names
+                .iter()
+                .enumerate()
+                .map(|(h, name)| HostReport {
+                    name: name.clone(),
+                    stack: self.host_kinds[h],
+                    wire: self.host_wire[h],
+                    engine: self
+                        .rtolab
+                        .iter()
+                        .find(|r| r.index == h)
+                        .map(|r| r.host.counts()),
+                })
+                .collect(),
+            apps: self
+                .rtolab
+                .iter()
+                .flat_map(|r| {
+                    r.host.apps().iter().map(|a| EngineAppReport {
+                        name: a.name.clone(),
+                        host: r.host.name.clone(),
+                        result: a.result(r.host.stack()),
+                    })
+                })
+                .collect(),
+            edges: self.edges.clone(),
+        }
+    }
+}
