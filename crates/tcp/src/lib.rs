@@ -29,6 +29,7 @@ mod conn;
 pub mod profile;
 pub mod rto;
 pub mod serde_duration;
+pub mod serde_off;
 mod stack;
 pub mod trace;
 

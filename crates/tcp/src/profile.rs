@@ -20,7 +20,7 @@ use crate::clock::Granularity;
 use crate::rto::{
     BridgeRtoConfig, LwipRtoConfig, PerByteRtoConfig, Rfc6298Config, RtoFactory, UipRtoConfig,
 };
-use crate::serde_duration;
+use crate::{serde_duration, serde_off};
 
 /// The RTO policy of a profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -141,7 +141,13 @@ pub struct Profile {
     pub ack: AckChoice,
     /// Nagle's algorithm (RFC 9293 §3.7.4).
     pub nagle: bool,
-    /// Window-scale shift to offer (RFC 7323 §2); `None` to not offer it.
+    /// Window-scale shift to offer (RFC 7323 §2); `None` (`false` in a
+    /// file) to not offer it.
+    #[serde(
+        default,
+        deserialize_with = "serde_off::deserialize",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub window_scale: Option<u8>,
     /// Offer timestamps (RFC 7323 §3-5: RTTM and PAWS).
     pub timestamps: bool,
@@ -149,7 +155,12 @@ pub struct Profile {
     pub sack: bool,
     /// Offer the timelost option (timelost spec §2).
     pub timelost: bool,
-    /// Keep-alive, off when `None`.
+    /// Keep-alive, off when `None` (`false` in a file).
+    #[serde(
+        default,
+        deserialize_with = "serde_off::deserialize",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub keepalive: Option<KeepAlive>,
     /// Time spent in TIME-WAIT (2 MSL).
     #[serde(with = "serde_duration")]
@@ -404,6 +415,43 @@ mod tests {
         let mut text = toml::to_string(&Profile::lwip()).expect("serialises");
         text.push_str("\nbogus = 1\n");
         let err = toml::from_str::<Profile>(&text).unwrap_err().to_string();
+        assert!(err.contains("bogus"), "{err}");
+    }
+
+    /// The linux profile (with keep-alive on) read back with `key`
+    /// replaced by the TOML value `value`.
+    fn linux_with(key: &str, value: &str) -> Result<Profile, toml::de::Error> {
+        let mut p = Profile::linux();
+        p.keepalive = Some(KeepAlive {
+            idle: SimDuration::from_secs(7200),
+            interval: SimDuration::from_secs(75),
+            probes: 9,
+        });
+        let mut table = toml::Table::try_from(&p).expect("serialises");
+        let parsed: toml::Table = toml::from_str(&format!("{key} = {value}")).expect("valid TOML");
+        table.insert(key.to_string(), parsed[key].clone());
+        Profile::deserialize(toml::Value::Table(table))
+    }
+
+    #[test]
+    fn optional_settings_are_turned_off_with_false() {
+        let p = linux_with("window_scale", "false").expect("deserialises");
+        assert_eq!(p.window_scale, None);
+        let p = linux_with("window_scale", "3").expect("deserialises");
+        assert_eq!(p.window_scale, Some(3));
+        assert!(p.keepalive.is_some());
+        let p = linux_with("keepalive", "false").expect("deserialises");
+        assert_eq!(p.keepalive, None);
+    }
+
+    #[test]
+    fn true_or_a_bad_table_is_not_an_optional_setting() {
+        let err = linux_with("window_scale", "true").unwrap_err().to_string();
+        assert!(err.contains("false to turn the setting off"), "{err}");
+        let err = linux_with("window_scale", "300").unwrap_err().to_string();
+        assert!(err.contains("300"), "{err}");
+        let table = "{ idle = \"60s\", interval = \"5s\", probes = 3, bogus = 1 }";
+        let err = linux_with("keepalive", table).unwrap_err().to_string();
         assert!(err.contains("bogus"), "{err}");
     }
 
