@@ -20,6 +20,34 @@ def p2p_scenario() -> Path:
 
 
 @pytest.fixture
+def bulk_scenario() -> Path:
+    """The lossy two-host TCP bulk-transfer scenario shipped in scenarios/."""
+    path = SCENARIOS / "p2p-bulk.toml"
+    if not path.is_file():
+        pytest.skip("scenarios/p2p-bulk.toml is not shipped")
+    return path
+
+
+@pytest.fixture(scope="session")
+def bulk_result(tmp_path_factory: pytest.TempPathFactory):
+    """One run of the TCP bulk scenario, shared by the tests that only read it."""
+    import rtolab
+
+    path = SCENARIOS / "p2p-bulk.toml"
+    if not path.is_file():
+        pytest.skip("scenarios/p2p-bulk.toml is not shipped")
+    return rtolab.run(path, seed=1, out=tmp_path_factory.mktemp("bulk"))
+
+
+@pytest.fixture(scope="session")
+def cbr_result(tmp_path_factory: pytest.TempPathFactory):
+    """One run of the UDP scenario, shared by the tests that only read it."""
+    import rtolab
+
+    return rtolab.run(SCENARIOS / "p2p-cbr.toml", seed=1, out=tmp_path_factory.mktemp("cbr"))
+
+
+@pytest.fixture
 def scenarios_dir() -> Path:
     """The folder of shipped scenario files."""
     return SCENARIOS

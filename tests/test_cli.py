@@ -88,3 +88,122 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     done = rtolab("--debug", "validate", str(tmp_path / "nope.toml"))
     assert done.returncode != 0
     assert "Traceback" in done.stderr
+
+
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]
+
+
+def test_run_a_shipped_scenario_by_name_with_a_report(tmp_path: Path) -> None:
+    done = rtolab("run", "p2p-cbr", "--out", str(tmp_path), "--report", "--no-plot")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "report.html").is_file() and (tmp_path / "metrics.parquet").is_file()
+    assert "report:" in done.stdout
+
+
+SWEEP = """
+scenario = "p2p-cbr"
+seeds = 2
+[set]
+duration = "0.5s"
+[grid]
+"link.ab.loss" = [0.0, 0.05]
+"""
+
+
+def test_sweep_runs_resumes_and_reports(tmp_path: Path) -> None:
+    spec = tmp_path / "loss.toml"
+    spec.write_text(SWEEP)
+    out = tmp_path / "out"
+    done = rtolab("sweep", str(spec), "--out", str(out), "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    assert "4 runs" in done.stdout and "link.ab.loss" in done.stdout
+    assert (out / "results.parquet").is_file() and (out / "report.html").is_file()
+    again = rtolab("sweep", str(spec), "--out", str(out), "--workers", "0", "--json", "--no-report")
+    assert again.returncode == 0, again.stderr
+    outcome = json.loads(again.stdout)
+    assert outcome["ran"] == [] and len(outcome["skipped"]) == 4
+
+
+def test_validate_checks_a_sweep_file(tmp_path: Path) -> None:
+    spec = tmp_path / "loss.toml"
+    spec.write_text(SWEEP)
+    done = rtolab("validate", str(spec), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["runs"] == 4
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (SWEEP.replace("0.05]", "7.0]"), 'grid."link.ab.loss"[1]'),
+        (SWEEP.replace("link.ab.loss", "link.ba.loss"), "no link named 'ba'"),
+        ("workers = 3\n" + SWEEP, "workers: unknown field"),
+    ],
+)
+@pytest.mark.parametrize("command", ["sweep", "validate"])
+def test_bad_sweep_gives_one_line_naming_the_entry(
+    body: str, needle: str, command: str, tmp_path: Path
+) -> None:
+    spec = tmp_path / "bad.toml"
+    spec.write_text(body)
+    args = [command, str(spec)] + (["--out", str(tmp_path / "out")] if command == "sweep" else [])
+    assert needle in one_line_error(rtolab(*args))
+    assert not (tmp_path / "out" / "runs").exists() or not list(
+        (tmp_path / "out" / "runs").iterdir()
+    )
+
+
+def test_sweep_flags_are_checked(tmp_path: Path) -> None:
+    spec = tmp_path / "loss.toml"
+    spec.write_text(SWEEP)
+    both = rtolab("sweep", str(spec), "--workers", "2", "--scheduler", "tcp://127.0.0.1:1")
+    assert "not both" in one_line_error(both)
+    assert "Traceback" not in rtolab("sweep", str(spec), "--workers", "-1").stderr
+    assert rtolab("sweep", str(spec), "--workers", "-1").returncode == 2
+    missing = rtolab("sweep", str(tmp_path / "absent.toml"))
+    assert "no such file" in one_line_error(missing)
+
+
+def test_sweep_on_an_unreachable_scheduler_is_one_line(tmp_path: Path) -> None:
+    spec = tmp_path / "loss.toml"
+    spec.write_text(SWEEP)
+    done = rtolab(
+        "sweep", str(spec), "--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9"
+    )
+    assert "scheduler" in one_line_error(done)
+
+
+def test_reproduce_lists_runs_and_reports(tmp_path: Path) -> None:
+    listing = rtolab("reproduce", "--json")
+    assert listing.returncode == 0, listing.stderr
+    registered = {(e["system"], e["name"]) for e in json.loads(listing.stdout)}
+    assert ("foundation", "shipped-scenarios") in registered
+    done = rtolab("reproduce", "foundation/determinism", "--out", str(tmp_path), "--json")
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    assert [r["status"] for r in outcome["runs"]] == ["ok", "ok"]
+    checks = outcome["checks"]["foundation/determinism"]
+    assert checks and all(c["passed"] for c in checks)
+    assert (tmp_path / "report.html").is_file() and (tmp_path / "reproduce.json").is_file()
+
+
+def test_reproduce_of_an_unknown_system_lists_what_exists() -> None:
+    line = one_line_error(rtolab("reproduce", "no-such-system"))
+    assert "no-such-system" in line and "foundation" in line and "bridge" in line
+
+
+def test_report_of_a_run_and_bad_directories(tmp_path: Path) -> None:
+    run = rtolab("run", "p2p-cbr", "--out", str(tmp_path / "run"), "--no-plot")
+    assert run.returncode == 0, run.stderr
+    done = rtolab("report", str(tmp_path / "run"), "--json")
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert info["kind"] == "run" and Path(info["report"]).is_file()
+    assert "no such directory" in one_line_error(rtolab("report", str(tmp_path / "absent")))
+    (tmp_path / "empty").mkdir()
+    assert "not the output" in one_line_error(rtolab("report", str(tmp_path / "empty")))

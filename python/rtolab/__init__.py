@@ -1,20 +1,69 @@
 """rtolab: TCP over constrained links, simulated and emulated.
 
-The entry points are :func:`run` and :func:`validate`; the ``rtolab`` command
-wraps them.
+The entry points are :func:`run` (one scenario → a :class:`Result` with
+pandas DataFrames of packets, traces and metrics), :func:`validate`,
+:class:`Scenario` (scenarios built in Python), :func:`sweep` (a parameter
+grid x seeds on Dask, results in Parquet) and :func:`report` (one
+self-contained HTML page). Figures are in :mod:`rtolab.plots`. The
+``rtolab`` command wraps them all.
 """
 
+import os
+from pathlib import Path
+
 from rtolab._rtolab import __version__
-from rtolab.api import Result, default_scenario, run, validate
-from rtolab.errors import RtolabError, RunError, ScenarioError
+from rtolab.api import (
+    Result,
+    default_scenario,
+    run,
+    run_metrics,
+    shipped_scenarios,
+    validate,
+)
+from rtolab.errors import (
+    CaptureError,
+    ExperimentError,
+    RtolabError,
+    RunError,
+    ScenarioError,
+    SweepError,
+)
+from rtolab.frames import read_capture
+from rtolab.scenario import App, Capture, Host, Link, Route, Scenario
+from rtolab.sweeps import Sweep, load_results, sweep
+
+
+def report(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
+    """Writes the self-contained HTML report of a run, sweep or reproduction
+    directory and returns its path (see :mod:`rtolab.reports`)."""
+    from rtolab.reports import report as write_report
+
+    return write_report(directory, out)
+
 
 __all__ = [
+    "App",
+    "Capture",
+    "CaptureError",
+    "ExperimentError",
+    "Host",
+    "Link",
     "Result",
+    "Route",
     "RtolabError",
     "RunError",
+    "Scenario",
     "ScenarioError",
+    "Sweep",
+    "SweepError",
     "__version__",
     "default_scenario",
+    "load_results",
+    "read_capture",
+    "report",
     "run",
+    "run_metrics",
+    "shipped_scenarios",
+    "sweep",
     "validate",
 ]

@@ -8,12 +8,26 @@ class ScenarioError(ValueError):
 class RunError(OSError):
     """A run failed after it started; files written so far are kept."""
 
-def validate_scenario(text: str) -> str: ...
+class CaptureError(ValueError):
+    """A capture file could not be read; ``args`` is ``(file_path, message)``."""
+
+def validate_scenario(text: str) -> str:
+    """Checks a scenario given as TOML text; returns a JSON summary of it."""
+
 def run(
     text: str,
     seed: int | None = None,
     out_dir: str | None = None,
     duration_s: float | None = None,
     write_traces: bool = True,
-) -> str: ...
-def default_scenario() -> str: ...
+) -> str:
+    """Runs a scenario given as TOML text and returns the run report as JSON."""
+
+def default_scenario() -> str:
+    """The TOML text of the embedded default scenario."""
+
+def read_capture(path: str) -> str:
+    """Decodes a capture file; returns its packets as JSON columns."""
+
+def shipped_scenarios() -> list[tuple[str, str]]:
+    """The scenario files shipped with rtolab, as (name, TOML text) pairs."""

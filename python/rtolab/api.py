@@ -1,31 +1,64 @@
-"""The Python API: run and validate scenarios, get results as Python objects."""
+"""The Python API: run and validate scenarios, get results as DataFrames."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+import weakref
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from rtolab import _rtolab
-from rtolab.errors import ScenarioError, native_errors
+import pandas as pd
+import tomllib
 
-ScenarioSource = str | os.PathLike[str]
+from rtolab import _rtolab, frames
+from rtolab.errors import RunError, ScenarioError, native_errors
+from rtolab.scenario import Scenario
+
+#: What :func:`run` and :func:`validate` accept: a path to a TOML file, TOML
+#: text, the name of a shipped scenario, or a :class:`rtolab.Scenario`.
+ScenarioSource = str | os.PathLike[str] | Scenario
+
+#: The copy of the scenario a run writes next to its results.
+SCENARIO_FILE = "scenario.toml"
+#: The report every run writes (same name as the core's).
+METRICS_FILE = "metrics.json"
+
+
+def shipped_scenarios() -> dict[str, str]:
+    """The scenarios shipped with rtolab: name → TOML text (``default``,
+    ``p2p-cbr``, ...). :func:`run` accepts these names directly."""
+    return dict(_rtolab.shipped_scenarios())
 
 
 def scenario_text(scenario: ScenarioSource) -> str:
-    """Return the TOML text of ``scenario``: a path to a file, or TOML text itself.
+    """Return the TOML text of ``scenario``.
 
-    A string is taken as TOML when it spans several lines or contains ``=``;
-    otherwise it must name an existing file.
+    A :class:`Scenario` is serialised; a string spanning several lines or
+    containing ``=`` is TOML itself; any other string or path names a file,
+    or failing that a shipped scenario (``"p2p-cbr"``).
     """
+    if isinstance(scenario, Scenario):
+        return scenario.to_toml()
     if isinstance(scenario, os.PathLike) or not _looks_like_toml(scenario):
         path = Path(scenario)
         try:
             return path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise ScenarioError("scenario", f"no such file: {path}") from None
+            shipped = shipped_scenarios()
+            name = str(scenario).removesuffix(".toml")
+            if not isinstance(scenario, os.PathLike) and name in shipped:
+                return shipped[name]
+            raise ScenarioError(
+                "scenario",
+                f"no such file: {path} (shipped scenarios: {', '.join(sorted(shipped))})",
+            ) from None
+        except IsADirectoryError:
+            raise ScenarioError("scenario", f"{path} is a directory, not a file") from None
         except UnicodeDecodeError as err:
             raise ScenarioError("scenario", f"{path} is not UTF-8 text: {err.reason}") from None
         except OSError as err:
@@ -53,18 +86,54 @@ def validate(scenario: ScenarioSource) -> dict[str, Any]:
     return summary
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Result:
-    """What one run produced: its report and the files it wrote."""
+    """What one run produced: its report, the files it wrote, and the same
+    data as pandas DataFrames (read on first use).
+
+    * :attr:`packets`: every packet at every capture point;
+    * :attr:`traces`: every trace event, nested fields as dotted columns;
+    * :attr:`metrics`: the run report in long form (scope, name, part,
+      metric, value); :meth:`flat_metrics` gives the same as a dict.
+    """
 
     report: dict[str, Any]
     out_dir: Path | None
     files: list[Path] = field(default_factory=list)
+    scenario: str | None = None
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> Result:
+        """The result of an earlier run, read back from its output directory."""
+        out = Path(directory)
+        metrics_path = out / METRICS_FILE
+        try:
+            report = json.loads(metrics_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RunError(f"{out}: no {METRICS_FILE}: not the output of a run") from None
+        except (OSError, json.JSONDecodeError) as err:
+            raise RunError(f"{metrics_path}: unreadable: {err}") from None
+        files = [out / f for f in report.get("files", [])]
+        scenario_path = out / SCENARIO_FILE
+        scenario = scenario_path.read_text(encoding="utf-8") if scenario_path.is_file() else None
+        if scenario is not None and scenario_path not in files:
+            files.append(scenario_path)
+        return cls(report=report, out_dir=out, files=files, scenario=scenario)
+
+    @property
+    def name(self) -> str:
+        """The scenario's name."""
+        return str(self.report.get("name", ""))
 
     @property
     def seed(self) -> int:
         """The seed the run used (the scenario's, or the one given to :func:`run`)."""
         return int(self.report["seed"])
+
+    @property
+    def duration_s(self) -> float:
+        """Simulated time covered, seconds."""
+        return float(self.report.get("duration_s", 0.0))
 
     @property
     def pcaps(self) -> list[Path]:
@@ -75,6 +144,51 @@ class Result:
     def trace_file(self) -> Path | None:
         """The JSON-lines trace file, when traces were written."""
         return next((f for f in self.files if f.name == "traces.jsonl"), None)
+
+    @property
+    def metrics_file(self) -> Path | None:
+        """``metrics.json``, when the run wrote files."""
+        return next((f for f in self.files if f.name == METRICS_FILE), None)
+
+    @cached_property
+    def capture_specs(self) -> dict[str, dict[str, Any]]:
+        """The scenario's ``[[capture]]`` tables by file name."""
+        if self.scenario is None:
+            return {}
+        try:
+            data = tomllib.loads(self.scenario)
+        except tomllib.TOMLDecodeError:
+            return {}
+        return {
+            str(c["file"]): dict(c)
+            for c in data.get("capture", [])
+            if isinstance(c, dict) and "file" in c
+        }
+
+    @cached_property
+    def packets(self) -> pd.DataFrame:
+        """One row per packet per capture point, ordered by time: ``time_s``,
+        ``capture`` (file name without ``.pcap``), ``host``, ``link``,
+        ``src``/``dst``, ``protocol``, ports, ``seq``/``ack``, ``flags``,
+        ``window``, ``len`` (IP datagram bytes), ``payload_len``,
+        ``segment_len`` and the TCP options. Decoded by the core's wire
+        parser."""
+        return frames.packets(self.pcaps, self.capture_specs)
+
+    @cached_property
+    def traces(self) -> pd.DataFrame:
+        """One row per trace event (see :func:`rtolab.frames.traces`)."""
+        return frames.traces(self.trace_file, self.report)
+
+    @cached_property
+    def metrics(self) -> pd.DataFrame:
+        """The run report as a long table (see :func:`rtolab.frames.metrics`)."""
+        return frames.metrics(self.report)
+
+    def flat_metrics(self) -> dict[str, float]:
+        """Every number of the report under a dotted key, e.g.
+        ``app.sink.received_packets``."""
+        return frames.flat_metrics(self.report)
 
 
 def run(
@@ -87,29 +201,66 @@ def run(
 ) -> Result:
     """Run a scenario in the simulator.
 
-    ``scenario`` is a path to a TOML file or TOML text. ``seed`` overrides the
-    scenario's seed, ``duration`` (seconds) its duration. With ``out`` set,
-    pcaps, traces and metrics are written there. The GIL is released while the
+    ``scenario`` is a path to a TOML file, TOML text, a shipped scenario's
+    name or a :class:`rtolab.Scenario`. ``seed`` overrides the scenario's
+    seed, ``duration`` (seconds) its duration. Pcaps, ``traces.jsonl`` (unless
+    ``traces=False``), ``metrics.json`` and a copy of the scenario go to
+    ``out``; without ``out`` they go to a temporary directory that is removed
+    with the returned :class:`Result`. The GIL is released while the
     simulation runs.
+
+    Raises :class:`rtolab.ScenarioError` (naming the field) for a bad
+    scenario and :class:`rtolab.RunError` when the run fails.
     """
     text = scenario_text(scenario)
-    if seed is not None and not 0 <= seed < 2**64:
+    if seed is not None and (isinstance(seed, bool) or not 0 <= seed < 2**64):
         raise ScenarioError("seed", f"must be an integer in [0, 2^64), got {seed}")
-    out_dir = Path(out) if out is not None else None
-    if out_dir is not None:
-        try:
-            out_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise ScenarioError("out", f"cannot create {out_dir}: {err.strerror}") from None
+    temporary = out is None
+    out_dir = Path(tempfile.mkdtemp(prefix="rtolab-run-")) if out is None else Path(out)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ScenarioError("out", f"cannot create {out_dir}: {err.strerror}") from None
+    try:
+        with native_errors():
+            report: dict[str, Any] = json.loads(
+                _rtolab.run(
+                    text,
+                    seed=seed,
+                    out_dir=str(out_dir),
+                    duration_s=duration,
+                    write_traces=traces,
+                )
+            )
+    except BaseException:
+        if temporary:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    files = [Path(f) for f in report.get("files", [])]
+    scenario_path = out_dir / SCENARIO_FILE
+    scenario_path.write_text(text, encoding="utf-8")
+    files.append(scenario_path)
+    result = Result(
+        report=report,
+        out_dir=None if temporary else out_dir,
+        files=files,
+        scenario=text,
+    )
+    if temporary:
+        # The files go when the last reference to the result does.
+        weakref.finalize(result, shutil.rmtree, str(out_dir), True)
+    return result
+
+
+def run_metrics(
+    scenario: ScenarioSource, *, seed: int | None = None, duration: float | None = None
+) -> dict[str, Any]:
+    """Run a scenario without writing any file; returns the run report only.
+
+    The fastest way to get numbers (what sweeps use)."""
+    text = scenario_text(scenario)
     with native_errors():
         report: dict[str, Any] = json.loads(
-            _rtolab.run(
-                text,
-                seed=seed,
-                out_dir=str(out_dir) if out_dir is not None else None,
-                duration_s=duration,
-                write_traces=traces,
-            )
+            _rtolab.run(text, seed=seed, out_dir=None, duration_s=duration, write_traces=False)
         )
-    files = [Path(f) for f in report.get("files", [])]
-    return Result(report=report, out_dir=out_dir, files=files)
+    return report

@@ -1,7 +1,8 @@
 """The ``rtolab`` command.
 
-Errors in what the user gave (scenario files, flags) print one line and exit
-with status 2; ``--debug`` shows the traceback instead.
+Errors in what the user gave (scenario or sweep files, flags) print one line
+and exit with status 2; ``--debug`` shows the traceback instead. A command
+whose runs failed exits with status 1.
 """
 
 from __future__ import annotations
@@ -12,18 +13,27 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
+import tomllib
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
-from rtolab import api, plots
-from rtolab.errors import RtolabError, RunError, ScenarioError
+from rtolab import api
+from rtolab.errors import RtolabError, RunError
 
 app = typer.Typer(
     name="rtolab",
-    help="TCP over constrained links: simulate, emulate, compare RTO fixes.",
+    help="TCP over constrained links: simulate, sweep, reproduce, report.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -33,6 +43,8 @@ err_console = Console(stderr=True)
 
 EXIT_BAD_INPUT = 2
 EXIT_RUN_FAILED = 1
+
+T = TypeVar("T")
 
 
 class _State:
@@ -51,12 +63,17 @@ def _user_errors() -> Iterator[None]:
     """Turn rtolab's errors into one line on stderr and a non-zero exit."""
     try:
         yield
-    except (ScenarioError, RunError, RtolabError) as err:
+    except RtolabError as err:
         if _State.debug:
             raise
         code = EXIT_RUN_FAILED if isinstance(err, RunError) else EXIT_BAD_INPUT
         err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         raise typer.Exit(code) from None
+
+
+def _bad_input(message: str) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_BAD_INPUT)
 
 
 def _scalar(value: Any) -> str:
@@ -117,17 +134,20 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Table | None:
     return table
 
 
-def _print_summary(report: dict[str, Any], seconds: float, plot_files: list[Path]) -> None:
+def _print_summary(report: dict[str, Any], seconds: float, files: list[Path]) -> None:
     out_console.print(
         f"[bold]{report.get('name', 'scenario')}[/]: seed {report.get('seed')}, "
         f"{_scalar(report.get('duration_s', 0.0))} s simulated, "
         f"{report.get('events_processed', 0)} events in {seconds:.2f} s"
     )
     for key in ("links", "apps", "flows"):
-        table = _table(key, report.get(key, []))
+        rows = report.get(key, [])
+        if key == "flows" and len(rows) > 8:
+            out_console.print(f"flows: {len(rows)} TCP connections (see metrics.json)")
+            continue
+        table = _table(key, rows)
         if table is not None:
             out_console.print(table)
-    files = [Path(f) for f in report.get("files", [])] + plot_files
     if files:
         by_kind: dict[str, list[str]] = {}
         for f in files:
@@ -141,16 +161,43 @@ def _file_kind(path: Path) -> str:
         return "pcaps"
     if path.suffix == ".png":
         return "plots"
+    if path.suffix == ".html":
+        return "report"
     if path.name.startswith("traces"):
         return "traces"
+    if path.suffix == ".toml":
+        return "scenario"
     return "metrics"
+
+
+def _with_spinner(label: str, work: Callable[[], T], quiet: bool = False) -> T:
+    """Show a spinner on an interactive terminal while ``work`` runs."""
+    if quiet or not err_console.is_terminal:
+        return work()
+    with err_console.status(f"{label}…"):
+        return work()
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+        disable=quiet or not err_console.is_terminal,
+    )
 
 
 @app.command()
 def run(
     scenario: Annotated[
         str | None,
-        typer.Argument(help="Scenario TOML file; the embedded default when omitted."),
+        typer.Argument(
+            help="Scenario TOML file or shipped scenario name; the embedded default when omitted."
+        ),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
     out: Annotated[
@@ -161,6 +208,7 @@ def run(
     ] = None,
     traces: Annotated[bool, typer.Option(help="Write traces.jsonl.")] = True,
     plot: Annotated[bool, typer.Option(help="Draw plots from the traces.")] = True,
+    report: Annotated[bool, typer.Option(help="Write report.html.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Run one scenario in the simulator and summarise it."""
@@ -170,39 +218,264 @@ def run(
         result = _with_spinner(
             "simulating",
             lambda: api.run(source, seed=seed, out=out, duration=duration, traces=traces or plot),
+            as_json,
         )
         elapsed = time.perf_counter() - started
-        plot_files = plots.plot_run(result) if plot and result.trace_file else []
+        metrics_table = out / "metrics.parquet"
+        result.metrics.to_parquet(metrics_table, index=False)
+        extra = [metrics_table]
+        if plot and result.trace_file:
+            from rtolab import plots
+
+            extra += _with_spinner("plotting", lambda: plots.plot_run(result), as_json)
+        if report:
+            from rtolab.reports import report as write_report
+
+            extra.append(_with_spinner("writing the report", lambda: write_report(out), as_json))
         if as_json:
-            report = dict(result.report)
-            report["plots"] = [str(p) for p in plot_files]
-            report["wall_s"] = elapsed
-            typer.echo(json.dumps(report))
+            data = dict(result.report)
+            data["files"] = [str(f) for f in result.files] + [str(f) for f in extra]
+            data["plots"] = [str(p) for p in extra if p.suffix == ".png"]
+            data["wall_s"] = elapsed
+            typer.echo(json.dumps(data))
         else:
-            _print_summary(result.report, elapsed, plot_files)
+            _print_summary(result.report, elapsed, result.files + extra)
 
 
-def _with_spinner(label: str, work: Callable[[], api.Result]) -> api.Result:
-    """Show a spinner on an interactive terminal while ``work`` runs."""
-    if not err_console.is_terminal:
-        return work()
-    with err_console.status(f"{label}…"):
-        return work()
+def _is_sweep_file(path: str) -> bool:
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return "scenario" in data and "duration" not in data
 
 
 @app.command()
 def validate(
-    scenario: Annotated[str, typer.Argument(help="Scenario TOML file to check.")],
+    file: Annotated[str, typer.Argument(help="Scenario or sweep TOML file to check.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Check a scenario file without running it."""
+    """Check a scenario (or sweep) file without running it."""
     with _user_errors():
-        summary = api.validate(scenario)
+        if _is_sweep_file(file):
+            from rtolab.sweeps import Sweep
+
+            spec = Sweep.load(file)
+            summary: dict[str, Any] = {
+                "sweep": spec.name,
+                "runs": len(spec.combinations()) * len(spec.seeds),
+                "combinations": len(spec.combinations()),
+                "seeds": len(spec.seeds),
+                "parameters": list(spec.grid),
+            }
+        else:
+            summary = api.validate(file)
     if as_json:
         typer.echo(json.dumps(summary))
     else:
         parts = ", ".join(f"{k}: {_scalar(v)}" for k, v in summary.items())
-        out_console.print(f"[green]ok[/] {scenario} ({parts})", highlight=False)
+        out_console.print(f"[green]ok[/] {file} ({parts})", highlight=False)
+
+
+@app.command()
+def sweep(
+    file: Annotated[str, typer.Argument(help="Sweep TOML file (base scenario, grid, seeds).")],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Output directory (default results/sweep/NAME); resumes if it exists."),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Local worker processes (default: one per core; 0: no Dask).", min=0),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Address of an existing Dask scheduler, e.g. tcp://HOST:8786."),
+    ] = None,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="Run again the runs that failed before.")
+    ] = False,
+    report: Annotated[bool, typer.Option(help="Write report.html at the end.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+) -> None:
+    """Run a parameter grid x seeds on Dask; results in one Parquet dataset."""
+    from rtolab.sweeps import Sweep, load_results
+    from rtolab.sweeps import sweep as run_sweep
+
+    if workers is not None and scheduler is not None:
+        raise _bad_input("give --workers or --scheduler, not both")
+    with _user_errors():
+        spec = _with_spinner("checking the sweep", lambda: Sweep.load(file), as_json)
+        target = out if out is not None else Path("results/sweep") / spec.name
+        with _progress(as_json) as progress:
+            task = progress.add_task(f"sweep {spec.name}", total=None)
+
+            def on_start(todo: int, total: int) -> None:
+                progress.update(task, total=todo)
+
+            def on_result(row: dict[str, Any], done: int, todo: int) -> None:
+                progress.update(task, completed=done)
+
+            outcome = run_sweep(
+                spec,
+                target,
+                workers=workers,
+                scheduler=scheduler,
+                retry_failed=retry_failed,
+                on_start=on_start,
+                on_result=on_result,
+            )
+        page = None
+        if report and outcome.total:
+            from rtolab.reports import report as write_report
+
+            page = _with_spinner("writing the report", lambda: write_report(target), as_json)
+        if as_json:
+            data = outcome.to_dict()
+            data["report"] = str(page) if page else None
+            typer.echo(json.dumps(data))
+        else:
+            _print_sweep(load_results(target), outcome.to_dict(), page)
+        if outcome.failed:
+            raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def _print_sweep(results: Any, outcome: dict[str, Any], page: Path | None) -> None:
+    out_console.print(
+        f"[bold]{outcome['total']} runs[/]: {len(outcome['ran'])} ran "
+        f"({len(outcome['failed'])} failed), {len(outcome['skipped'])} already done; "
+        f"{outcome['wall_s']:.1f} s on {outcome['workers']} workers",
+        highlight=False,
+    )
+    if len(results):
+        params = [c for c in results.columns if str(c).startswith("param.")]
+        key = [
+            c
+            for c in results.columns
+            if str(c).startswith("app.")
+            and str(c).rsplit(".", 1)[-1]
+            in ("goodput_bps", "received_packets", "lost", "retransmissions")
+        ][:4]
+        table = Table(title="runs by parameters (means over seeds)", title_justify="left")
+        for name in [*params, "runs", "failed", *key]:
+            table.add_column(name.removeprefix("param."), justify="right")
+        grouped = results.groupby(params, dropna=False) if params else [((), results)]
+        for values, group in list(grouped)[:20]:
+            values = values if isinstance(values, tuple) else (values,)
+            ok = group[group["status"] == "ok"]
+            cells = [_scalar(v) for v in values]
+            cells += [str(len(group)), str(int((group["status"] != "ok").sum()))]
+            cells += [_scalar(float(ok[c].mean())) if len(ok) else "" for c in key]
+            table.add_row(*cells)
+        out_console.print(table)
+    out_console.print(f"results: {outcome['results']}", highlight=False, soft_wrap=True)
+    if page is not None:
+        out_console.print(f"report: {page}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def reproduce(
+    target: Annotated[
+        str | None,
+        typer.Argument(help="A system (e.g. foundation), SYSTEM/EXPERIMENT, or all; omit to list."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("results/reproduce"),
+    report: Annotated[bool, typer.Option(help="Write report.html at the end.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+) -> None:
+    """Run every registered experiment of a system and report on them."""
+    from rtolab import experiments as registry
+
+    with _user_errors():
+        if target is None:
+            found = registry.experiments()
+            if as_json:
+                typer.echo(
+                    json.dumps(
+                        [
+                            {
+                                "system": e.system,
+                                "name": e.name,
+                                "title": e.title,
+                                "runs": len(e.runs()),
+                            }
+                            for e in found
+                        ]
+                    )
+                )
+                return
+            table = Table(title="registered experiments", title_justify="left")
+            for name in ("system", "experiment", "runs", "title"):
+                table.add_column(name)
+            for e in found:
+                table.add_row(e.system, e.name, str(len(e.runs())), e.title)
+            out_console.print(table)
+            out_console.print("run one with: rtolab reproduce SYSTEM (or all)")
+            return
+        registry.select(target)  # unknown names fail here, before any output
+        with _progress(as_json) as progress:
+            task = progress.add_task(f"reproduce {target}", total=None)
+            outcome = registry.reproduce(
+                target,
+                out,
+                on_start=lambda n: progress.update(task, total=n),
+                on_result=lambda _: progress.advance(task),
+            )
+        page = None
+        if report:
+            from rtolab.reports import report as write_report
+
+            page = _with_spinner("writing the report", lambda: write_report(out), as_json)
+        if as_json:
+            data = outcome.to_dict()
+            data["report"] = str(page) if page else None
+            typer.echo(json.dumps(data, default=str))
+        else:
+            table = Table(title=f"reproduce {target}", title_justify="left")
+            for name in ("experiment", "runs", "failed", "checks", "failed checks"):
+                table.add_column(name, justify="right")
+            for key in dict.fromkeys(f"{r.system}/{r.experiment}" for r in outcome.runs):
+                runs = [r for r in outcome.runs if f"{r.system}/{r.experiment}" == key]
+                checks = outcome.checks.get(key, [])
+                table.add_row(
+                    key,
+                    str(len(runs)),
+                    str(sum(r.status != "ok" for r in runs)),
+                    str(len(checks)),
+                    str(sum(not c.passed for c in checks)),
+                )
+            out_console.print(table)
+            for key, check in outcome.failed_checks:
+                out_console.print(f"[red]FAIL[/] {key}: {check.name} ({check.detail})")
+            if page is not None:
+                out_console.print(f"report: {page}", highlight=False, soft_wrap=True)
+        if outcome.failed or outcome.failed_checks:
+            raise typer.Exit(EXIT_RUN_FAILED)
+
+
+@app.command(name="report")
+def report_command(
+    directory: Annotated[
+        Path, typer.Argument(help="Output directory of a run, sweep or reproduction.")
+    ],
+    out: Annotated[
+        Path | None, typer.Option(help="Where to write the page (default DIR/report.html).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Turn a run, a sweep or a reproduction into one self-contained HTML page."""
+    from rtolab.reports import kind_of
+    from rtolab.reports import report as write_report
+
+    with _user_errors():
+        if not directory.is_dir():
+            raise RtolabError(f"{directory}: no such directory")
+        kind = kind_of(directory)
+        page = _with_spinner("writing the report", lambda: write_report(directory, out), as_json)
+    if as_json:
+        typer.echo(json.dumps({"kind": kind, "report": str(page), "bytes": page.stat().st_size}))
+    else:
+        out_console.print(f"[green]wrote[/] {page} ({kind} report)", highlight=False)
 
 
 def main() -> None:
@@ -223,3 +496,6 @@ def main() -> None:
             soft_wrap=True,
         )
         sys.exit(EXIT_RUN_FAILED)
+
+
+__all__ = ["app", "main"]

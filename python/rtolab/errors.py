@@ -25,6 +25,29 @@ class RunError(RtolabError, OSError):
     """A run failed after it started (for example an output file could not be written)."""
 
 
+class CaptureError(RtolabError, ValueError):
+    """A capture file could not be read. ``path`` names the file."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+class SweepError(RtolabError, ValueError):
+    """A sweep file (or a sweep's output directory) is invalid. ``path``
+    names the offending entry, e.g. ``grid."link.0.loss"[1]``."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+class ExperimentError(RtolabError, ValueError):
+    """An unknown experiment or system was asked for."""
+
+
 @contextmanager
 def native_errors() -> Iterator[None]:
     """Re-raise the native module's exceptions as rtolab's own."""
@@ -33,5 +56,8 @@ def native_errors() -> Iterator[None]:
     except _rtolab.ScenarioError as err:
         path, message = err.args if len(err.args) == 2 else ("", str(err))
         raise ScenarioError(str(path), str(message)) from None
+    except _rtolab.CaptureError as err:
+        path, message = err.args if len(err.args) == 2 else ("", str(err))
+        raise CaptureError(str(path), str(message)) from None
     except _rtolab.RunError as err:
         raise RunError(str(err)) from None

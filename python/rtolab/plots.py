@@ -1,7 +1,26 @@
-"""Figures drawn from a run's traces (matplotlib, readable on screen and in print)."""
+"""Figures of runs and sweeps (matplotlib, readable on screen and in print).
+
+Each function takes a :class:`rtolab.Result` or a DataFrame (the
+``packets``, ``traces`` or ``metrics`` table of a run, or the results of a
+sweep) and an optional ``ax`` to draw into, and returns the axes. Figures
+that need data the run does not have (TCP events of a UDP-only run, say)
+say so on the axes instead of failing, so notebooks and reports can draw
+every figure for every run.
+
+* :func:`time_sequence`: Stevens time-sequence plot of a TCP flow;
+* :func:`rto_vs_rtt`: RTO chosen vs RTT measured;
+* :func:`cwnd_over_time`: congestion window (and ssthresh);
+* :func:`latency_retransmission_bars`: latency and retransmissions per flow
+  or app (or per parameter value of a sweep);
+* :func:`goodput_fairness`: goodput vs Jain's fairness index, one point per run;
+* :func:`throughput_over_time`: received throughput per link and receiver;
+* :func:`drops_over_time`: cumulative drops by reason.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -9,91 +28,690 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only: runs happen on headless machines and in workers
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 if TYPE_CHECKING:
     from rtolab.api import Result
 
 BINS = 50
+#: Colour-blind-safe palette (Okabe-Ito) that stays distinct in greyscale print.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+
+plt.rcParams.update(
+    {
+        "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "font.size": 10,
+        "axes.titlesize": 11,
+        "legend.fontsize": "small",
+        "figure.dpi": 100,
+    }
+)
 
 
-def load_traces(trace_file: Path) -> pd.DataFrame:
-    """Read a ``traces.jsonl`` file into a DataFrame, one row per event."""
-    frame = pd.read_json(trace_file, lines=True)
-    if frame.empty:
-        return frame
-    frame["t_s"] = frame["t_ns"] / 1e9
+# ----- input handling -----
+
+
+def _is_result(data: Any) -> bool:
+    return hasattr(data, "report") and hasattr(data, "files")
+
+
+def _traces(data: Any) -> pd.DataFrame:
+    if _is_result(data):
+        return data.traces
+    if isinstance(data, pd.DataFrame):
+        return data
+    raise TypeError(f"expected a Result or a traces DataFrame, got {type(data).__name__}")
+
+
+def _packets(data: Any) -> pd.DataFrame:
+    if _is_result(data):
+        return data.packets
+    if isinstance(data, pd.DataFrame):
+        return data
+    raise TypeError(f"expected a Result or a packets DataFrame, got {type(data).__name__}")
+
+
+def _ax(ax: Axes | None, size: tuple[float, float] = (8, 4)) -> Axes:
+    if ax is not None:
+        return ax
+    fig = plt.figure(figsize=size, layout="constrained")
+    return fig.gca()
+
+
+def _empty(ax: Axes, message: str) -> Axes:
+    ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center", color="0.4")
+    return ax
+
+
+#: Most legend entries shown; more would hide the data.
+MAX_LEGEND = 8
+
+
+def _legend(ax: Axes) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    if len(handles) > MAX_LEGEND:
+        hidden = len(handles) - MAX_LEGEND + 1
+        handles = handles[: MAX_LEGEND - 1]
+        labels = [*labels[: MAX_LEGEND - 1]]
+        ax.plot([], [], " ", label=f"… {hidden} more")
+        extra = ax.get_legend_handles_labels()
+        handles.append(extra[0][-1])
+        labels.append(extra[1][-1])
+    ax.legend(handles, labels, fontsize="small", ncol=2 if len(handles) > 4 else 1)
+
+
+def column(frame: pd.DataFrame, name: str) -> pd.Series | None:
+    """The column holding field ``name``: exactly ``name``, or a nested
+    ``*.name`` (the one with most values). ``None`` when there is none."""
+    candidates = [c for c in frame.columns if c == name or str(c).endswith("." + name)]
+    if not candidates:
+        return None
+    best = max(candidates, key=lambda c: (int(frame[c].notna().sum()), c == name))
+    return frame[best]
+
+
+def events(traces: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The trace events named ``kind`` (matching ``kind`` or ``event``)."""
+    if traces.empty:
+        return traces
+    mask = pd.Series(False, index=traces.index)
+    for name in ("kind", "event", "tcp_event"):
+        if name in traces:
+            mask |= traces[name] == kind
+    return traces[mask]
+
+
+def _owner_key(frame: pd.DataFrame) -> pd.Series:
+    """A label per row naming the app (or, without one, the node) behind it."""
+    owner = pd.Series(None, index=frame.index, dtype="object")
+    for name in ("app_name", "node_name", "node"):
+        if name in frame:
+            owner = owner.where(owner.notna(), frame[name].astype("object"))
+    return owner.fillna("all").astype(str)
+
+
+def _by_owner_and_flow(frame: pd.DataFrame) -> Iterable[tuple[str, pd.DataFrame]]:
+    """Groups of rows per connection, each labelled with its owner (app)."""
+    owner = _owner_key(frame)
+    flow = frame["flow"] if "flow" in frame else pd.Series(0, index=frame.index)
+    for (label, _), group in frame.groupby([owner, flow.fillna(-1)], sort=True):
+        yield str(label), group
+
+
+def _owner_colours(frame: pd.DataFrame) -> dict[str, str]:
+    """One colour per owner, the same in every figure of a run."""
+    owners = sorted(set(_owner_key(frame)))
+    return {o: PALETTE[i % len(PALETTE)] for i, o in enumerate(owners)}
+
+
+# ----- TCP -----
+
+
+def _tcp_events(traces: pd.DataFrame) -> pd.DataFrame:
+    if "tcp_event" in traces:
+        return traces[traces["tcp_event"].notna()]
+    return traces
+
+
+def _tcp_flows(packets: pd.DataFrame) -> pd.DataFrame:
+    tcp = packets[packets["protocol"] == "tcp"] if "protocol" in packets else packets.iloc[0:0]
+    return tcp
+
+
+def time_sequence(
+    data: Result | pd.DataFrame,
+    *,
+    capture: str | None = None,
+    flow: tuple[str, int, str, int] | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Stevens time-sequence plot of one TCP flow at one capture point.
+
+    Data segments are vertical bars from their first to last sequence
+    number (relative to the first seen), retransmissions in a second colour,
+    and the ACKs of the reverse direction as a step line. ``capture``
+    chooses the capture (default: the one that saw the most TCP payload),
+    ``flow`` the data direction as ``(src, src_port, dst, dst_port)``
+    (default: the one carrying the most payload).
+    """
+    ax = _ax(ax)
+    packets = _tcp_flows(_packets(data))
+    if packets.empty:
+        return _empty(ax, "no TCP segments captured")
+    if capture is None and "capture" in packets:
+        payload = packets.groupby("capture")["payload_len"].sum()
+        capture = str(payload.idxmax())
+    if capture is not None and "capture" in packets:
+        packets = packets[packets["capture"] == capture]
+    key = ["src", "src_port", "dst", "dst_port"]
+    if flow is None:
+        by_flow = packets.groupby(key)["payload_len"].sum()
+        flow = tuple(by_flow.idxmax())  # type: ignore[assignment]
+    src, sport, dst, dport = flow  # type: ignore[misc]
+    fwd = packets[
+        (packets["src"] == src)
+        & (packets["src_port"] == sport)
+        & (packets["dst"] == dst)
+        & (packets["dst_port"] == dport)
+    ]
+    rev = packets[
+        (packets["src"] == dst)
+        & (packets["src_port"] == dport)
+        & (packets["dst"] == src)
+        & (packets["dst_port"] == sport)
+    ]
+    if fwd.empty:
+        return _empty(ax, "no segments in that flow")
+    isn = int(fwd["seq"].iloc[0])
+
+    def rel(values: pd.Series) -> np.ndarray:
+        # Sequence numbers wrap at 2^32; distances from the ISN do not.
+        return ((values.astype("int64") - isn) % 2**32).to_numpy(dtype=float)
+
+    data_segs = fwd[fwd["payload_len"].fillna(0) > 0]
+    start = rel(data_segs["seq"])
+    end = start + data_segs["payload_len"].to_numpy(dtype=float)
+    # A segment is a retransmission when it ends at or below what was already sent.
+    highest = np.maximum.accumulate(np.concatenate([[0.0], end]))[:-1]
+    retx = end <= highest
+    t = data_segs["time_s"].to_numpy(dtype=float)
+    ax.vlines(t, start / 1e3, end / 1e3, colors=PALETTE[0], lw=1.2)
+    ax.plot(t[~retx], end[~retx] / 1e3, "_", color=PALETTE[0], ms=4, label="data segment")
+    if retx.any():
+        # Marked, not just drawn: one segment is too short to see at this scale.
+        ax.plot(
+            t[retx],
+            end[retx] / 1e3,
+            "x",
+            color=PALETTE[1],
+            ms=6,
+            mew=1.5,
+            zorder=3,
+            label=f"retransmission ({int(retx.sum())})",
+        )
+    acks = rev[rev["flags"].fillna("").str.contains("ACK")]
+    if not acks.empty:
+        ax.step(
+            acks["time_s"],
+            rel(acks["ack"]) / 1e3,
+            where="post",
+            color=PALETTE[2],
+            lw=0.8,
+            label="ACK",
+        )
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("relative sequence number (kB)")
+    ax.set_title(
+        f"Time-sequence {src}:{sport} → {dst}:{dport}" + (f" at {capture}" if capture else "")
+    )
+    _legend(ax)
+    return ax
+
+
+def rto_vs_rtt(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """The RTO each connection chose (``rto_armed``) against the RTT samples
+    it measured (``rtt_sample``: raw, and corrected where a policy corrects),
+    in milliseconds over time."""
+    ax = _ax(ax)
+    traces = _traces(data)
+    armed = events(traces, "rto_armed")
+    samples = events(traces, "rtt_sample")
+    if armed.empty and samples.empty:
+        return _empty(ax, "no RTO or RTT events in the traces")
+    colour = _owner_colours(_tcp_events(traces))
+    labelled: set[str] = set()
+    for label, group in _by_owner_and_flow(armed):
+        rto = column(group, "rto")
+        if rto is not None:
+            ax.step(
+                group["t_s"],
+                rto / 1e6,
+                where="post",
+                color=colour[label],
+                label=None if label in labelled else label,
+            )
+            labelled.add(label)
+    corrected_any = False
+    for label, group in _by_owner_and_flow(samples):
+        raw = column(group, "raw")
+        corrected = column(group, "corrected")
+        if raw is not None:
+            ax.plot(group["t_s"], raw / 1e6, ".", ms=3, color=colour[label], alpha=0.6)
+        if corrected is not None and raw is not None and not corrected.equals(raw):
+            corrected_any = True
+            ax.plot(group["t_s"], corrected / 1e6, "x", ms=3, color=colour[label])
+    # One key for the marks, so the legend stays one entry per connection.
+    ax.plot([], [], "-", color="0.3", label="line: RTO chosen")
+    ax.plot([], [], ".", color="0.3", label="dots: RTT samples")
+    if corrected_any:
+        ax.plot([], [], "x", color="0.3", label="crosses: corrected RTT")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("ms")
+    ax.set_yscale("log")
+    ax.set_title("RTO chosen vs RTT measured")
+    _legend(ax)
+    return ax
+
+
+def cwnd_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """Congestion window of every connection over time (``cwnd`` events),
+    with the slow-start threshold dashed, in kB."""
+    ax = _ax(ax)
+    traces = _traces(data)
+    cwnd = events(traces, "cwnd")
+    ssthresh = events(traces, "ssthresh")
+    if cwnd.empty:
+        return _empty(ax, "no cwnd events in the traces")
+    colours = _owner_colours(_tcp_events(traces))
+    labelled: set[str] = set()
+    for label, group in _by_owner_and_flow(cwnd):
+        new = column(group, "new")
+        if new is not None:
+            ax.step(
+                group["t_s"],
+                new / 1e3,
+                where="post",
+                color=colours[label],
+                label=None if label in labelled else f"cwnd {label}",
+            )
+            labelled.add(label)
+    for label, group in _by_owner_and_flow(ssthresh):
+        new = column(group, "new")
+        if new is None:
+            continue
+        finite = new.where(new < 2**40)  # "infinite" initial thresholds would flatten the plot
+        ax.step(
+            group["t_s"],
+            finite / 1e3,
+            where="post",
+            ls="--",
+            color=colours.get(label, "0.3"),
+            label=None if f"ss {label}" in labelled else f"ssthresh {label}",
+        )
+        labelled.add(f"ss {label}")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("kB")
+    ax.set_title("Congestion window")
+    _legend(ax)
+    return ax
+
+
+# ----- latency, retransmissions, goodput -----
+
+
+def _is_sweep(frame: pd.DataFrame) -> bool:
+    return "run_id" in frame.columns and "status" in frame.columns
+
+
+def _param_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if str(c).startswith("param.")]
+
+
+def _metric_sum(frame: pd.DataFrame, suffixes: Sequence[str], scope: str = "") -> pd.Series:
+    cols = [
+        c
+        for c in frame.columns
+        if str(c).startswith(scope) and any(str(c).endswith(s) for s in suffixes)
+    ]
+    if not cols:
+        return pd.Series(np.nan, index=frame.index)
+    return frame[cols].sum(axis=1, min_count=1)
+
+
+def _metric_mean(frame: pd.DataFrame, suffixes: Sequence[str], scope: str = "") -> pd.Series:
+    cols = [
+        c
+        for c in frame.columns
+        if str(c).startswith(scope) and any(str(c).endswith(s) for s in suffixes)
+    ]
+    if not cols:
+        return pd.Series(np.nan, index=frame.index)
+    return frame[cols].mean(axis=1)
+
+
+def _run_latency_retx(result: Result) -> pd.DataFrame:
+    """Per app of a run: mean latency (ms: one-way delay of datagram sinks,
+    mean RTT sample of TCP apps), retransmissions and lost datagrams."""
+    rows: dict[str, dict[str, float]] = {}
+    metrics = result.metrics
+    apps = metrics[metrics["scope"] == "app"]
+    for name, group in apps.groupby("name"):
+        values = dict(zip(group["metric"], group["value"], strict=False))
+        if "delay_mean_ns" in values and not math.isnan(values["delay_mean_ns"]):
+            rows.setdefault(str(name), {})["latency_ms"] = values["delay_mean_ns"] / 1e6
+        for key in ("lost",):
+            if key in values:
+                rows.setdefault(str(name), {})["lost"] = values[key]
+    traces = result.traces
+    samples = events(traces, "rtt_sample")
+    for label, group in samples.groupby(_owner_key(samples)):
+        raw = column(group, "raw")
+        if raw is not None:
+            rows.setdefault(str(label), {})["latency_ms"] = float(raw.mean()) / 1e6
+    retx = events(traces, "retransmission")
+    cause = column(retx, "cause") if not retx.empty else None
+    if cause is not None:
+        # Window probes and keep-alives are not retransmissions of data.
+        retx = retx[cause.isin(["timeout", "fast_retransmit"]) | cause.isna()]
+    for label, group in retx.groupby(_owner_key(retx)):
+        rows.setdefault(str(label), {})["retransmissions"] = float(len(group))
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    for name in ("latency_ms", "retransmissions", "lost"):
+        if name not in frame:
+            frame[name] = np.nan
     return frame
 
 
-def _names(report: dict[str, Any], key: str) -> dict[int, str]:
-    return {i: item.get("name", str(i)) for i, item in enumerate(report.get(key, []))}
+def _sweep_latency_retx(results: pd.DataFrame, by: str | None) -> pd.DataFrame:
+    ok = results[results["status"] == "ok"] if "status" in results else results
+    params = _param_columns(ok)
+    by = by or (params[0] if params else "seed")
+    frame = pd.DataFrame(
+        {
+            by: ok[by],
+            "latency_ms": _metric_mean(ok, ("delay_mean_ns",)) / 1e6,
+            "retransmissions": _metric_sum(ok, (".retransmissions",), "app."),
+            "lost": _metric_sum(ok, (".lost",), "app."),
+        }
+    )
+    return frame.groupby(by).mean()
+
+
+def latency_retransmission_bars(
+    data: Result | pd.DataFrame, *, by: str | None = None, axes: Sequence[Axes] | None = None
+) -> Sequence[Axes]:
+    """Two bar charts side by side: mean latency (one-way delay of datagram
+    sinks, mean RTT sample of TCP apps) and retransmissions (TCP) or lost
+    datagrams (UDP), per app of a run — or, for sweep results, per
+    value of the parameter ``by`` (default: the first one), averaged over seeds.
+    Returns the two axes."""
+    if axes is None:
+        _, pair = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+        axes = list(pair)
+    lat_ax, retx_ax = axes[0], axes[1]
+    if _is_result(data):
+        table = _run_latency_retx(data)
+        xlabel = ""
+    elif isinstance(data, pd.DataFrame) and _is_sweep(data):
+        table = _sweep_latency_retx(data, by)
+        xlabel = str(table.index.name or "")
+    else:
+        raise TypeError("expected a Result or sweep results")
+    if table.empty:
+        _empty(lat_ax, "no latency data")
+        _empty(retx_ax, "no retransmission data")
+        return axes
+    labels = [str(i) for i in table.index]
+    x = np.arange(len(labels))
+    latency = table["latency_ms"].to_numpy(dtype=float)
+    if np.isfinite(latency).any():
+        lat_ax.bar(x, np.nan_to_num(latency), color=PALETTE[0])
+    else:
+        _empty(lat_ax, "no latency data")
+    lat_ax.set_ylabel("mean latency (ms)")
+    lat_ax.set_title("Latency")
+    retx = table["retransmissions"].to_numpy(dtype=float)
+    lost = table["lost"].to_numpy(dtype=float)
+    width = 0.4
+    drew = False
+    if np.isfinite(retx).any():
+        retx_ax.bar(
+            x - width / 2,
+            np.nan_to_num(retx),
+            width,
+            color=PALETTE[1],
+            label="retransmitted segments",
+        )
+        drew = True
+    if np.isfinite(lost).any():
+        retx_ax.bar(
+            x + width / 2, np.nan_to_num(lost), width, color=PALETTE[2], label="lost datagrams"
+        )
+        drew = True
+    if not drew:
+        _empty(retx_ax, "no retransmission data")
+    retx_ax.set_ylabel("count")
+    retx_ax.set_title("Retransmissions and losses")
+    for ax in (lat_ax, retx_ax):
+        ax.set_xticks(
+            x,
+            labels,
+            rotation=30 if len(labels) > 3 else 0,
+            ha="right" if len(labels) > 3 else "center",
+        )
+        ax.set_xlabel(xlabel)
+    _legend(retx_ax)
+    return axes
+
+
+def jain(values: Iterable[float]) -> float:
+    """Jain's fairness index of ``values``: 1 when all are equal, 1/n when
+    one takes everything (NaN without data)."""
+    x = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=float)
+    if x.size == 0 or not (x**2).sum():
+        return math.nan
+    return float(x.sum() ** 2 / (x.size * (x**2).sum()))
+
+
+#: Metric names that count payload bytes delivered to a receiving app.
+GOODPUT_BYTES = ("received_bytes", "bytes_received")
+
+
+def _goodputs(flat: dict[str, float], duration_s: float) -> dict[str, float]:
+    """Per receiving app (one that counts received bytes), its goodput in
+    bit/s: the app's own ``goodput_bps`` when it reports one, else its
+    received bytes over the run's duration."""
+    apps: dict[str, dict[str, float]] = {}
+    for key, value in flat.items():
+        parts = key.split(".")
+        if len(parts) == 3 and parts[0] == "app" and value is not None and not math.isnan(value):
+            apps.setdefault(parts[1], {})[parts[2]] = value
+    out: dict[str, float] = {}
+    for app, values in apps.items():
+        received = next((values[k] for k in GOODPUT_BYTES if k in values), None)
+        if received is None:
+            continue
+        out[app] = values.get("goodput_bps", received * 8 / max(duration_s, 1e-9))
+    return out
+
+
+def goodput_fairness_table(data: Result | pd.DataFrame | Sequence[Result]) -> pd.DataFrame:
+    """One row per run: total goodput (bit/s) and Jain's index over the
+    receiving apps, plus the run's parameters and seed."""
+    rows = []
+    if _is_result(data):
+        data = [data]  # type: ignore[list-item]
+    if isinstance(data, pd.DataFrame):
+        ok = data[data["status"] == "ok"] if "status" in data else data
+        for _, row in ok.iterrows():
+            flat = {str(k): float(v) for k, v in row.items() if _is_float(v) and "." in str(k)}
+            duration = float(row.get("run.duration_s", 0.0) or 0.0)
+            flows = _goodputs(flat, duration)
+            entry = {k: row[k] for k in (*_param_columns(ok), "seed") if k in row}
+            entry.update(goodput_bps=sum(flows.values()), fairness=jain(flows.values()))
+            rows.append(entry)
+    else:
+        for result in data:
+            flows = _goodputs(result.flat_metrics(), result.duration_s)
+            rows.append(
+                {
+                    "scenario": result.name,
+                    "seed": result.seed,
+                    "goodput_bps": sum(flows.values()),
+                    "fairness": jain(flows.values()),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, int | float | np.floating | np.integer) and not isinstance(value, bool)
+
+
+def goodput_fairness(
+    data: Result | pd.DataFrame | Sequence[Result], *, by: str | None = None, ax: Axes | None = None
+) -> Axes:
+    """Total goodput against Jain's fairness index over the receiving apps,
+    one point per run; sweep points are coloured by the parameter ``by``
+    (default: the first)."""
+    ax = _ax(ax, (6, 4.5))
+    table = goodput_fairness_table(data)
+    table = table.dropna(subset=["fairness"]) if not table.empty else table
+    if table.empty:
+        return _empty(ax, "no receiving apps to compare")
+    params = _param_columns(table)
+    by = by or (params[0] if params else ("scenario" if "scenario" in table else None))
+    if by is not None and by in table:
+        for i, (value, group) in enumerate(table.groupby(by)):
+            ax.scatter(
+                group["fairness"],
+                group["goodput_bps"] / 1e6,
+                color=PALETTE[i % len(PALETTE)],
+                marker="os^Dv<>"[i % 7],
+                label=f"{by.removeprefix('param.')} = {value}",
+            )
+    else:
+        ax.scatter(table["fairness"], table["goodput_bps"] / 1e6, color=PALETTE[0])
+    ax.set_xlim(0, 1.05)
+    ax.set_xlabel("Jain's fairness index")
+    ax.set_ylabel("goodput (Mbit/s)")
+    ax.set_title("Goodput vs fairness")
+    _legend(ax)
+    return ax
+
+
+# ----- links -----
+
+
+def _report(data: Any) -> dict[str, Any]:
+    return data.report if _is_result(data) else {}
 
 
 def throughput_over_time(
-    traces: pd.DataFrame, report: dict[str, Any], ax: plt.Axes | None = None
-) -> plt.Axes:
-    """Bytes received per link and receiving node over time, in kbit/s."""
-    ax = ax if ax is not None else plt.figure(figsize=(8, 4)).gca()
-    duration = float(report.get("duration_s", 0.0)) or float(traces["t_s"].max() or 1.0)
-    width = duration / BINS
-    received = traces[traces["event"] == "packet_received"]
-    links, nodes = _names(report, "links"), _names(report, "nodes")
-    for (link, node), group in received.groupby(["link", "node"]):
-        bins = (group["t_s"] // width).astype(int)
-        kbps = group.groupby(bins)["len"].sum() * 8 / width / 1e3
-        kbps = kbps.reindex(range(BINS), fill_value=0)
-        ax.step(
-            kbps.index * width,
-            kbps.to_numpy(),
-            where="post",
-            label=f"{links.get(int(link), link)} → {nodes.get(int(node), node)}",
-        )
+    data: Result | pd.DataFrame, *, bins: int = BINS, ax: Axes | None = None
+) -> Axes:
+    """Bytes received per link and receiving node over time, in kbit/s
+    (from ``packet_received`` trace events; from the captures when given a
+    packets table)."""
+    ax = _ax(ax)
+    frame = data.traces if _is_result(data) else data
+    if _is_result(data) and frame.empty:
+        frame = data.packets
+    if frame.empty:
+        return _empty(ax, "no packets")
+    if "event" in frame:
+        received = events(frame, "packet_received")
+        groups = [c for c in ("link_name", "node_name") if c in received] or ["link", "node"]
+        times = received["t_s"]
+        sizes = received["len"]
+    else:
+        received = frame
+        groups = ["capture"]
+        times = received["time_s"]
+        sizes = received["len"]
+    if received.empty:
+        return _empty(ax, "no packets received")
+    duration = float(_report(data).get("duration_s", 0.0)) or float(times.max() or 1.0)
+    width = duration / bins
+    for label, group in received.groupby(groups):
+        index = (times.loc[group.index] // width).astype(int)
+        kbps = sizes.loc[group.index].groupby(index).sum() * 8 / width / 1e3
+        kbps = kbps.reindex(range(bins), fill_value=0)
+        name = " → ".join(str(x) for x in label) if isinstance(label, tuple) else str(label)
+        ax.step(kbps.index * width, kbps.to_numpy(), where="post", label=name)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("received (kbit/s)")
     ax.set_title("Throughput per link and receiver")
-    ax.grid(True, alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small")
+    _legend(ax)
     return ax
 
 
-def drops_over_time(
-    traces: pd.DataFrame, report: dict[str, Any], ax: plt.Axes | None = None
-) -> plt.Axes:
+def drops_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Cumulative packet drops over time, one line per reason."""
-    ax = ax if ax is not None else plt.figure(figsize=(8, 4)).gca()
-    drops = traces[traces["event"] == "packet_dropped"]
+    ax = _ax(ax)
+    traces = _traces(data)
+    drops = events(traces, "packet_dropped")
+    if drops.empty or "reason" not in drops:
+        return _empty(ax, "no drops")
     for reason, group in drops.groupby("reason"):
         times = group["t_s"].sort_values().to_numpy()
         ax.step(times, range(1, len(times) + 1), where="post", label=str(reason))
-    ax.set_xlim(0, float(report.get("duration_s", 0.0)) or None)
+    duration = float(_report(data).get("duration_s", 0.0))
+    if duration:
+        ax.set_xlim(0, duration)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("packets dropped (cumulative)")
     ax.set_title("Drops by reason")
-    ax.grid(True, alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small")
-    else:
-        ax.text(0.5, 0.5, "no drops", transform=ax.transAxes, ha="center", va="center")
+    _legend(ax)
     return ax
+
+
+# ----- sets of figures -----
+
+
+def has_tcp(result: Result) -> bool:
+    """Whether the run has TCP trace events."""
+    traces = result.traces
+    return (not traces.empty and "tcp_event" in traces.columns) or (
+        "event" in traces and (traces["event"] == "tcp").any()
+    )
+
+
+def run_figures(result: Result) -> list[tuple[str, Figure]]:
+    """The standard figures of a run, as (name, figure); TCP figures only
+    when the run has TCP events."""
+    figures: list[tuple[str, Figure]] = []
+
+    def single(name: str, draw: Any, size: tuple[float, float] = (8, 4)) -> None:
+        fig, ax = plt.subplots(figsize=size, layout="constrained")
+        draw(result, ax=ax)
+        figures.append((name, fig))
+
+    single("throughput", throughput_over_time)
+    single("drops", drops_over_time)
+    if has_tcp(result):
+        single("time-sequence", time_sequence)
+        single("rto-rtt", rto_vs_rtt)
+        single("cwnd", cwnd_over_time)
+    fig, pair = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    latency_retransmission_bars(result, axes=list(pair))
+    figures.append(("latency-retransmissions", fig))
+    return figures
+
+
+def sweep_figures(results: pd.DataFrame) -> list[tuple[str, Figure]]:
+    """The standard figures of sweep results."""
+    figures: list[tuple[str, Figure]] = []
+    fig, ax = plt.subplots(figsize=(6, 4.5), layout="constrained")
+    goodput_fairness(results, ax=ax)
+    figures.append(("goodput-fairness", fig))
+    fig, pair = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    latency_retransmission_bars(results, axes=list(pair))
+    figures.append(("latency-retransmissions", fig))
+    return figures
+
+
+def save(figures: Iterable[tuple[str, Figure]], directory: Path, dpi: int = 120) -> list[Path]:
+    """Writes figures as PNG files named after them; closes them."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, fig in figures:
+        path = directory / f"{name}.png"
+        fig.savefig(path, dpi=dpi)
+        plt.close(fig)
+        written.append(path)
+    return written
 
 
 def plot_run(result: Result) -> list[Path]:
     """Draw the standard figures of a run into ``OUT/plots``; returns the files."""
-    if result.trace_file is None or result.out_dir is None:
+    if result.out_dir is None:
         return []
-    traces = load_traces(result.trace_file)
-    if traces.empty:
-        return []
-    out = result.out_dir / "plots"
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, draw in (("throughput", throughput_over_time), ("drops", drops_over_time)):
-        fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
-        draw(traces, result.report, ax)
-        path = out / f"{name}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
-    return written
+    return save(run_figures(result), result.out_dir / "plots")

@@ -6,6 +6,8 @@
 //! turns into its own objects. Keeping the boundary to strings means the
 //! Python side never holds Rust state and the core's types can change freely.
 
+mod capture;
+
 use std::path::PathBuf;
 
 use pyo3::create_exception;
@@ -26,6 +28,17 @@ create_exception!(
     PyOSError,
     "A run failed after it started; files written so far are kept."
 );
+
+create_exception!(
+    _rtolab,
+    NativeCaptureError,
+    PyValueError,
+    "A capture file could not be read; args are (file path, message)."
+);
+
+mod shipped {
+    include!(concat!(env!("OUT_DIR"), "/scenarios.rs"));
+}
 
 /// The scenario `rtolab run` uses when none is given.
 const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/default.toml");
@@ -79,6 +92,24 @@ fn run(
         .map_err(|e| NativeRunError::new_err(format!("cannot encode report: {e}")))
 }
 
+/// Decodes a capture file written by a run; returns its packets as JSON
+/// columns (`{"time_ns": [...], "src": [...], ...}`), one row per packet.
+#[pyfunction]
+fn read_capture(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let columns = py
+        .detach(|| capture::read_capture(&path))
+        .map_err(|e| NativeCaptureError::new_err((e.path, e.message)))?;
+    serde_json::to_string(&columns)
+        .map_err(|e| NativeRunError::new_err(format!("cannot encode capture: {e}")))
+}
+
+/// The scenario files shipped with rtolab, as (name, TOML text) pairs
+/// sorted by name.
+#[pyfunction]
+fn shipped_scenarios() -> Vec<(&'static str, &'static str)> {
+    shipped::SHIPPED.to_vec()
+}
+
 /// The TOML text of the embedded default scenario.
 #[pyfunction]
 fn default_scenario() -> &'static str {
@@ -90,8 +121,11 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ScenarioError", m.py().get_type::<NativeScenarioError>())?;
     m.add("RunError", m.py().get_type::<NativeRunError>())?;
+    m.add("CaptureError", m.py().get_type::<NativeCaptureError>())?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(read_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(shipped_scenarios, m)?)?;
     Ok(())
 }

@@ -1,0 +1,351 @@
+//! Decoding capture files into columns, with the same wire parser the
+//! simulator uses, so that the Python tables and the Rust core agree on
+//! every field.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+
+use pcap_file::pcap::PcapReader;
+use pcap_file::DataLink;
+use rtolab_wire::ipv4::{self, Ipv4Repr};
+use rtolab_wire::packet::{self, Transport};
+use rtolab_wire::tcp::TcpRepr;
+use serde::Serialize;
+
+/// Why a capture could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct CaptureError {
+    /// The file.
+    pub path: String,
+    /// What went wrong, on one line.
+    pub message: String,
+}
+
+/// One column per field, one row per captured packet. Fields a packet does
+/// not have (ports of an unknown protocol, TCP fields of a UDP datagram)
+/// are `None`.
+#[derive(Debug, Default, Serialize)]
+pub struct CaptureColumns {
+    /// Position of the packet in the file, from 0.
+    pub index: Vec<u64>,
+    /// Capture timestamp, ns since the start of the run.
+    pub time_ns: Vec<u64>,
+    /// Bytes captured (the whole IPv4 datagram).
+    pub len: Vec<u32>,
+    /// Source address.
+    pub src: Vec<Option<String>>,
+    /// Destination address.
+    pub dst: Vec<Option<String>>,
+    /// `tcp`, `udp` or the IP protocol number.
+    pub protocol: Vec<Option<String>>,
+    /// IPv4 identification.
+    pub ip_id: Vec<Option<u16>>,
+    /// Time to live.
+    pub ttl: Vec<Option<u8>>,
+    /// Transport source port.
+    pub src_port: Vec<Option<u16>>,
+    /// Transport destination port.
+    pub dst_port: Vec<Option<u16>>,
+    /// TCP sequence number.
+    pub seq: Vec<Option<u32>>,
+    /// TCP acknowledgment number.
+    pub ack: Vec<Option<u32>>,
+    /// TCP flags as `SYN,ACK`.
+    pub flags: Vec<Option<String>>,
+    /// TCP window field (unscaled).
+    pub window: Vec<Option<u16>>,
+    /// Transport payload bytes.
+    pub payload_len: Vec<Option<u32>>,
+    /// TCP sequence space: payload plus SYN and FIN.
+    pub segment_len: Vec<Option<u32>>,
+    /// MSS option.
+    pub mss: Vec<Option<u16>>,
+    /// Window-scale option.
+    pub window_scale: Vec<Option<u8>>,
+    /// SACK-permitted option present.
+    pub sack_permitted: Vec<Option<bool>>,
+    /// SACK blocks as `left-right` pairs separated by spaces.
+    pub sack: Vec<Option<String>>,
+    /// Timestamps option: TSval.
+    pub tsval: Vec<Option<u32>>,
+    /// Timestamps option: TSecr.
+    pub tsecr: Vec<Option<u32>>,
+    /// Timelost option: retransmission time lost, in 20 µs units.
+    pub timelost: Vec<Option<u32>>,
+    /// Why the packet did not parse (bad checksum, truncated...).
+    pub error: Vec<Option<String>>,
+}
+
+/// The fields of one packet, before they are pushed as a row.
+#[derive(Default)]
+struct Row {
+    src: Option<String>,
+    dst: Option<String>,
+    protocol: Option<String>,
+    ip_id: Option<u16>,
+    ttl: Option<u8>,
+    src_port: Option<u16>,
+    dst_port: Option<u16>,
+    payload_len: Option<u32>,
+    tcp: Option<TcpRow>,
+    error: Option<String>,
+}
+
+struct TcpRow {
+    seq: u32,
+    ack: u32,
+    flags: String,
+    window: u16,
+    segment_len: u32,
+    mss: Option<u16>,
+    window_scale: Option<u8>,
+    sack_permitted: bool,
+    sack: Option<String>,
+    tsval: Option<u32>,
+    tsecr: Option<u32>,
+    timelost: Option<u32>,
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn tcp_row(tcp: &TcpRepr<'_>) -> TcpRow {
+    let sack: Vec<String> = tcp
+        .options
+        .sack_blocks()
+        .map(|b| format!("{}-{}", b.left.0, b.right.0))
+        .collect();
+    TcpRow {
+        seq: tcp.seq.0,
+        ack: tcp.ack.0,
+        flags: tcp.flags.to_string(),
+        window: tcp.window,
+        segment_len: count(tcp.segment_len()),
+        mss: tcp.options.mss,
+        window_scale: tcp.options.window_scale,
+        sack_permitted: tcp.options.sack_permitted,
+        sack: (!sack.is_empty()).then(|| sack.join(" ")),
+        tsval: tcp.options.timestamps.map(|t| t.tsval),
+        tsecr: tcp.options.timestamps.map(|t| t.tsecr),
+        timelost: tcp.options.timelost,
+    }
+}
+
+fn decode(data: &[u8]) -> Row {
+    match packet::parse(data) {
+        Ok(parsed) => {
+            let mut row = Row {
+                src: Some(parsed.ip.src.to_string()),
+                dst: Some(parsed.ip.dst.to_string()),
+                ip_id: Some(parsed.ip.ident),
+                ttl: Some(parsed.ip.ttl),
+                ..Row::default()
+            };
+            match parsed.transport {
+                Transport::Tcp(tcp) => {
+                    row.protocol = Some("tcp".into());
+                    row.src_port = Some(tcp.src_port);
+                    row.dst_port = Some(tcp.dst_port);
+                    row.payload_len = Some(count(tcp.payload.len()));
+                    row.tcp = Some(tcp_row(&tcp));
+                }
+                Transport::Udp(udp) => {
+                    row.protocol = Some("udp".into());
+                    row.src_port = Some(udp.src_port);
+                    row.dst_port = Some(udp.dst_port);
+                    row.payload_len = Some(count(udp.payload.len()));
+                }
+                Transport::Other { protocol, payload } => {
+                    row.protocol = Some(protocol.to_string());
+                    row.payload_len = Some(count(payload.len()));
+                }
+            }
+            row
+        }
+        Err(err) => {
+            // Keep whatever the IPv4 header still tells, so a corrupt packet
+            // can be located in the table.
+            let mut row = Row {
+                error: Some(err.to_string()),
+                ..Row::default()
+            };
+            if let Ok(view) = ipv4::Packet::new_checked(data) {
+                if let Ok(ip) = Ipv4Repr::parse(&view) {
+                    row.src = Some(ip.src.to_string());
+                    row.dst = Some(ip.dst.to_string());
+                    row.ip_id = Some(ip.ident);
+                    row.ttl = Some(ip.ttl);
+                }
+            }
+            row
+        }
+    }
+}
+
+impl CaptureColumns {
+    fn push(&mut self, time_ns: u64, data: &[u8]) {
+        let row = decode(data);
+        self.index.push(self.index.len() as u64);
+        self.time_ns.push(time_ns);
+        self.len.push(count(data.len()));
+        self.src.push(row.src);
+        self.dst.push(row.dst);
+        self.protocol.push(row.protocol);
+        self.ip_id.push(row.ip_id);
+        self.ttl.push(row.ttl);
+        self.src_port.push(row.src_port);
+        self.dst_port.push(row.dst_port);
+        self.payload_len.push(row.payload_len);
+        self.error.push(row.error);
+        let tcp = row.tcp;
+        let tcp = tcp.as_ref();
+        self.seq.push(tcp.map(|t| t.seq));
+        self.ack.push(tcp.map(|t| t.ack));
+        self.flags.push(tcp.map(|t| t.flags.clone()));
+        self.window.push(tcp.map(|t| t.window));
+        self.segment_len.push(tcp.map(|t| t.segment_len));
+        self.mss.push(tcp.and_then(|t| t.mss));
+        self.window_scale.push(tcp.and_then(|t| t.window_scale));
+        self.sack_permitted.push(tcp.map(|t| t.sack_permitted));
+        self.sack.push(tcp.and_then(|t| t.sack.clone()));
+        self.tsval.push(tcp.and_then(|t| t.tsval));
+        self.tsecr.push(tcp.and_then(|t| t.tsecr));
+        self.timelost.push(tcp.and_then(|t| t.timelost));
+    }
+}
+
+/// Reads a raw-IPv4 pcap file (what the simulator writes) into columns.
+pub fn read_capture(path: &Path) -> Result<CaptureColumns, CaptureError> {
+    let fail = |message: String| CaptureError {
+        path: path.display().to_string(),
+        message,
+    };
+    let file = File::open(path).map_err(|e| fail(e.to_string()))?;
+    let mut reader =
+        PcapReader::new(BufReader::new(file)).map_err(|e| fail(format!("not a pcap file: {e}")))?;
+    let datalink = reader.header().datalink;
+    if datalink != DataLink::RAW && datalink != DataLink::IPV4 {
+        return Err(fail(format!(
+            "link type {datalink:?} is not supported (raw IPv4 only)"
+        )));
+    }
+    let mut columns = CaptureColumns::default();
+    while let Some(record) = reader.next_packet() {
+        let record = record.map_err(|e| {
+            fail(format!(
+                "record {} unreadable: {e}",
+                columns.index.len() + 1
+            ))
+        })?;
+        let time_ns = u64::try_from(record.timestamp.as_nanos()).unwrap_or(u64::MAX);
+        columns.push(time_ns, &record.data);
+    }
+    Ok(columns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtolab_wire::ipv4::protocol;
+    use rtolab_wire::pcap::PcapWriter;
+    use rtolab_wire::tcp::{SackBlock, SeqNumber, TcpFlags, TcpOptions, Timestamps};
+    use rtolab_wire::udp::UdpRepr;
+    use rtolab_wire::Ipv4Addr;
+
+    fn ip() -> Ipv4Repr {
+        Ipv4Repr {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 0, 2),
+            protocol: protocol::TCP,
+            ttl: 64,
+            ident: 7,
+            dont_fragment: true,
+            tos: 0,
+            payload_len: 0,
+        }
+    }
+
+    fn temp_file(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rtolab-py-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn tcp_and_udp_fields_round_trip_through_a_file() {
+        let path = temp_file("two.pcap");
+        let mut options = TcpOptions {
+            timestamps: Some(Timestamps { tsval: 5, tsecr: 6 }),
+            timelost: Some(3),
+            ..TcpOptions::default()
+        };
+        options.sack_blocks[0] = Some(SackBlock {
+            left: SeqNumber(100),
+            right: SeqNumber(200),
+        });
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port: 80,
+            seq: SeqNumber(1000),
+            ack: SeqNumber(2000),
+            flags: TcpFlags::ACK | TcpFlags::FIN,
+            window: 512,
+            urgent: 0,
+            options,
+            payload: b"hello",
+        };
+        let udp = UdpRepr {
+            src_port: 5000,
+            dst_port: 9000,
+            payload: &[0u8; 30],
+        };
+        let mut writer = PcapWriter::create(&path).unwrap();
+        let mut buf = Vec::new();
+        packet::emit_tcp(&mut buf, &ip(), &tcp).unwrap();
+        writer.write_packet(1_500, &buf).unwrap();
+        packet::emit_udp(&mut buf, &ip(), &udp).unwrap();
+        let mut corrupt = buf.clone();
+        writer.write_packet(2_000_000_001, &buf).unwrap();
+        corrupt[25] ^= 0xff; // inside the UDP header: the checksum no longer matches
+        writer.write_packet(3_000_000_000, &corrupt).unwrap();
+        writer.flush().unwrap();
+        drop(writer);
+
+        let cols = read_capture(&path).unwrap();
+        assert_eq!(cols.index, [0, 1, 2]);
+        assert_eq!(cols.time_ns, [1_500, 2_000_000_001, 3_000_000_000]);
+        assert_eq!(cols.protocol[0].as_deref(), Some("tcp"));
+        assert_eq!(cols.seq[0], Some(1000));
+        assert_eq!(cols.ack[0], Some(2000));
+        assert_eq!(cols.flags[0].as_deref(), Some("FIN,ACK"));
+        assert_eq!(cols.payload_len[0], Some(5));
+        assert_eq!(cols.segment_len[0], Some(6));
+        assert_eq!(cols.sack[0].as_deref(), Some("100-200"));
+        assert_eq!((cols.tsval[0], cols.tsecr[0]), (Some(5), Some(6)));
+        assert_eq!(cols.timelost[0], Some(3));
+        assert_eq!(cols.protocol[1].as_deref(), Some("udp"));
+        assert_eq!(
+            (cols.src_port[1], cols.dst_port[1]),
+            (Some(5000), Some(9000))
+        );
+        assert_eq!(cols.payload_len[1], Some(30));
+        assert_eq!(cols.seq[1], None);
+        assert_eq!(cols.error[1], None);
+        assert!(cols.error[2].as_deref().unwrap().contains("udp"));
+        assert_eq!(cols.src[2].as_deref(), Some("10.0.0.1"));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_pcap_is_an_error_naming_it() {
+        let path = temp_file("junk.pcap");
+        std::fs::write(&path, b"not a capture at all").unwrap();
+        let err = read_capture(&path).unwrap_err();
+        assert!(err.to_string().contains("junk.pcap"), "{err}");
+        assert!(err.message.contains("not a pcap"), "{err}");
+        std::fs::remove_file(&path).unwrap();
+    }
+}

@@ -1,0 +1,259 @@
+"""Experiments that ``rtolab reproduce`` runs, registered per system.
+
+Each system (``foundation`` for the simulator itself, later one per
+published scheme) registers its experiments here: an :class:`Experiment`
+names its runs (scenario, seed, label) and, optionally, checks that turn
+the results into pass/fail verdicts. ``rtolab reproduce SYSTEM`` runs every
+experiment of a system and writes a report; ``rtolab reproduce`` alone lists
+what is registered.
+
+A system adds its experiments with a module in this package that calls
+:func:`register` at import (every module here is imported on first use), or
+from another package through the ``rtolab.experiments`` entry-point group
+(the entry point names a module to import)::
+
+    from rtolab.experiments import Experiment, ExperimentRun, register
+
+    register(Experiment(
+        system="uip-rto",
+        name="fixed-vs-adaptive",
+        title="uIP's fixed RTO against RFC 6298",
+        description="...",
+        runs=lambda: [ExperimentRun("fixed", "uip-fixed.toml", seed=s) for s in (1, 2, 3)],
+    ))
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+import pkgutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rtolab.errors import ExperimentError, RtolabError
+
+if TYPE_CHECKING:
+    from rtolab.api import Result, ScenarioSource
+
+#: The manifest a reproduction writes at the top of its output directory.
+MANIFEST = "reproduce.json"
+#: Entry-point group through which other packages add experiments.
+ENTRY_POINT_GROUP = "rtolab.experiments"
+
+
+@dataclass(frozen=True)
+class ExperimentRun:
+    """One run of an experiment: a scenario (file, TOML, shipped name or
+    :class:`rtolab.Scenario`), a seed, and a label unique in the experiment."""
+
+    label: str
+    scenario: ScenarioSource
+    seed: int
+    duration: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A verdict on an experiment's results."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A reproducible experiment of one system."""
+
+    system: str
+    name: str
+    title: str
+    description: str
+    runs: Callable[[], Sequence[ExperimentRun]]
+    checks: Callable[[dict[str, Result]], Sequence[Check]] | None = None
+    #: HTML sections the reproduction report adds for this experiment,
+    #: given the reproduction's output directory.
+    report: Callable[[Path], Sequence[str]] | None = None
+
+    @property
+    def key(self) -> str:
+        """``system/name``."""
+        return f"{self.system}/{self.name}"
+
+
+_REGISTRY: dict[str, Experiment] = {}
+_loaded = False
+
+
+def register(experiment: Experiment) -> Experiment:
+    """Adds an experiment (replacing one with the same system and name)."""
+    _REGISTRY[experiment.key] = experiment
+    return experiment
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        entry.load()
+
+
+def experiments(system: str | None = None) -> list[Experiment]:
+    """Registered experiments, optionally of one system, sorted by key."""
+    _load()
+    found = [e for e in _REGISTRY.values() if system is None or e.system == system]
+    return sorted(found, key=lambda e: e.key)
+
+
+def systems() -> list[str]:
+    """Systems with at least one registered experiment."""
+    return sorted({e.system for e in experiments()})
+
+
+def select(target: str) -> list[Experiment]:
+    """The experiments ``target`` names: ``all``, a system, or ``system/name``."""
+    if target == "all":
+        chosen = experiments()
+    elif "/" in target:
+        _load()
+        chosen = [_REGISTRY[target]] if target in _REGISTRY else []
+    else:
+        chosen = experiments(target)
+    if not chosen:
+        known = ", ".join(systems()) or "none"
+        raise ExperimentError(
+            f"no experiments registered for {target!r}; available: {known} (or all)"
+        )
+    return chosen
+
+
+@dataclass
+class RunRecord:
+    """What a reproduction recorded for one run."""
+
+    system: str
+    experiment: str
+    label: str
+    scenario: str
+    seed: int
+    out_dir: str
+    status: str
+    error: str | None
+    wall_s: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Reproduction:
+    """The outcome of :func:`reproduce`: one record per run and the checks."""
+
+    out_dir: Path
+    runs: list[RunRecord] = field(default_factory=list)
+    checks: dict[str, list[Check]] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    @property
+    def failed(self) -> list[RunRecord]:
+        """Runs that did not complete."""
+        return [r for r in self.runs if r.status != "ok"]
+
+    @property
+    def failed_checks(self) -> list[tuple[str, Check]]:
+        """Checks that did not pass, with their experiment's key."""
+        return [(k, c) for k, cs in self.checks.items() for c in cs if not c.passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest's JSON form."""
+        return {
+            "out_dir": str(self.out_dir),
+            "wall_s": self.wall_s,
+            "runs": [r.__dict__ for r in self.runs],
+            "checks": {
+                k: [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in cs]
+                for k, cs in self.checks.items()
+            },
+            "experiments": {
+                e.key: {"title": e.title, "description": e.description}
+                for e in experiments()
+                if e.key in {f"{r.system}/{r.experiment}" for r in self.runs}
+            },
+        }
+
+    @classmethod
+    def load(cls, directory: str | Path) -> Reproduction:
+        """Reads a reproduction back from its output directory."""
+        out = Path(directory)
+        data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        return cls(
+            out_dir=out,
+            runs=[RunRecord(**r) for r in data.get("runs", [])],
+            checks={k: [Check(**c) for c in cs] for k, cs in data.get("checks", {}).items()},
+            wall_s=float(data.get("wall_s", 0.0)),
+        )
+
+
+def reproduce(
+    target: str,
+    out: str | Path,
+    *,
+    on_start: Callable[[int], None] | None = None,
+    on_result: Callable[[RunRecord], None] | None = None,
+) -> Reproduction:
+    """Runs every experiment ``target`` names (see :func:`select`) into
+    ``out/<system>/<experiment>/<label>/`` and writes ``out/reproduce.json``.
+
+    Runs are deterministic; a run that fails is recorded with its error and
+    the others go on."""
+    from rtolab.api import run
+
+    started = time.perf_counter()
+    chosen = select(target)
+    out_dir = Path(out)
+    plan = [(e, r) for e in chosen for r in e.runs()]
+    if on_start is not None:
+        on_start(len(plan))
+    outcome = Reproduction(out_dir=out_dir)
+    results: dict[str, dict[str, Result]] = {e.key: {} for e in chosen}
+    for experiment, spec in plan:
+        run_dir = out_dir / experiment.system / experiment.name / spec.label
+        t0 = time.perf_counter()
+        try:
+            result = run(spec.scenario, seed=spec.seed, out=run_dir, duration=spec.duration)
+            results[experiment.key][spec.label] = result
+            status, error, name = "ok", None, result.name
+        except RtolabError as err:
+            status, error, name = "failed", str(err), str(spec.scenario)[:60]
+        record = RunRecord(
+            system=experiment.system,
+            experiment=experiment.name,
+            label=spec.label,
+            scenario=name,
+            seed=spec.seed,
+            out_dir=str(run_dir.relative_to(out_dir)),
+            status=status,
+            error=error,
+            wall_s=time.perf_counter() - t0,
+            params=dict(spec.params),
+        )
+        outcome.runs.append(record)
+        if on_result is not None:
+            on_result(record)
+    for experiment in chosen:
+        if experiment.checks is not None:
+            outcome.checks[experiment.key] = list(experiment.checks(results[experiment.key]))
+    outcome.wall_s = time.perf_counter() - started
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / MANIFEST).write_text(
+        json.dumps(outcome.to_dict(), indent=2, default=str) + "\n", encoding="utf-8"
+    )
+    return outcome

@@ -1,0 +1,620 @@
+"""Parameter sweeps on Dask, with results in one Parquet dataset.
+
+A sweep file names a base scenario, values to set in it and a number of
+seeds::
+
+    # loss.toml
+    name = "loss"                  # optional; default: the file's name
+    scenario = "p2p-cbr.toml"      # a path (relative to this file) or a shipped name
+    seeds = 3                      # seeds 1, 2, 3; or a list: seeds = [1, 7, 42]
+    keep_files = false             # optional: keep each run's pcaps and traces
+
+    [set]                          # optional: the same in every run
+    duration = "1s"
+
+    [grid]                         # every combination of these values
+    "link.ab.loss" = [0.0, 0.01, 0.05]
+    "app.cbr.rate" = ["1Mbps", "2Mbps"]
+
+Grid keys are dotted paths into the scenario: the section (``link``,
+``app``, ``host``, ``route``, ``capture``), an entry by index (``link.0``)
+or name (``link.ab``), then the field. Each value is checked by the core
+before anything runs; errors name the grid entry and the scenario field:
+``grid."link.ab.loss"[2]: 1.5: link[0].loss: must be between 0 and 1, got 1.5``.
+
+Every combination x seed is one run with a stable id (a hash of the
+scenario text and seed). Runs go to a Dask cluster: a local one by default
+(one single-threaded worker process per core), or an existing scheduler
+(``scheduler="tcp://host:8786"``, e.g. one started by dask-jobqueue).
+
+As each run finishes, its row is written to ``OUT/runs/<id>.parquet``:
+parameters (``param.<path>``), ``seed``, ``status`` (``ok`` or
+``failed``), ``error``, ``wall_s`` and every metric of the run report under
+its dotted key (``app.sink.received_packets``). At the end all rows are
+also gathered in ``OUT/results.parquet``. Running the same sweep into the
+same directory resumes it: finished runs are skipped, failed ones are kept
+as they are unless ``retry_failed`` is set. Dask re-runs the tasks of a
+worker that dies, and runs are deterministic, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import tomllib
+
+from rtolab import api, frames
+from rtolab.errors import RtolabError, ScenarioError, SweepError
+from rtolab.scenario import set_path
+
+#: Keys a sweep file may have.
+SWEEP_KEYS = ("name", "scenario", "seeds", "set", "grid", "keep_files")
+#: Where each finished run's row goes inside the output directory.
+RUNS_DIR = "runs"
+#: All rows gathered at the end of a sweep.
+RESULTS_FILE = "results.parquet"
+#: The sweep's description, kept in its output directory.
+SPEC_FILE = "sweep.json"
+#: Prefix of parameter columns.
+PARAM_PREFIX = "param."
+#: Environment variable naming a directory where every run execution leaves
+#: a marker file (``<id>.<pid>.<ns>.start`` / ``.done``), to audit which runs
+#: executed where and how often.
+MARKERS_ENV = "RTOLAB_SWEEP_MARKERS"
+
+_BASE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("run_id", pa.string()),
+    ("sweep", pa.string()),
+    ("scenario", pa.string()),
+    ("seed", pa.uint64()),
+    ("status", pa.string()),
+    ("error", pa.string()),
+    ("wall_s", pa.float64()),
+    ("worker", pa.string()),
+    ("finished_at", pa.timestamp("ms", tz="UTC")),
+    ("out_dir", pa.string()),
+)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep: a scenario text, a seed and the values that made it."""
+
+    run_id: str
+    params: dict[str, Any]
+    seed: int
+    scenario: str
+    name: str
+
+
+@dataclass
+class Sweep:
+    """A parsed sweep file: base scenario (TOML text), fixed values, grid, seeds."""
+
+    name: str
+    base: str
+    seeds: list[int]
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
+    keep_files: bool = False
+    source: Path | None = None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Sweep:
+        """Reads and checks a sweep file."""
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SweepError("sweep", f"no such file: {file}") from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise SweepError("sweep", f"cannot read {file}: {err}") from None
+        return cls.from_toml(text, base_dir=file.parent, default_name=file.stem, source=file)
+
+    @classmethod
+    def from_toml(
+        cls,
+        text: str,
+        *,
+        base_dir: Path | None = None,
+        default_name: str = "sweep",
+        source: Path | None = None,
+    ) -> Sweep:
+        """Parses sweep TOML; scenario paths are relative to ``base_dir``."""
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
+            raise SweepError("sweep", f"not valid TOML: {err}") from None
+        return cls.from_dict(data, base_dir=base_dir, default_name=default_name, source=source)
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        base_dir: Path | None = None,
+        default_name: str = "sweep",
+        source: Path | None = None,
+    ) -> Sweep:
+        """Checks a sweep given as a dict (the TOML file's form)."""
+        for key in data:
+            if key not in SWEEP_KEYS:
+                raise SweepError(key, f"unknown field (expected one of: {', '.join(SWEEP_KEYS)})")
+        name = data.get("name", default_name)
+        if not isinstance(name, str) or not name.strip():
+            raise SweepError("name", "must be a non-empty string")
+        if "scenario" not in data:
+            raise SweepError("scenario", "missing field: the base scenario to vary")
+        base = _base_scenario(data["scenario"], base_dir)
+        seeds = _seeds(data.get("seeds", 1))
+        fixed = data.get("set", {})
+        if not isinstance(fixed, Mapping):
+            raise SweepError("set", "must be a table of dotted path = value")
+        grid = data.get("grid", {})
+        if not isinstance(grid, Mapping):
+            raise SweepError("grid", "must be a table of dotted path = [values]")
+        keep_files = data.get("keep_files", False)
+        if not isinstance(keep_files, bool):
+            raise SweepError("keep_files", "must be true or false")
+        checked_grid: dict[str, list[Any]] = {}
+        for key, values in grid.items():
+            where = f'grid."{key}"'
+            if not isinstance(values, list) or not values:
+                raise SweepError(where, "must be a non-empty array of values")
+            for i, value in enumerate(values):
+                if isinstance(value, dict | list):
+                    raise SweepError(f"{where}[{i}]", "values must be numbers, strings or booleans")
+            if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
+                raise SweepError(where, "values repeat")
+            checked_grid[key] = _uniform(values)
+        sweep = cls(
+            name=name,
+            base=base,
+            seeds=seeds,
+            grid=checked_grid,
+            fixed=dict(fixed),
+            keep_files=keep_files,
+            source=source,
+        )
+        sweep.check()
+        return sweep
+
+    def _base_dict(self) -> dict[str, Any]:
+        try:
+            return tomllib.loads(self.base)
+        except tomllib.TOMLDecodeError as err:
+            raise SweepError("scenario", f"not valid TOML: {err}") from None
+
+    def check(self) -> None:
+        """Checks every path and value against the base scenario, in the core.
+
+        Raises :class:`rtolab.SweepError` naming the sweep entry and the
+        scenario field."""
+        base = self._base_dict()
+        try:
+            api.validate(self.base)
+        except ScenarioError as err:
+            raise SweepError("scenario", str(err)) from None
+        for key, value in self.fixed.items():
+            self._check_value(base, key, value, f'set."{key}"')
+        with_fixed = _applied(base, self.fixed, "set")
+        for key, values in self.grid.items():
+            for i, value in enumerate(values):
+                self._check_value(with_fixed, key, value, f'grid."{key}"[{i}]')
+        # Combinations can still clash (two values fine alone, not together).
+        for combo in self.combinations():
+            text = _dump(_applied(with_fixed, combo, "grid"))
+            try:
+                api.validate(text)
+            except ScenarioError as err:
+                raise SweepError(f"grid {_describe(combo)}", str(err)) from None
+
+    @staticmethod
+    def _check_value(base: dict[str, Any], key: str, value: Any, where: str) -> None:
+        data = json.loads(json.dumps(base))
+        try:
+            set_path(data, key, value)
+        except ScenarioError as err:
+            raise SweepError(where, err.message if err.path == key else str(err)) from None
+        try:
+            api.validate(_dump(data))
+        except ScenarioError as err:
+            raise SweepError(where, f"{value!r}: {err}") from None
+
+    def combinations(self) -> list[dict[str, Any]]:
+        """Every combination of grid values, in file order (one empty dict without a grid)."""
+        keys = list(self.grid)
+        return [
+            dict(zip(keys, values, strict=True))
+            for values in itertools.product(*self.grid.values())
+        ]
+
+    def runs(self) -> list[RunSpec]:
+        """Every run: each combination x each seed, with its stable id."""
+        base = _applied(self._base_dict(), self.fixed, "set")
+        specs = []
+        for combo in self.combinations():
+            data = _applied(base, combo, "grid")
+            text = _dump(data)
+            for seed in self.seeds:
+                specs.append(
+                    RunSpec(
+                        run_id=run_id(text, seed),
+                        params=combo,
+                        seed=seed,
+                        scenario=text,
+                        name=str(data.get("name", "")),
+                    )
+                )
+        return specs
+
+    def describe(self) -> dict[str, Any]:
+        """What ``sweep.json`` records."""
+        return {
+            "name": self.name,
+            "seeds": self.seeds,
+            "set": self.fixed,
+            "grid": self.grid,
+            "keep_files": self.keep_files,
+            "base_sha256": hashlib.sha256(self.base.encode()).hexdigest(),
+            "source": str(self.source) if self.source else None,
+        }
+
+
+def _describe(combo: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{k} = {v!r}" for k, v in combo.items()) + "}"
+
+
+def _dump(data: Mapping[str, Any]) -> str:
+    import tomli_w
+
+    return tomli_w.dumps(dict(data))
+
+
+def _applied(base: Mapping[str, Any], values: Mapping[str, Any], section: str) -> dict[str, Any]:
+    data = json.loads(json.dumps(base))
+    for key, value in values.items():
+        try:
+            set_path(data, key, value)
+        except ScenarioError as err:
+            raise SweepError(f'{section}."{key}"', err.message) from None
+    return data
+
+
+def _base_scenario(value: Any, base_dir: Path | None) -> str:
+    if not isinstance(value, str) or not value:
+        raise SweepError("scenario", "must name a scenario file or a shipped scenario")
+    candidate = Path(value)
+    if not candidate.is_absolute() and base_dir is not None:
+        candidate = base_dir / candidate
+    if candidate.is_file():
+        return candidate.read_text(encoding="utf-8")
+    try:
+        return api.scenario_text(value)
+    except ScenarioError as err:
+        raise SweepError("scenario", err.message) from None
+
+
+def _seeds(value: Any) -> list[int]:
+    if isinstance(value, bool):
+        raise SweepError("seeds", "must be a count or a list of seeds")
+    if isinstance(value, int):
+        if value < 1:
+            raise SweepError("seeds", f"must be at least 1, got {value}")
+        return list(range(1, value + 1))
+    if isinstance(value, list) and value:
+        for i, seed in enumerate(value):
+            if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+                raise SweepError(f"seeds[{i}]", f"must be an integer in [0, 2^64), got {seed!r}")
+        if len(set(value)) != len(value):
+            raise SweepError("seeds", "seeds repeat")
+        return list(value)
+    raise SweepError("seeds", f"must be a count or a non-empty list of seeds, got {value!r}")
+
+
+def _uniform(values: list[Any]) -> list[Any]:
+    """Mixed integers and floats become floats, so the column has one type."""
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if numbers and len(numbers) == len(values) and any(isinstance(v, float) for v in values):
+        return [float(v) for v in values]
+    return list(values)
+
+
+def run_id(scenario_text: str, seed: int) -> str:
+    """The stable id of a run: same scenario text and seed, same id (and result)."""
+    digest = hashlib.sha256(f"{scenario_text}\n# seed = {seed}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _marker(run: RunSpec, stage: str) -> None:
+    directory = os.environ.get(MARKERS_ENV)
+    if not directory:
+        return
+    with contextlib.suppress(OSError):
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        name = f"{run.run_id}.{os.getpid()}.{time.time_ns()}.{stage}"
+        (Path(directory) / name).touch()
+
+
+def execute(run: RunSpec, files_dir: str | None = None) -> dict[str, Any]:
+    """Runs one sweep run (on a Dask worker) and returns its result row.
+
+    A scenario or run error is recorded in the row (``status = "failed"``)
+    rather than raised: runs are deterministic, so retrying cannot help.
+    """
+    _marker(run, "start")
+    started = time.perf_counter()
+    row: dict[str, Any] = {
+        "run_id": run.run_id,
+        "scenario": run.name,
+        "seed": run.seed,
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+        "out_dir": None,
+    }
+    try:
+        if files_dir is not None:
+            out = Path(files_dir) / run.run_id
+            report = api.run(run.scenario, seed=run.seed, out=out).report
+            row["out_dir"] = str(out)
+        else:
+            report = api.run_metrics(run.scenario, seed=run.seed)
+        row["status"] = "ok"
+        row["error"] = None
+        row["metrics"] = frames.flat_metrics(report)
+    except RtolabError as err:
+        row.update(status="failed", error=str(err), metrics={})
+    except Exception as err:  # a bug of ours must not sink the whole sweep
+        row.update(status="failed", error=f"{type(err).__name__}: {err}", metrics={})
+    row["wall_s"] = time.perf_counter() - started
+    row["finished_at"] = datetime.now(timezone.utc)
+    _marker(run, "done")
+    return row
+
+
+def _arrow_type(values: Sequence[Any]) -> pa.DataType:
+    sample = next((v for v in values if v is not None), None)
+    if isinstance(sample, bool):
+        return pa.bool_()
+    if isinstance(sample, int):
+        return pa.int64()
+    if isinstance(sample, float):
+        return pa.float64()
+    return pa.string()
+
+
+def row_table(row: Mapping[str, Any], sweep: Sweep) -> pa.Table:
+    """One result row as a one-row Arrow table with a stable schema."""
+    columns: dict[str, Any] = {}
+    schema: list[pa.Field] = []
+    for name, kind in _BASE_COLUMNS:
+        value = sweep.name if name == "sweep" else row.get(name)
+        columns[name] = [value]
+        schema.append(pa.field(name, kind))
+    params = row.get("params", {})
+    for key, values in sweep.grid.items():
+        name = PARAM_PREFIX + key
+        columns[name] = [params.get(key)]
+        schema.append(pa.field(name, _arrow_type(values)))
+    for key, value in sorted(row.get("metrics", {}).items()):
+        columns[key] = [value]
+        schema.append(pa.field(key, pa.float64()))
+    return pa.Table.from_pydict(columns, schema=pa.schema(schema))
+
+
+def _write_atomically(table: pa.Table, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def _read_tables(directory: Path) -> list[pa.Table]:
+    tables = []
+    for file in sorted(directory.glob("*.parquet")):
+        with contextlib.suppress(OSError, pa.ArrowException):
+            tables.append(pq.read_table(file))
+    return tables
+
+
+def load_results(directory: str | os.PathLike[str]) -> pd.DataFrame:
+    """All rows of a sweep (its output directory, or a folder of Parquet
+    files) as one DataFrame, sorted by parameters and seed."""
+    root = Path(directory)
+    runs = root / RUNS_DIR if (root / RUNS_DIR).is_dir() else root
+    if not runs.is_dir():
+        raise SweepError("results", f"no such directory: {root}")
+    tables = _read_tables(runs)
+    if not tables:
+        return pd.DataFrame({name: pd.Series(dtype="object") for name, _ in _BASE_COLUMNS})
+    table = pa.concat_tables(tables, promote_options="permissive")
+    frame = table.to_pandas()
+    order = [c for c in frame.columns if c.startswith(PARAM_PREFIX)] + ["seed"]
+    return frame.sort_values(order, kind="stable", ignore_index=True)
+
+
+@dataclass
+class SweepOutcome:
+    """What :func:`sweep` did: how many runs it ran, skipped, and where the results are."""
+
+    out_dir: Path
+    total: int
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    workers: int = 0
+
+    @property
+    def results_file(self) -> Path:
+        """``results.parquet``: every row of the sweep in one file."""
+        return self.out_dir / RESULTS_FILE
+
+    @property
+    def results(self) -> pd.DataFrame:
+        """Every row of the sweep (see :func:`load_results`)."""
+        return load_results(self.out_dir)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        return {
+            "out_dir": str(self.out_dir),
+            "total": self.total,
+            "ran": self.ran,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "wall_s": self.wall_s,
+            "workers": self.workers,
+            "results": str(self.results_file),
+        }
+
+
+#: Called as each run finishes: (row, runs finished so far, runs to do).
+ProgressCallback = Callable[[dict[str, Any], int, int], None]
+
+
+def _prepare_out(sweep: Sweep, out: Path) -> None:
+    (out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+    spec_path = out / SPEC_FILE
+    description = sweep.describe()
+    if spec_path.is_file():
+        try:
+            earlier = json.loads(spec_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            earlier = {}
+        if earlier.get("base_sha256") not in (None, description["base_sha256"]):
+            raise SweepError(
+                "out",
+                f"{out} holds a sweep of another base scenario; choose another output directory",
+            )
+    spec_path.write_text(json.dumps(description, indent=2, default=str) + "\n", encoding="utf-8")
+    (out / "base.toml").write_text(sweep.base, encoding="utf-8")
+
+
+def _finished(out: Path) -> dict[str, str]:
+    """run id → status of every run with a result row on disk."""
+    done: dict[str, str] = {}
+    for file in (out / RUNS_DIR).glob("*.parquet"):
+        try:
+            status = pq.read_table(file, columns=["status"]).column("status")[0].as_py()
+        except (OSError, pa.ArrowException, KeyError, IndexError):
+            continue  # unreadable: treat as not finished, it will be redone
+        done[file.stem] = str(status)
+    return done
+
+
+@contextlib.contextmanager
+def _client(workers: int, scheduler: str | None) -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="5s")
+        except (OSError, TimeoutError) as err:
+            raise SweepError("scheduler", f"cannot reach {scheduler}: {err}") from None
+        with client:
+            yield client
+        return
+    cluster = LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    with cluster, Client(cluster) as client:
+        # Every worker takes part from the first task on.
+        client.wait_for_workers(workers, timeout=60)
+        yield client
+
+
+def sweep(
+    spec: Sweep | str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    retry_failed: bool = False,
+    on_result: ProgressCallback | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+) -> SweepOutcome:
+    """Runs a sweep (a :class:`Sweep` or a sweep file) into ``out``.
+
+    ``workers`` local worker processes (default: one per core); ``0`` runs
+    everything in this process without Dask. ``scheduler`` connects to an
+    existing Dask scheduler instead. Finished runs already in ``out`` are
+    skipped; failed ones too, unless ``retry_failed``. ``on_start(todo,
+    total)`` is called once the plan is known, ``on_result(row, done, todo)``
+    after each run.
+    """
+    started = time.perf_counter()
+    if not isinstance(spec, Sweep):
+        spec = Sweep.load(spec)
+    out_dir = Path(out)
+    if workers is not None and workers < 0:
+        raise SweepError("workers", f"must be 0 or more, got {workers}")
+    _prepare_out(spec, out_dir)
+    plan = spec.runs()
+    finished = _finished(out_dir)
+    todo: list[RunSpec] = []
+    outcome = SweepOutcome(out_dir=out_dir, total=len(plan))
+    for run in plan:
+        status = finished.get(run.run_id)
+        if status == "ok" or (status is not None and not retry_failed):
+            outcome.skipped.append(run.run_id)
+        else:
+            todo.append(run)
+    if on_start is not None:
+        on_start(len(todo), len(plan))
+    files_dir = str((out_dir / "files").resolve()) if spec.keep_files else None
+    params = {run.run_id: run.params for run in todo}
+
+    def record(row: dict[str, Any]) -> None:
+        row["params"] = params[row["run_id"]]
+        _write_atomically(row_table(row, spec), out_dir / RUNS_DIR / f"{row['run_id']}.parquet")
+        outcome.ran.append(row["run_id"])
+        if row["status"] != "ok":
+            outcome.failed.append(row["run_id"])
+        if on_result is not None:
+            on_result(row, len(outcome.ran), len(todo))
+
+    n_workers = (os.cpu_count() or 1) if workers is None else workers
+    if todo and n_workers == 0 and scheduler is None:
+        outcome.workers = 0
+        for run in todo:
+            record(execute(run, files_dir))
+    elif todo:
+        from distributed import as_completed
+
+        with _client(max(n_workers, 1), scheduler) as client:
+            outcome.workers = len(client.scheduler_info().get("workers", {}))
+            futures = [
+                client.submit(execute, run, files_dir, key=f"rtolab-run-{run.run_id}", retries=2)
+                for run in todo
+            ]
+            for future in as_completed(futures):
+                record(future.result())
+    _gather(out_dir)
+    outcome.wall_s = time.perf_counter() - started
+    return outcome
+
+
+def _gather(out_dir: Path) -> None:
+    tables = _read_tables(out_dir / RUNS_DIR)
+    if tables:
+        _write_atomically(
+            pa.concat_tables(tables, promote_options="permissive"), out_dir / RESULTS_FILE
+        )

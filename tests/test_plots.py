@@ -1,0 +1,117 @@
+"""Figures: each takes a Result or a DataFrame and draws what the run holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+import rtolab
+from rtolab import plots
+
+
+def drawn(ax: plt.Axes) -> int:
+    """How many data artists an axes holds (lines, bar patches, point sets)."""
+    return len(ax.lines) + len(ax.patches) + len(ax.collections)
+
+
+def message(ax: plt.Axes) -> str:
+    return " ".join(t.get_text() for t in ax.texts)
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_time_sequence_marks_every_retransmission(bulk_result: rtolab.Result) -> None:
+    ax = plots.time_sequence(bulk_result, capture="a-ab")
+    labels = ax.get_legend_handles_labels()[1]
+    retx = next(label for label in labels if label.startswith("retransmission"))
+    # The flow's sender logged as many retransmissions as the plot finds in its capture.
+    bulk = next(a for a in bulk_result.report["apps"] if a["name"] == "bulk")
+    assert retx == f"retransmission ({bulk['retransmissions']})"
+    assert "ACK" in labels
+    # Same figure from the packets table alone.
+    assert drawn(plots.time_sequence(bulk_result.packets)) > 0
+
+
+def test_tcp_figures_from_traces(bulk_result: rtolab.Result) -> None:
+    rto = plots.rto_vs_rtt(bulk_result)
+    assert drawn(rto) >= 2 and rto.get_yscale() == "log"
+    cwnd = plots.cwnd_over_time(bulk_result.traces)
+    assert any(line.get_label().startswith("cwnd bulk") for line in cwnd.lines)
+    lat, retx = plots.latency_retransmission_bars(bulk_result)
+    assert [t.get_text() for t in lat.get_xticklabels()] == ["bulk", "sink"]
+    heights = [p.get_height() for p in retx.patches]
+    assert max(heights) == next(
+        a["retransmissions"] for a in bulk_result.report["apps"] if a["name"] == "bulk"
+    )
+
+
+def test_tcp_figures_say_so_on_a_udp_run(cbr_result: rtolab.Result) -> None:
+    assert "no TCP" in message(plots.time_sequence(cbr_result))
+    assert "no RTO" in message(plots.rto_vs_rtt(cbr_result))
+    assert "no cwnd" in message(plots.cwnd_over_time(cbr_result))
+    lat, lost = plots.latency_retransmission_bars(cbr_result)
+    assert [t.get_text() for t in lat.get_xticklabels()] == ["sink"]
+    sink = cbr_result.flat_metrics()
+    assert lost.patches[0].get_height() == sink["app.sink.lost"]
+
+
+def test_throughput_and_drops(cbr_result: rtolab.Result) -> None:
+    ax = plots.throughput_over_time(cbr_result)
+    assert [line.get_label() for line in ax.lines] == ["ab → b"]
+    # 2 Mbit/s of payload (plus headers) while the source sends.
+    assert 1900 < max(ax.lines[0].get_ydata()) < 2400
+    from_packets = plots.throughput_over_time(cbr_result.packets)
+    assert {line.get_label() for line in from_packets.lines} == {"a-ab", "b-ab"}
+    drops = plots.drops_over_time(cbr_result)
+    assert [line.get_label() for line in drops.lines] == ["random_loss"]
+    lost = cbr_result.flat_metrics()["link.ab.directions[0].dropped_random_loss"]
+    assert max(drops.lines[0].get_ydata()) == lost
+
+
+def test_jain_index() -> None:
+    assert plots.jain([5, 5, 5]) == pytest.approx(1.0)
+    assert plots.jain([1, 0, 0, 0]) == pytest.approx(0.25)
+    assert plots.jain([]) != plots.jain([])  # NaN without data
+
+
+def test_goodput_fairness_of_runs_and_sweeps(cbr_result: rtolab.Result, tmp_path: Path) -> None:
+    table = plots.goodput_fairness_table(cbr_result)
+    sink = cbr_result.flat_metrics()["app.sink.received_bytes"]
+    assert table["goodput_bps"].item() == pytest.approx(sink * 8 / cbr_result.duration_s)
+    assert table["fairness"].item() == pytest.approx(1.0)
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'scenario = "three-hop"\nseeds = 2\n[set]\nduration = "1s"\n'
+        '[grid]\n"app.h2-to-h1.rate" = ["100kbps", "1.5Mbps"]\n'
+    )
+    results = rtolab.sweep(spec, tmp_path / "out", workers=0).results
+    fair = plots.goodput_fairness_table(results)
+    assert len(fair) == 4
+    by_rate = fair.groupby("param.app.h2-to-h1.rate")["fairness"].mean()
+    # Two flows at 1 Mbit/s and 100 kbit/s are less fair than at 1 and 1.5.
+    assert by_rate["100kbps"] < by_rate["1.5Mbps"] <= 1.0
+    ax = plots.goodput_fairness(results)
+    assert len(ax.collections) == 2
+    lat, _ = plots.latency_retransmission_bars(results)
+    assert {t.get_text() for t in lat.get_xticklabels()} == {"100kbps", "1.5Mbps"}
+
+
+def test_plot_functions_reject_what_they_cannot_read() -> None:
+    with pytest.raises(TypeError):
+        plots.cwnd_over_time([1, 2, 3])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plots.latency_retransmission_bars(pd.DataFrame({"x": [1]}))
+
+
+def test_plot_run_writes_pngs(bulk_result: rtolab.Result) -> None:
+    files = plots.plot_run(bulk_result)
+    names = {f.stem for f in files}
+    assert {"throughput", "drops", "time-sequence", "rto-rtt", "cwnd"} <= names
+    assert all(f.stat().st_size > 10_000 for f in files)

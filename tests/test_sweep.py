@@ -1,0 +1,274 @@
+"""Sweeps: the sweep file's checks, a real Dask cluster, resume after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import rtolab
+from rtolab import sweeps
+from rtolab.errors import RunError
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def write_sweep(directory: Path, body: str, name: str = "sweep.toml") -> Path:
+    path = directory / name
+    path.write_text(body)
+    return path
+
+
+SMALL = """
+scenario = "{scenario}"
+seeds = 2
+[set]
+duration = "1s"
+[grid]
+"link.ab.loss" = [0.0, 0.05]
+"app.cbr.rate" = ["1Mbps", "2Mbps"]
+"""
+
+# Runs of roughly a second each, so a sweep can be caught mid-way.
+SLOW = """
+scenario = "{scenario}"
+seeds = {seeds}
+[set]
+duration = "{duration}s"
+[grid]
+"link.core.rate" = ["2Mbps", "3Mbps"]
+"""
+
+
+def slow_duration() -> int:
+    """Simulated seconds of three-hop that take about 0.7 s of wall time here."""
+    started = time.perf_counter()
+    rtolab.run_metrics(SCENARIOS / "three-hop.toml", duration=200)
+    per_second = (time.perf_counter() - started) / 200
+    return max(200, int(0.7 / max(per_second, 1e-6)))
+
+
+def test_plan_is_grid_times_seeds_with_stable_ids(tmp_path: Path) -> None:
+    spec = sweeps.Sweep.load(
+        write_sweep(tmp_path, SMALL.format(scenario=SCENARIOS / "p2p-cbr.toml"))
+    )
+    runs = spec.runs()
+    assert len(runs) == 4 * 2
+    assert len({r.run_id for r in runs}) == 8
+    assert [r.run_id for r in spec.runs()] == [r.run_id for r in runs]
+    first = runs[0]
+    assert first.params == {"link.ab.loss": 0.0, "app.cbr.rate": "1Mbps"} and first.seed == 1
+    assert "loss = 0.0" in first.scenario and 'duration = "1s"' in first.scenario
+
+
+def test_scenario_path_is_relative_to_the_sweep_file(tmp_path: Path) -> None:
+    (tmp_path / "base.toml").write_text((SCENARIOS / "p2p-cbr.toml").read_text())
+    spec = sweeps.Sweep.load(write_sweep(tmp_path, SMALL.format(scenario="base.toml")))
+    assert spec.name == "sweep" and len(spec.runs()) == 8
+
+
+BAD_SWEEPS = {
+    "unknown key": ('scenario = "p2p-cbr"\nseed = 3\n', "seed", "unknown field"),
+    "no scenario": ("seeds = 3\n", "scenario", "missing"),
+    "missing scenario file": ('scenario = "nowhere.toml"\n', "scenario", "no such file"),
+    "zero seeds": ('scenario = "p2p-cbr"\nseeds = 0\n', "seeds", "at least 1"),
+    "negative seed": ('scenario = "p2p-cbr"\nseeds = [1, -2]\n', "seeds[1]", "integer"),
+    "grid not a list": (
+        'scenario = "p2p-cbr"\n[grid]\n"link.ab.loss" = 0.1\n',
+        'grid."link.ab.loss"',
+        "non-empty array",
+    ),
+    "grid path to nothing": (
+        'scenario = "p2p-cbr"\n[grid]\n"link.9.loss" = [0.1]\n',
+        'grid."link.9.loss"[0]',
+        "no index 9",
+    ),
+    "grid unknown link": (
+        'scenario = "p2p-cbr"\n[grid]\n"link.wifi.loss" = [0.1]\n',
+        'grid."link.wifi.loss"[0]',
+        "no link named 'wifi'",
+    ),
+    "grid value the core rejects": (
+        'scenario = "p2p-cbr"\n[grid]\n"link.ab.loss" = [0.1, 1.5]\n',
+        'grid."link.ab.loss"[1]',
+        "link[0].loss",
+    ),
+    "grid field the core does not know": (
+        'scenario = "p2p-cbr"\n[grid]\n"link.ab.speed" = [3]\n',
+        'grid."link.ab.speed"[0]',
+        "unknown field",
+    ),
+    "bad fixed value": (
+        'scenario = "p2p-cbr"\n[set]\nduration = "soon"\n',
+        'set."duration"',
+        "duration",
+    ),
+    "not toml": ("scenario = \n", "sweep", "not valid TOML"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SWEEPS))
+def test_bad_sweeps_name_the_entry(case: str, tmp_path: Path) -> None:
+    body, path, message = BAD_SWEEPS[case]
+    with pytest.raises(rtolab.SweepError) as info:
+        sweeps.Sweep.load(write_sweep(tmp_path, body))
+    assert info.value.path == path, info.value
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_two_worker_local_cluster_sweep_writes_one_parquet_row_per_run(tmp_path: Path) -> None:
+    spec = write_sweep(tmp_path, SMALL.format(scenario=SCENARIOS / "p2p-cbr.toml"))
+    done: list[int] = []
+    outcome = rtolab.sweep(
+        spec, tmp_path / "out", workers=2, on_result=lambda row, n, total: done.append(n)
+    )
+    assert outcome.workers == 2
+    assert len(outcome.ran) == 8 and not outcome.failed and done == list(range(1, 9))
+    files = sorted((tmp_path / "out" / "runs").glob("*.parquet"))
+    assert [f.stem for f in files] == sorted(outcome.ran)
+    results = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert len(results) == 8 and set(results["status"]) == {"ok"}
+    assert results["worker"].nunique() == 2  # both processes took runs
+    # Each row carries its parameters, seed and the run's metrics; they match a direct run.
+    row = results[(results["param.link.ab.loss"] == 0.05) & (results["seed"] == 2)]
+    row = row[row["param.app.cbr.rate"] == "2Mbps"].iloc[0]
+    base = rtolab.Scenario.load(SCENARIOS / "p2p-cbr.toml")
+    direct = rtolab.run_metrics(
+        base.with_values({"duration": "1s", "link.ab.loss": 0.05, "app.cbr.rate": "2Mbps"}), seed=2
+    )
+    sink = next(a for a in direct["apps"] if a["name"] == "sink")
+    stats = sink.get("stats", sink)
+    assert row["app.sink.received_packets"] == stats["received_packets"]
+    # More loss, fewer packets: the parameter reached the core.
+    means = results.groupby("param.link.ab.loss")["app.sink.lost"].mean()
+    assert means[0.0] == 0 and means[0.05] > 0
+
+
+def test_failed_runs_are_kept_and_retried_only_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = write_sweep(tmp_path, SMALL.format(scenario=SCENARIOS / "p2p-cbr.toml"))
+    real = rtolab.api.run_metrics
+
+    def flaky(scenario, *, seed=None, duration=None):
+        if seed == 2:
+            raise RunError("disk on fire")
+        return real(scenario, seed=seed, duration=duration)
+
+    monkeypatch.setattr(rtolab.api, "run_metrics", flaky)
+    first = rtolab.sweep(spec, tmp_path / "out", workers=0)
+    assert len(first.failed) == 4 and len(first.ran) == 8
+    results = rtolab.load_results(tmp_path / "out")
+    failed = results[results["status"] == "failed"]
+    assert set(failed["seed"]) == {2} and set(failed["error"]) == {"disk on fire"}
+
+    monkeypatch.setattr(rtolab.api, "run_metrics", real)
+    again = rtolab.sweep(spec, tmp_path / "out", workers=0)
+    assert again.ran == [] and len(again.skipped) == 8
+    retried = rtolab.sweep(spec, tmp_path / "out", workers=0, retry_failed=True)
+    assert sorted(retried.ran) == sorted(first.failed) and not retried.failed
+    assert set(rtolab.load_results(tmp_path / "out")["status"]) == {"ok"}
+
+
+def test_grid_can_grow_and_only_new_runs_execute(tmp_path: Path) -> None:
+    body = SMALL.format(scenario=SCENARIOS / "p2p-cbr.toml")
+    first = rtolab.sweep(write_sweep(tmp_path, body), tmp_path / "out", workers=0)
+    grown = body.replace("[0.0, 0.05]", "[0.0, 0.05, 0.1]")
+    second = rtolab.sweep(write_sweep(tmp_path, grown), tmp_path / "out", workers=0)
+    assert len(second.skipped) == 8 and len(second.ran) == 4
+    assert not set(second.ran) & set(first.ran)
+
+
+def test_output_of_another_base_scenario_is_refused(tmp_path: Path) -> None:
+    rtolab.sweep(write_sweep(tmp_path, 'scenario = "p2p-cbr"\n'), tmp_path / "out", workers=0)
+    other = write_sweep(tmp_path, 'scenario = "three-hop"\n', "other.toml")
+    with pytest.raises(rtolab.SweepError, match="another base scenario"):
+        rtolab.sweep(other, tmp_path / "out", workers=0)
+
+
+def markers(directory: Path, stage: str) -> list[str]:
+    """Run ids of the marker files of one stage (start or done), one per execution."""
+    return [p.name.split(".")[0] for p in directory.glob(f"*.{stage}")]
+
+
+def test_killed_sweep_resumes_without_losing_or_repeating_runs(tmp_path: Path) -> None:
+    seeds = 6
+    spec = write_sweep(
+        tmp_path,
+        SLOW.format(scenario=SCENARIOS / "three-hop.toml", seeds=seeds, duration=slow_duration()),
+    )
+    out = tmp_path / "out"
+    runs_dir = out / "runs"
+    first_markers = tmp_path / "markers-first"
+    command = [sys.executable, "-m", "rtolab", "sweep", str(spec), "--out", str(out)]
+    command += ["--workers", "2", "--no-report", "--json"]
+    env = {**os.environ, sweeps.MARKERS_ENV: str(first_markers)}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(list(runs_dir.glob("*.parquet"))) < 3:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the sweep made no progress"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    finished_before = {p.stem: p.read_bytes() for p in runs_dir.glob("*.parquet")}
+    total = 2 * seeds
+    assert 3 <= len(finished_before) < total, "killed too late to test resuming"
+    assert set(finished_before) <= set(markers(first_markers, "done"))
+
+    second_markers = tmp_path / "markers-second"
+    env = {**os.environ, sweeps.MARKERS_ENV: str(second_markers)}
+    resumed = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    outcome = json.loads(resumed.stdout)
+    started_again = markers(second_markers, "start")
+    # No finished run ran again, every other run ran exactly once, none is missing.
+    assert not set(started_again) & set(finished_before)
+    assert len(started_again) == len(set(started_again)) == total - len(finished_before)
+    assert sorted(outcome["skipped"]) == sorted(finished_before)
+    assert sorted(outcome["ran"]) == sorted(started_again)
+    for run_id, data in finished_before.items():
+        assert (runs_dir / f"{run_id}.parquet").read_bytes() == data
+    results = rtolab.load_results(out)
+    assert len(results) == total and results["run_id"].is_unique
+    assert set(results["status"]) == {"ok"}
+
+
+def test_a_worker_that_dies_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = write_sweep(
+        tmp_path,
+        SLOW.format(scenario=SCENARIOS / "three-hop.toml", seeds=2, duration=slow_duration()),
+    )
+    marker_dir = tmp_path / "markers"
+    monkeypatch.setenv(sweeps.MARKERS_ENV, str(marker_dir))
+    killed: list[int] = []
+
+    def kill_first_worker() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            started = list(marker_dir.glob("*.start"))
+            if started:
+                pid = int(started[0].name.split(".")[1])
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_first_worker)
+    killer.start()
+    outcome = rtolab.sweep(spec, tmp_path / "out", workers=2)
+    killer.join()
+    assert killed, "no worker was killed"
+    assert len(outcome.ran) == 4 and not outcome.failed
+    results = rtolab.load_results(tmp_path / "out")
+    assert len(results) == 4 and set(results["status"]) == {"ok"}
+    assert str(killed[0]) not in " ".join(results["worker"])
