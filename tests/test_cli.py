@@ -207,3 +207,62 @@ def test_report_of_a_run_and_bad_directories(tmp_path: Path) -> None:
     assert "no such directory" in one_line_error(rtolab("report", str(tmp_path / "absent")))
     (tmp_path / "empty").mkdir()
     assert "not the output" in one_line_error(rtolab("report", str(tmp_path / "empty")))
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _emulator() -> Path | None:
+    for build in ("release", "debug"):
+        candidate = REPO / "target" / build / "rtolab-emu"
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def test_emulate_without_the_emulator_says_how_to_get_it(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rtolab", "emulate", "scenarios/emu-p2p-bulk.toml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "RTOLAB_EMU": str(tmp_path / "absent")},
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "RTOLAB_EMU" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_emulate_runs_real_linux_tcp_through_the_emulator(tmp_path: Path) -> None:
+    import os
+
+    emulator = _emulator()
+    if emulator is None:
+        pytest.skip("rtolab-emu is not built (cargo test builds it)")
+    if os.geteuid() != 0 or not Path("/dev/net/tun").exists():
+        pytest.skip("emulation needs root and /dev/net/tun")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rtolab",
+            "emulate",
+            str(REPO / "scenarios" / "emu-p2p-bulk.toml"),
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RTOLAB_EMU": str(emulator)},
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    sink = next(a for a in report["apps"] if a["kind"] == "tcp-sink")
+    assert sink["bytes_received"] == 1_000_000 and sink["bytes_corrupt"] == 0
+    assert report["timing_error_p99_ms"] >= 0
+    assert list(tmp_path.glob("*.pcap"))
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    assert "rtolab-" not in names.stdout

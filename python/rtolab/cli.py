@@ -478,6 +478,78 @@ def report_command(
         out_console.print(f"[green]wrote[/] {page} ({kind} report)", highlight=False)
 
 
+def _emulator_binary() -> str:
+    """Where the ``rtolab-emu`` executable is: ``$RTOLAB_EMU``, ``PATH``, or
+    a cargo build in the current source tree."""
+    import os
+    import shutil
+
+    configured = os.environ.get("RTOLAB_EMU")
+    if configured:
+        if not os.access(configured, os.X_OK):
+            raise RtolabError(f"RTOLAB_EMU={configured} is not an executable file")
+        return configured
+    found = shutil.which("rtolab-emu")
+    if found:
+        return found
+    for build in ("release", "debug"):
+        candidate = Path("target") / build / "rtolab-emu"
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    raise RtolabError(
+        "rtolab-emu not found: install it with `cargo install --path crates/emu` "
+        "(or set RTOLAB_EMU to its path)"
+    )
+
+
+@app.command()
+def emulate(
+    scenario: Annotated[str, typer.Argument(help="Emulation scenario TOML (scenarios/emu-*).")],
+    duration: Annotated[
+        str | None, typer.Option(help="Wall-clock time to run: seconds or with a unit.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Directory for captures and metrics.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
+    keep_running: Annotated[
+        bool, typer.Option(help="Run the whole duration even when the apps are done.")
+    ] = False,
+    realtime: Annotated[
+        bool, typer.Option(help="Schedule the emulator thread as real-time (SCHED_FIFO).")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Run a scenario's links in real time between network namespaces (needs root).
+
+    Hosts with ``stack = "linux"`` are network namespaces with the kernel's
+    TCP; ``stack = "rtolab"`` hosts run the rtolab engine. The emulator
+    prints how to run any program inside a host while it runs.
+    """
+    import os
+
+    with _user_errors():
+        binary = _emulator_binary()
+        if not Path(scenario).is_file():
+            raise RtolabError(f"scenario: no such file: {scenario}")
+    argv = [binary, "emulate", scenario]
+    if duration is not None:
+        argv += ["--duration", duration]
+    if out is not None:
+        argv += ["--out", str(out)]
+    if seed is not None:
+        argv += ["--seed", str(seed)]
+    if keep_running:
+        argv.append("--keep-running")
+    if not realtime:
+        argv.append("--no-realtime")
+    if as_json:
+        argv.append("--json")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # The emulator replaces this process so that Ctrl-C reaches it directly
+    # and it can remove its namespaces before exiting.
+    os.execv(binary, argv)
+
+
 def main() -> None:
     """Entry point of the ``rtolab`` console script."""
     try:
