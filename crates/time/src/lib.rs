@@ -187,7 +187,12 @@ impl Mul<u64> for SimDuration {
 
 impl fmt::Display for SimTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}s", self.0 / NANOS_PER_SEC, self.0 % NANOS_PER_SEC)
+        write!(
+            f,
+            "{}.{:09}s",
+            self.0 / NANOS_PER_SEC,
+            self.0 % NANOS_PER_SEC
+        )
     }
 }
 
@@ -227,16 +232,16 @@ mod tests {
             SimDuration::from_micros(1200)
         );
         // 1 byte at 3 bit/s = 2.666.. s, rounded up to the next nanosecond.
-        assert_eq!(
-            SimDuration::transmission(1, 3).as_nanos(),
-            2_666_666_667
-        );
+        assert_eq!(SimDuration::transmission(1, 3).as_nanos(), 2_666_666_667);
         assert_eq!(SimDuration::transmission(1, 0), SimDuration::MAX);
     }
 
     #[test]
     fn float_seconds_convert_and_clamp() {
-        assert_eq!(SimDuration::from_secs_f64(0.0015), SimDuration::from_micros(1500));
+        assert_eq!(
+            SimDuration::from_secs_f64(0.0015),
+            SimDuration::from_micros(1500)
+        );
         assert_eq!(SimDuration::from_secs_f64(-1.0), SimDuration::ZERO);
         assert_eq!(SimDuration::from_secs_f64(f64::NAN), SimDuration::ZERO);
         assert_eq!(SimDuration::from_secs_f64(1e30), SimDuration::MAX);
