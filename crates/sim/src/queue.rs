@@ -1,12 +1,19 @@
-//! The future event list: a binary heap keyed by (time, insertion sequence).
+//! The future event list, ordered by (time, insertion sequence).
 //!
 //! Events scheduled for the same instant pop in the order they were pushed,
-//! so a run never depends on heap internals. Cancellation is lazy: a
-//! cancelled event stays in the heap and is skipped when it reaches the top,
-//! which keeps `push`/`pop` at O(log n) with no searching.
+//! so a run never depends on queue internals. Cancellation is lazy: a
+//! cancelled event stays queued and is skipped when it reaches the front.
+//!
+//! Simulated time never runs backwards, so the queue is a radix heap (Ahuja,
+//! Mehlhorn, Orlin and Tarjan, 1990) on the 128-bit key (time, sequence):
+//! an event sits in the bucket numbered by the highest bit in which its key
+//! differs from the last key popped. Pushing is O(1); popping empties the
+//! lowest non-empty bucket into lower ones, and since an event only ever
+//! moves to a lower bucket, each is moved a few times at most. Pushing a key
+//! below the last one popped (which the simulator never does) is still
+//! handled, by re-sorting all pending events into buckets.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::HashSet;
 
 use rtolab_time::SimTime;
 
@@ -20,31 +27,26 @@ struct Entry<E> {
     event: E,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+impl<E> Entry<E> {
+    fn key(&self) -> u128 {
+        u128::from(self.time.as_nanos()) << 64 | u128::from(self.seq)
     }
 }
 
-impl<E> Eq for Entry<E> {}
-
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<E> Ord for Entry<E> {
-    /// Reversed, because `BinaryHeap` pops the greatest element and we want
-    /// the earliest time, then the lowest sequence number.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
-    }
-}
+/// One bucket per bit of the key, plus bucket 0 for the key equal to the
+/// last one popped.
+const BUCKETS: usize = 129;
 
 /// A priority queue of events of type `E` ordered by time, FIFO among ties.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    /// `buckets[b]` holds the entries whose key first differs from `last`
+    /// at bit `b - 1` (counting from the least significant).
+    buckets: Vec<Vec<Entry<E>>>,
+    /// Bit `b` of word `b / 64` is set when `buckets[b]` is not empty.
+    occupied: [u64; 3],
+    /// Key of the entry popped last (or a lower bound of every key).
+    last: u128,
+    len: usize,
     next_seq: u64,
     cancelled: HashSet<u64>,
 }
@@ -55,18 +57,79 @@ impl<E> Default for EventQueue<E> {
     }
 }
 
+fn bucket_of(key: u128, last: u128) -> usize {
+    (u128::BITS - (key ^ last).leading_zeros()) as usize
+}
+
 impl<E> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
         Self::with_capacity(0)
     }
 
-    /// An empty queue with room for `capacity` events before it reallocates.
+    /// An empty queue with room for about `capacity` events before it
+    /// reallocates.
     pub fn with_capacity(capacity: usize) -> Self {
+        let mut buckets: Vec<Vec<Entry<E>>> = (0..BUCKETS).map(|_| Vec::new()).collect();
+        // Most events land in the buckets of the low bits of time.
+        for bucket in &mut buckets[64..96] {
+            bucket.reserve(capacity / 16);
+        }
         EventQueue {
-            heap: BinaryHeap::with_capacity(capacity),
+            buckets,
+            occupied: [0; 3],
+            last: 0,
+            len: 0,
             next_seq: 0,
             cancelled: HashSet::new(),
+        }
+    }
+
+    fn put(&mut self, entry: Entry<E>) {
+        let b = bucket_of(entry.key(), self.last);
+        self.buckets[b].push(entry);
+        self.occupied[b / 64] |= 1 << (b % 64);
+    }
+
+    fn lowest_occupied(&self) -> Option<usize> {
+        self.occupied
+            .iter()
+            .enumerate()
+            .find(|(_, &w)| w != 0)
+            .map(|(i, w)| i * 64 + w.trailing_zeros() as usize)
+    }
+
+    /// Makes bucket 0 hold the earliest entry; false if the queue is empty.
+    fn settle_front(&mut self) -> bool {
+        let Some(b) = self.lowest_occupied() else {
+            return false;
+        };
+        if b == 0 {
+            return true;
+        }
+        let mut moving = std::mem::take(&mut self.buckets[b]);
+        self.occupied[b / 64] &= !(1 << (b % 64));
+        self.last = moving.iter().map(Entry::key).min().unwrap_or(self.last);
+        // Every entry of the bucket shares the bits above `b - 1` with the
+        // new `last`, so each lands in a lower bucket.
+        for entry in moving.drain(..) {
+            self.put(entry);
+        }
+        // Keep the emptied allocation.
+        self.buckets[b] = moving;
+        true
+    }
+
+    /// Re-sorts every entry into buckets relative to a lower `last`.
+    fn rebase(&mut self, last: u128) {
+        self.last = last;
+        self.occupied = [0; 3];
+        let mut all = Vec::with_capacity(self.len);
+        for bucket in &mut self.buckets {
+            all.append(bucket);
+        }
+        for entry in all {
+            self.put(entry);
         }
     }
 
@@ -74,14 +137,25 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, time: SimTime, event: E) -> EventId {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { time, seq, event });
+        let entry = Entry { time, seq, event };
+        if entry.key() < self.last {
+            self.rebase(entry.key());
+        }
+        self.put(entry);
+        self.len += 1;
         EventId(seq)
     }
 
     /// Removes and returns the earliest event that was not cancelled.
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
         loop {
-            let entry = self.heap.pop()?;
+            if !self.settle_front() {
+                return None;
+            }
+            // Keys are unique, so bucket 0 holds exactly one entry.
+            let entry = self.buckets[0].pop()?;
+            self.occupied[0] &= !1;
+            self.len -= 1;
             if !self.cancelled.is_empty() && self.cancelled.remove(&entry.seq) {
                 continue;
             }
@@ -92,10 +166,15 @@ impl<E> EventQueue<E> {
     /// The time of the earliest event that was not cancelled.
     pub fn peek_time(&mut self) -> Option<SimTime> {
         loop {
-            let entry = self.heap.peek()?;
+            if !self.settle_front() {
+                return None;
+            }
+            let entry = self.buckets[0].last()?;
             if !self.cancelled.is_empty() && self.cancelled.contains(&entry.seq) {
                 let seq = entry.seq;
-                self.heap.pop();
+                self.buckets[0].pop();
+                self.occupied[0] &= !1;
+                self.len -= 1;
                 self.cancelled.remove(&seq);
                 continue;
             }
@@ -111,22 +190,22 @@ impl<E> EventQueue<E> {
         }
         self.cancelled.insert(id.0);
         // Ids of events that already fired would otherwise pile up forever;
-        // sweeping only when the set outgrows the heap keeps this amortised O(1).
-        if self.cancelled.len() > 2 * self.heap.len() + 16 {
-            let pending: HashSet<u64> = self.heap.iter().map(|e| e.seq).collect();
+        // sweeping only when the set outgrows the queue keeps this amortised O(1).
+        if self.cancelled.len() > 2 * self.len + 16 {
+            let pending: HashSet<u64> = self.buckets.iter().flatten().map(|e| e.seq).collect();
             self.cancelled.retain(|seq| pending.contains(seq));
         }
     }
 
     /// Number of scheduled events, counting cancelled ones not yet skipped.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.len
     }
 
     /// Whether nothing is scheduled (cancelled events not yet skipped count
     /// as scheduled).
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len == 0
     }
 }
 
@@ -184,5 +263,49 @@ mod tests {
         assert!(q.cancelled.len() <= 16);
         q.cancel(EventId(u64::MAX));
         assert!(q.cancelled.len() <= 16);
+    }
+
+    proptest::proptest! {
+        /// Any mix of pushes (including times before the last pop), pops
+        /// and cancellations pops exactly what a sorted reference does.
+        #[test]
+        fn pops_in_time_then_insertion_order(
+            ops in proptest::collection::vec((0u8..4, 0u64..2_000_000_000), 1..400),
+        ) {
+            let mut q = EventQueue::new();
+            let mut model = std::collections::BTreeMap::new();
+            let mut ids = Vec::new();
+            let mut now = 0u64;
+            for (i, (op, value)) in ops.into_iter().enumerate() {
+                match op {
+                    // Mostly later than the last pop, as in a simulation.
+                    0 | 1 => {
+                        let t = if op == 0 { now + value % 1000 } else { value };
+                        let id = q.push(SimTime::from_nanos(t), i);
+                        model.insert((t, id.0), i);
+                        ids.push(id);
+                    }
+                    2 => {
+                        let expected = model.pop_first().map(|((t, _), e)| (SimTime::from_nanos(t), e));
+                        proptest::prop_assert_eq!(q.peek_time(), expected.map(|(t, _)| t));
+                        proptest::prop_assert_eq!(q.pop(), expected);
+                        if let Some((t, _)) = expected {
+                            now = t.as_nanos();
+                        }
+                    }
+                    _ => {
+                        if let Some(&id) = ids.get(value as usize % ids.len().max(1)) {
+                            q.cancel(id);
+                            model.retain(|&(_, seq), _| seq != id.0);
+                        }
+                    }
+                }
+            }
+            while let Some(expected) = model.pop_first() {
+                let ((t, _), e) = expected;
+                proptest::prop_assert_eq!(q.pop(), Some((SimTime::from_nanos(t), e)));
+            }
+            proptest::prop_assert_eq!(q.pop(), None);
+        }
     }
 }

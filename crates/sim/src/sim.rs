@@ -699,11 +699,25 @@ impl Simulator {
                     .push(at.max(self.now), Event::LinkWakeup { link, generation });
             }
         }
-        self.work.extend(
-            self.link_out
-                .drain(..)
-                .map(|output| Work::Link { link, output }),
-        );
+        // Notices that only feed traces and captures would do nothing
+        // without them; leaving them out of the work list changes nothing
+        // else, as the others keep their order.
+        let tracing = self.tracer.enabled();
+        let ports = &self.links[link as usize].ports;
+        for output in self.link_out.drain(..) {
+            let idle = !tracing
+                && match output {
+                    LinkOutput::Enqueued { .. } => true,
+                    LinkOutput::TxStart { port, .. } => {
+                        let iface = ports[port as usize];
+                        !self.nodes[iface.node.0 as usize].interfaces[iface.index as usize].tapped
+                    }
+                    _ => false,
+                };
+            if !idle {
+                self.work.push_back(Work::Link { link, output });
+            }
+        }
     }
 
     fn handle_link_output(&mut self, link: u32, output: LinkOutput<PacketId>) {

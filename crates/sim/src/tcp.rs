@@ -19,9 +19,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 
 use rand::RngCore;
-use rtolab_tcp::trace::{
-    RetransmitCause, TimerKind, Trace, TraceEvent as EngineTrace, TraceLevel,
-};
+use rtolab_tcp::trace::{RetransmitCause, TimerKind, Trace, TraceEvent as EngineTrace, TraceLevel};
 use rtolab_tcp::{Config, ConnError, ConnId, Connection, ConnectionStats, Event, Stack, State};
 use rtolab_time::SimTime;
 use rtolab_wire::ipv4::Ipv4Repr;
@@ -244,7 +242,40 @@ struct StackSlot {
     addr: Ipv4Addr,
     config: TcpConfigId,
     stack: Stack,
-    flows: BTreeMap<ConnId, FlowId>,
+    flows: ConnFlows,
+}
+
+/// The flow of each of a stack's connections. The engine numbers a stack's
+/// connections in sequence, so a vector indexed by connection is a dense
+/// map, looked up once per engine event.
+#[derive(Default)]
+struct ConnFlows(Vec<Option<FlowId>>);
+
+impl ConnFlows {
+    fn get(&self, conn: &ConnId) -> Option<&FlowId> {
+        self.0.get(conn.0 as usize)?.as_ref()
+    }
+
+    fn insert(&mut self, conn: ConnId, flow: FlowId) {
+        let i = conn.0 as usize;
+        if self.0.len() <= i {
+            self.0.resize(i + 1, None);
+        }
+        self.0[i] = Some(flow);
+    }
+
+    fn remove(&mut self, conn: &ConnId) {
+        if let Some(slot) = self.0.get_mut(conn.0 as usize) {
+            *slot = None;
+        }
+    }
+}
+
+/// A (local, remote) address pair as one integer, the key of
+/// [`HostTcp::tuples`]: cheaper to compare than the addresses.
+fn tuple_key(local: SocketAddrV4, remote: SocketAddrV4) -> u128 {
+    let half = |a: SocketAddrV4| u128::from(u32::from(*a.ip())) << 16 | u128::from(a.port());
+    half(local) << 48 | half(remote)
 }
 
 /// Which stack serves a 4-tuple, and its flow once known.
@@ -267,7 +298,7 @@ pub(crate) struct HostTcp {
     stacks: Vec<StackSlot>,
     /// (local, remote) → stack; the engine's stacks each know only their
     /// own connections, and a host may have several.
-    tuples: BTreeMap<(SocketAddrV4, SocketAddrV4), Tuple>,
+    tuples: BTreeMap<u128, Tuple>,
     listeners: BTreeMap<u16, Listener>,
     /// The instant of the pending timer event, if any.
     pub(crate) timer_at: Option<SimTime>,
@@ -413,7 +444,7 @@ impl TcpLayer {
             addr,
             config,
             stack,
-            flows: BTreeMap::new(),
+            flows: ConnFlows::default(),
         });
         (host.stacks.len() - 1) as u32
     }
@@ -486,7 +517,7 @@ impl TcpLayer {
                 break;
             };
             if host.listeners.contains_key(&local.port())
-                || host.tuples.contains_key(&(local, remote))
+                || host.tuples.contains_key(&tuple_key(local, remote))
                 || local_port.is_some_and(|want| want != local.port())
             {
                 let _ = slot.stack.remove(id);
@@ -511,7 +542,7 @@ impl TcpLayer {
             });
             slot.flows.insert(id, flow);
             host.tuples.insert(
-                (local, remote),
+                tuple_key(local, remote),
                 Tuple {
                     stack: s,
                     flow: Some(flow),
@@ -570,7 +601,7 @@ impl TcpLayer {
         ip: &Ipv4Repr,
         tcp: &TcpRepr,
     ) -> Option<AppId> {
-        let key = (
+        let key = tuple_key(
             SocketAddrV4::new(ip.dst, tcp.dst_port),
             SocketAddrV4::new(ip.src, tcp.src_port),
         );
@@ -579,7 +610,10 @@ impl TcpLayer {
             && !tcp.flags.contains(TcpFlags::RST);
         let host = &self.hosts[node.0 as usize];
         let known = host.tuples.get(&key).copied();
-        let listener = host.listeners.get(&tcp.dst_port).copied();
+        let listener = match known {
+            Some(_) => None,
+            None => host.listeners.get(&tcp.dst_port).copied(),
+        };
         let (s, app) = match (known, listener) {
             (Some(t), _) => (t.stack, t.flow.and_then(|f| self.flows[f.0 as usize].app)),
             (None, Some(l)) if plain_syn => {
@@ -701,7 +735,7 @@ impl TcpLayer {
         });
         slot.flows.insert(conn, flow);
         host.tuples.insert(
-            (local, remote),
+            tuple_key(local, remote),
             Tuple {
                 stack: s as u32,
                 flow: Some(flow),
@@ -727,10 +761,10 @@ impl TcpLayer {
         }
         if host
             .tuples
-            .get(&(f.local, f.remote))
+            .get(&tuple_key(f.local, f.remote))
             .is_some_and(|t| t.flow == Some(flow))
         {
-            host.tuples.remove(&(f.local, f.remote));
+            host.tuples.remove(&tuple_key(f.local, f.remote));
         }
     }
 

@@ -17,9 +17,7 @@ use crate::profile::Config;
 use crate::rto::{
     AckProgress, ConnectionContext, Expiry, RtoPolicy, RttSample, SampleSource, Transmission,
 };
-use crate::trace::{
-    RetransmitCause, SpuriousDetection, TimerKind, Trace, TraceEvent, TraceLevel,
-};
+use crate::trace::{RetransmitCause, SpuriousDetection, TimerKind, Trace, TraceEvent, TraceLevel};
 
 /// The MSS assumed when the peer sends no MSS option (RFC 9293 §3.7.1).
 pub const DEFAULT_MSS: usize = 536;
@@ -276,6 +274,9 @@ pub struct Connection {
     buf_seq: SeqNumber,
     fin_queued: bool,
     sent: VecDeque<Sent>,
+    /// Bytes of the `sent` entries not SACKed: the flight size whenever
+    /// all of them lie below SND.NXT, kept so that need not be summed.
+    unsacked_bytes: usize,
     send_mss: usize,
     peer_wscale: u8,
     dup_acks: u32,
@@ -304,6 +305,8 @@ pub struct Connection {
     /// Out-of-order data by stream offset, with the arrival count of the
     /// segment that last touched it (SACK blocks are listed by recency).
     ooo: BTreeMap<u64, (Vec<u8>, u64)>,
+    /// Emptied `ooo` buffers, reused.
+    ooo_spare: Vec<Vec<u8>>,
     ooo_arrivals: u64,
     ooo_fin: Option<u64>,
     fin_received: bool,
@@ -388,6 +391,7 @@ impl Connection {
             buf_seq: iss + 1u32,
             fin_queued: false,
             sent: VecDeque::new(),
+            unsacked_bytes: 0,
             send_mss: DEFAULT_MSS.min(mss),
             peer_wscale: 0,
             dup_acks: 0,
@@ -406,6 +410,7 @@ impl Connection {
             rcv_offset: 0,
             recv_buf: VecDeque::new(),
             ooo: BTreeMap::new(),
+            ooo_spare: Vec::new(),
             ooo_arrivals: 0,
             ooo_fin: None,
             fin_received: false,
@@ -590,6 +595,11 @@ impl Connection {
         buf[..first].copy_from_slice(&front[..first]);
         buf[first..n].copy_from_slice(&back[..n - first]);
         self.recv_buf.drain(..n);
+        if self.recv_buf.is_empty() {
+            // Start the ring over: the next data lands in memory that was
+            // just used, not wherever the ring's head had moved to.
+            self.recv_buf.clear();
+        }
         if n > 0 && self.state.synchronized() {
             // RFC 9293 §3.8.6.2.2: announce the opened window once it grew
             // by min(buffer/2, MSS), or at all after a zero window.
@@ -777,6 +787,11 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// The events [`Connection::poll_event`] will return, in order.
+    pub(crate) fn queued_events(&self) -> &VecDeque<Event> {
+        &self.events
+    }
+
     // ----- internals: state and traces ----------------------------------
 
     fn trace(&mut self, now: SimTime, event: TraceEvent) {
@@ -823,6 +838,7 @@ impl Connection {
         self.timers.stop_all();
         self.send_buf.clear();
         self.sent.clear();
+        self.unsacked_bytes = 0;
         self.events.push_back(event);
     }
 
@@ -1117,7 +1133,12 @@ impl Connection {
                     // Already held; it still is the most recent report.
                     Some(held) if held.0.len() >= data.len() => held.1 = arrival,
                     _ => {
-                        self.ooo.insert(offset, (data.to_vec(), arrival));
+                        let mut copy = self.ooo_spare.pop().unwrap_or_default();
+                        copy.clear();
+                        copy.extend_from_slice(data);
+                        if let Some((old, _)) = self.ooo.insert(offset, (copy, arrival)) {
+                            self.recycle_ooo(old);
+                        }
                     }
                 }
             } else {
@@ -1202,37 +1223,70 @@ impl Connection {
             if skip < data.len() {
                 let room = self.recv_window();
                 let take = (data.len() - skip).min(room);
-                let chunk = data[skip..skip + take].to_vec();
-                self.deliver(&chunk);
+                self.deliver(&data[skip..skip + take]);
             }
+            self.recycle_ooo(data);
         }
     }
 
-    fn sack_blocks(&self) -> Vec<SackBlock> {
-        let mut blocks = Vec::new();
-        if let Some(d) = self.dsack {
-            blocks.push(d);
+    /// Keeps a few buffers of reassembled data for the next out-of-order
+    /// segments, so loss recovery does not allocate per segment.
+    fn recycle_ooo(&mut self, buf: Vec<u8>) {
+        const SPARE_BUFFERS: usize = 32;
+        if self.ooo_spare.len() < SPARE_BUFFERS {
+            self.ooo_spare.push(buf);
+        }
+    }
+
+    /// The SACK blocks to send, at most `max` (and 4): the DSACK first,
+    /// then the reassembly ranges.
+    fn sack_blocks(&self, max: usize) -> [Option<SackBlock>; 4] {
+        let mut blocks = [None; 4];
+        let mut n = 0;
+        let max = max.min(blocks.len());
+        if let Some(d) = self.dsack.filter(|_| max > 0) {
+            blocks[0] = Some(d);
+            n = 1;
         }
         // Merge reassembly ranges. RFC 2018 §4: the first block holds the
         // segment that triggered the ACK and the others follow from the
         // most recently reported, so a block is repeated in several ACKs
-        // before a full option pushes it out.
-        let mut ranges: Vec<(u64, u64, u64)> = Vec::new();
+        // before a full option pushes it out. Only the most recent ranges
+        // fit, so keep those, newest first (arrival numbers are distinct).
+        let room = max - n;
+        let mut newest = [(0u64, 0u64, 0u64); 4];
+        let mut kept = 0;
+        let mut offer = |range: (u64, u64, u64)| {
+            let at = newest[..kept].partition_point(|r| r.2 > range.2);
+            if at < room {
+                kept = (kept + 1).min(room);
+                newest.copy_within(at..kept - 1, at + 1);
+                newest[at] = range;
+            }
+        };
+        let mut current: Option<(u64, u64, u64)> = None;
         for (&start, (data, arrival)) in &self.ooo {
             let end = start + data.len() as u64;
-            match ranges.last_mut() {
+            match current.as_mut() {
                 Some(last) if start <= last.1 => {
                     last.1 = last.1.max(end);
                     last.2 = last.2.max(*arrival);
                 }
-                _ => ranges.push((start, end, *arrival)),
+                _ => {
+                    if let Some(done) = current.replace((start, end, *arrival)) {
+                        offer(done);
+                    }
+                }
             }
         }
-        ranges.sort_by_key(|r| std::cmp::Reverse(r.2));
-        for &(start, end, _) in &ranges {
+        if let Some(done) = current {
+            offer(done);
+        }
+        for &(start, end, _) in &newest[..kept] {
             let left = self.rcv_nxt + (start - self.rcv_offset) as usize;
             let right = self.rcv_nxt + (end - self.rcv_offset) as usize;
-            blocks.push(SackBlock { left, right });
+            blocks[n] = Some(SackBlock { left, right });
+            n += 1;
         }
         blocks
     }
@@ -1257,12 +1311,20 @@ impl Connection {
     }
 
     fn in_flight(&self) -> usize {
-        self.sent
-            .iter()
-            .take_while(|s| s.seq < self.snd_nxt)
-            .filter(|s| !s.sacked)
-            .map(|s| s.len as usize)
-            .sum()
+        let scan = || {
+            self.sent
+                .iter()
+                .take_while(|s| s.seq < self.snd_nxt)
+                .filter(|s| !s.sacked)
+                .map(|s| s.len as usize)
+                .sum()
+        };
+        // Unless a timeout sent SND.NXT back, everything sent is below it.
+        if self.sent.back().map_or(true, |s| s.seq < self.snd_nxt) {
+            debug_assert_eq!(self.unsacked_bytes, scan());
+            return self.unsacked_bytes;
+        }
+        scan()
     }
 
     fn segments_in_flight(&self) -> usize {
@@ -1318,6 +1380,9 @@ impl Connection {
             }
             for s in self.sent.iter_mut() {
                 if s.seq >= block.left && s.end() <= block.right {
+                    if !s.sacked {
+                        self.unsacked_bytes -= s.len as usize;
+                    }
                     s.sacked = true;
                 }
             }
@@ -1386,12 +1451,18 @@ impl Connection {
         let mut sample_from: Option<Sent> = None;
         while let Some(front) = self.sent.front() {
             if front.end() <= tcp.ack {
+                if !front.sacked {
+                    self.unsacked_bytes -= front.len as usize;
+                }
                 sample_from = self.sent.pop_front();
             } else {
                 if front.seq < tcp.ack {
                     // Partial ACK of a segment: keep the rest.
                     let cut = dist(tcp.ack, front.seq) as u32;
                     if let Some(f) = self.sent.front_mut() {
+                        if !f.sacked {
+                            self.unsacked_bytes -= cut as usize;
+                        }
                         f.offset += u64::from(cut);
                         f.seq = f.seq + cut;
                         f.len -= cut;
@@ -1697,6 +1768,7 @@ impl Connection {
             s.sacked = false;
             s.recovery_rexmit = false;
         }
+        self.unsacked_bytes = self.sent.iter().map(|s| s.len as usize).sum();
         if self.ts_enabled && self.eifel.is_none() {
             // Only the first timeout of a run counts: its retransmission is
             // the one an echoed timestamp can predate.
@@ -1761,6 +1833,9 @@ impl Connection {
     }
 
     /// Options for a segment we send now.
+    // Inlined so the options are built in the caller's segment rather than
+    // copied out of a return slot.
+    #[inline(always)]
     fn options(&self, now: SimTime, syn: bool, pure_ack: bool) -> TcpOptions {
         let p = &self.config.profile;
         let mut o = TcpOptions::default();
@@ -1794,15 +1869,10 @@ impl Connection {
             // Data carries 0; ACKs echo the last data segment's value.
             o.timelost = Some(if pure_ack { self.timelost_echo } else { 0 });
         }
-        if self.sack_enabled {
+        // Without a duplicate or a hole to report there are no SACK blocks.
+        if self.sack_enabled && (self.dsack.is_some() || !self.ooo.is_empty()) {
             let max_blocks = if self.ts_enabled { 3 } else { 4 };
-            for (slot, b) in o
-                .sack_blocks
-                .iter_mut()
-                .zip(self.sack_blocks().into_iter().take(max_blocks))
-            {
-                *slot = Some(b);
-            }
+            o.sack_blocks = self.sack_blocks(max_blocks);
             if self.timelost_enabled && o.sack_block_count() > 2 {
                 o.sack_blocks[2] = None;
             }
@@ -1845,12 +1915,18 @@ impl Connection {
             if unsent == 0 && !fin_pending {
                 return None;
             }
-            let header_opts = self.options(now, false, false).buffer_len();
-            let max_payload = self.send_mss.saturating_sub(header_opts).max(1);
             let flight = self.in_flight();
             let cwnd = self.cc.window() + self.limited_transmit;
             let wnd = cwnd.min(self.snd_wnd);
             let usable = wnd.saturating_sub(flight);
+            // The segment size matters only if some data may go now;
+            // otherwise any positive value gives the same decisions below.
+            let max_payload = if unsent > 0 && usable > 0 {
+                let header_opts = self.options(now, false, false).buffer_len();
+                self.send_mss.saturating_sub(header_opts).max(1)
+            } else {
+                1
+            };
             let mut len = unsent.min(max_payload);
             if len > usable {
                 if flight == 0 && self.snd_wnd == 0 {
@@ -1911,6 +1987,7 @@ impl Connection {
         if entry.len == 0 {
             return None;
         }
+        self.unsacked_bytes += entry.len as usize;
         self.sent.push_back(entry);
         let index = self.sent.len() - 1;
         self.transmit_entry(now, buf, index, None)
@@ -2019,16 +2096,25 @@ impl Connection {
         let data_start = dist(s.seq + usize::from(s.syn), self.buf_seq);
         let data_len = s.data_len();
         let options = self.options(now, s.syn, false);
-        // Copy the payload out so the repr does not borrow the send buffer
-        // while the connection updates its state; the scratch buffer is
-        // reused, so this does not allocate in steady state.
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        scratch.extend(self.send_buf.range(data_start..data_start + data_len));
-        let slice: &[u8] = &scratch;
-        if !slice.is_empty() && data_start + data_len == self.send_buf.len() {
+        let data_end = data_start + data_len;
+        if data_len > 0 && data_end == self.send_buf.len() {
             flags.insert(TcpFlags::PSH);
         }
+        // The payload is read in place where the send buffer holds it in
+        // one run; only a run across the ring's wrap point is copied out,
+        // into a reused scratch buffer.
+        let (front, back) = self.send_buf.as_slices();
+        let slice: &[u8] = if data_end <= front.len() {
+            &front[data_start..data_end]
+        } else if data_start >= front.len() {
+            &back[data_start - front.len()..data_end - front.len()]
+        } else {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(&front[data_start..]);
+            self.scratch
+                .extend_from_slice(&back[..data_end - front.len()]);
+            &self.scratch
+        };
         let repr = TcpRepr {
             src_port: self.local.port(),
             dst_port: self.remote.port(),
@@ -2048,10 +2134,15 @@ impl Connection {
             options,
             payload: slice,
         };
-        let Some(len) = self.emit(buf, &repr) else {
-            self.scratch = scratch;
-            return None;
-        };
+        let emitted = emit_datagram(
+            buf,
+            &mut self.ip_ident,
+            &mut self.stats,
+            (self.local, self.remote, self.config.profile.ttl),
+            &repr,
+        );
+        let ack_out = AckOut::of(&repr);
+        let len = emitted?;
         // Book-keeping after a successful emit.
         let is_retransmission = cause.is_some();
         let entry = &mut self.sent[index];
@@ -2089,9 +2180,8 @@ impl Connection {
             self.arm_retransmit(now);
         }
         if flags.contains(TcpFlags::ACK) {
-            self.ack_sent(now, &repr);
+            self.ack_sent(now, ack_out);
         }
-        self.scratch = scratch;
         Some(len)
     }
 
@@ -2141,22 +2231,19 @@ impl Connection {
                 self.trace(now, TraceEvent::DelayedAckFired);
             }
         }
-        self.ack_sent(now, &repr);
+        self.ack_sent(now, AckOut::of(&repr));
         Some(len)
     }
 
-    fn ack_sent(&mut self, now: SimTime, repr: &TcpRepr) {
+    fn ack_sent(&mut self, now: SimTime, repr: AckOut) {
         let key = (repr.seq, repr.ack, repr.window);
         if self.last_ack_sent.map_or(true, |(_, a, _)| a != repr.ack) {
             self.dup_acks_sent = 0;
         }
-        if !repr.payload.is_empty()
-            || repr.flags.contains(TcpFlags::SYN)
-            || repr.flags.contains(TcpFlags::FIN)
-        {
+        if repr.segment_len > 0 {
             // Only bare ACKs count towards duplicate detection.
             self.last_ack_sent = Some((
-                SeqNumber(repr.seq.0.wrapping_add(repr.segment_len() as u32)),
+                SeqNumber(repr.seq.0.wrapping_add(repr.segment_len as u32)),
                 repr.ack,
                 repr.window,
             ));
@@ -2172,22 +2259,58 @@ impl Connection {
     }
 
     fn emit(&mut self, buf: &mut Vec<u8>, repr: &TcpRepr) -> Option<usize> {
-        self.ip_ident = self.ip_ident.wrapping_add(1);
-        let ip = Ipv4Repr {
-            src: *self.local.ip(),
-            dst: *self.remote.ip(),
-            protocol: protocol::TCP,
-            ttl: self.config.profile.ttl,
-            ident: self.ip_ident,
-            dont_fragment: true,
-            tos: 0,
-            payload_len: repr.buffer_len(),
-        };
-        // Our own options always fit (at most 40 bytes by construction), so
-        // an error here is a bug; it is reported by sending nothing.
-        let len = emit_tcp(buf, &ip, repr).ok()?;
-        self.stats.segments_sent += 1;
-        Some(len)
+        let path = (self.local, self.remote, self.config.profile.ttl);
+        emit_datagram(buf, &mut self.ip_ident, &mut self.stats, path, repr)
+    }
+}
+
+/// Writes `repr` into `buf` as an IPv4 datagram of `path` (local and
+/// remote address, TTL), with the next IP ident; counts it as sent. A free
+/// function so the payload may borrow the connection's send buffer.
+fn emit_datagram(
+    buf: &mut Vec<u8>,
+    ip_ident: &mut u16,
+    stats: &mut ConnectionStats,
+    path: (SocketAddrV4, SocketAddrV4, u8),
+    repr: &TcpRepr,
+) -> Option<usize> {
+    let (local, remote, ttl) = path;
+    *ip_ident = ip_ident.wrapping_add(1);
+    let ip = Ipv4Repr {
+        src: *local.ip(),
+        dst: *remote.ip(),
+        protocol: protocol::TCP,
+        ttl,
+        ident: *ip_ident,
+        dont_fragment: true,
+        tos: 0,
+        payload_len: repr.buffer_len(),
+    };
+    // Our own options always fit (at most 40 bytes by construction), so
+    // an error here is a bug; it is reported by sending nothing.
+    let len = emit_tcp(buf, &ip, repr).ok()?;
+    stats.segments_sent += 1;
+    Some(len)
+}
+
+/// What the ACK bookkeeping needs of a segment that carried an ACK.
+#[derive(Clone, Copy, Debug)]
+struct AckOut {
+    seq: SeqNumber,
+    ack: SeqNumber,
+    window: u16,
+    /// Sequence space it occupies (payload, SYN, FIN).
+    segment_len: usize,
+}
+
+impl AckOut {
+    fn of(repr: &TcpRepr) -> AckOut {
+        AckOut {
+            seq: repr.seq,
+            ack: repr.ack,
+            window: repr.window,
+            segment_len: repr.segment_len(),
+        }
     }
 }
 

@@ -10,8 +10,7 @@
 //! (handed a segment, a timeout or an application call) and polls only
 //! those, and it keeps their deadlines in a heap.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 
@@ -36,10 +35,6 @@ pub const EPHEMERAL_START: u16 = 49152;
 #[derive(Debug)]
 struct Slot {
     conn: Connection,
-    /// Time of this connection's earliest entry in [`Stack::deadlines`]:
-    /// never later than its deadline while it is not on
-    /// [`Touched::timer_dirty`].
-    registered: Option<SimTime>,
     /// Listed on [`Touched::may_send`].
     may_send: bool,
     /// Listed on [`Touched::may_report`].
@@ -52,7 +47,6 @@ impl Slot {
     fn new(conn: Connection) -> Slot {
         Slot {
             conn,
-            registered: None,
             may_send: false,
             may_report: false,
             timer_dirty: false,
@@ -76,6 +70,177 @@ struct Touched {
     /// The top of [`Stack::deadlines`] is every connection's earliest
     /// deadline.
     settled: bool,
+}
+
+/// Connections by id. Ids are handed out in sequence, so a ring of slots
+/// indexed from the oldest live id is a dense map with O(1) lookups.
+#[derive(Debug, Default)]
+struct Slots {
+    /// `ring[i]` holds connection `base + i`, if it is still there.
+    ring: VecDeque<Option<Box<Slot>>>,
+    base: u32,
+}
+
+impl Slots {
+    fn index(&self, id: ConnId) -> Option<usize> {
+        id.0.checked_sub(self.base).map(|i| i as usize)
+    }
+
+    fn get(&self, id: &ConnId) -> Option<&Slot> {
+        self.ring.get(self.index(*id)?)?.as_deref()
+    }
+
+    fn get_mut(&mut self, id: &ConnId) -> Option<&mut Slot> {
+        let i = self.index(*id)?;
+        self.ring.get_mut(i)?.as_deref_mut()
+    }
+
+    /// Stores connection `id`, which must be newer than every other.
+    fn insert(&mut self, id: ConnId, slot: Slot) -> &mut Slot {
+        if self.ring.is_empty() {
+            self.base = id.0;
+        }
+        let i = (id.0 - self.base) as usize;
+        while self.ring.len() <= i {
+            self.ring.push_back(None);
+        }
+        self.ring[i].insert(Box::new(slot))
+    }
+
+    fn remove(&mut self, id: &ConnId) -> Option<Slot> {
+        let i = self.index(*id)?;
+        let slot = self.ring.get_mut(i)?.take()?;
+        while let Some(None) = self.ring.front() {
+            self.ring.pop_front();
+            self.base += 1;
+        }
+        Some(*slot)
+    }
+
+    /// Live connections in id order.
+    fn iter(&self) -> impl Iterator<Item = (ConnId, &Slot)> {
+        let base = self.base;
+        self.ring
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, s)| Some((ConnId(base + i as u32), s.as_deref()?)))
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut Slot> {
+        self.ring.iter_mut().filter_map(|s| s.as_deref_mut())
+    }
+}
+
+/// Each connection's deadline, in a binary min-heap that knows where
+/// every connection sits, so a deadline that moves is re-sorted in place.
+#[derive(Debug, Default)]
+struct Deadlines {
+    heap: Vec<(SimTime, ConnId)>,
+    /// `at[id]`: index of connection `id` in `heap`, or [`Deadlines::NONE`].
+    /// Connection ids are handed out in sequence, so this stays dense.
+    at: Vec<u32>,
+    /// Scratch list of heap indices for [`Deadlines::due`].
+    walk: Vec<usize>,
+}
+
+impl Deadlines {
+    const NONE: u32 = u32::MAX;
+
+    fn earliest(&self) -> Option<SimTime> {
+        self.heap.first().map(|&(t, _)| t)
+    }
+
+    /// Sets (or with `None` clears) the deadline of connection `id`.
+    fn set(&mut self, id: ConnId, deadline: Option<SimTime>) {
+        let index = id.0 as usize;
+        if self.at.len() <= index {
+            self.at.resize(index + 1, Self::NONE);
+        }
+        let i = self.at[index];
+        match (i, deadline) {
+            (Self::NONE, None) => {}
+            (Self::NONE, Some(t)) => {
+                self.heap.push((t, id));
+                self.at[index] = (self.heap.len() - 1) as u32;
+                self.sift_up(self.heap.len() - 1);
+            }
+            (i, Some(t)) => {
+                let i = i as usize;
+                let old = self.heap[i].0;
+                self.heap[i].0 = t;
+                if t < old {
+                    self.sift_up(i);
+                } else {
+                    self.sift_down(i);
+                }
+            }
+            (i, None) => {
+                let i = i as usize;
+                self.at[index] = Self::NONE;
+                let last = self.heap.len() - 1;
+                if i != last {
+                    self.heap.swap(i, last);
+                    self.at[self.heap[i].1 .0 as usize] = i as u32;
+                }
+                self.heap.pop();
+                if i < self.heap.len() {
+                    self.sift_down(i);
+                    self.sift_up(i);
+                }
+            }
+        }
+    }
+
+    /// Adds every connection whose deadline is at or before `now` to `due`.
+    fn due(&mut self, now: SimTime, due: &mut Vec<ConnId>) {
+        // Children are never earlier than their parent: descend only into
+        // due nodes.
+        self.walk.clear();
+        if self.heap.first().is_some_and(|&(t, _)| t <= now) {
+            self.walk.push(0);
+        }
+        while let Some(i) = self.walk.pop() {
+            due.push(self.heap[i].1);
+            for child in [2 * i + 1, 2 * i + 2] {
+                if self.heap.get(child).is_some_and(|&(t, _)| t <= now) {
+                    self.walk.push(child);
+                }
+            }
+        }
+    }
+
+    fn swap(&mut self, i: usize, j: usize) {
+        self.heap.swap(i, j);
+        self.at[self.heap[i].1 .0 as usize] = i as u32;
+        self.at[self.heap[j].1 .0 as usize] = j as u32;
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.heap[i] >= self.heap[parent] {
+                break;
+            }
+            self.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        loop {
+            let mut least = i;
+            for child in [2 * i + 1, 2 * i + 2] {
+                if child < self.heap.len() && self.heap[child] < self.heap[least] {
+                    least = child;
+                }
+            }
+            if least == i {
+                break;
+            }
+            self.swap(i, least);
+            i = least;
+        }
+    }
 }
 
 /// Adds `id` to a list sorted by id.
@@ -121,25 +286,36 @@ pub struct Stack {
     counter: u64,
     next_id: u32,
     next_port: u16,
-    conns: BTreeMap<ConnId, Slot>,
-    tuples: BTreeMap<(SocketAddrV4, SocketAddrV4), ConnId>,
+    conns: Slots,
+    /// Connection by (local, remote) address, keyed by [`tuple_key`].
+    tuples: BTreeMap<u128, ConnId>,
     listeners: BTreeMap<u16, VecDeque<ConnId>>,
     passive: BTreeMap<ConnId, u16>,
     resets: VecDeque<Vec<u8>>,
     /// Buffers of sent resets, reused for the next ones.
     spare: Vec<Vec<u8>>,
+    /// Events moved out of their connections (see [`Stack::remove`]),
+    /// handed out before any others.
     events: VecDeque<(ConnId, Event)>,
+    /// This round's events still queued in their connections: which
+    /// connection, and how many of its events, in the order handed out.
+    draining: VecDeque<(ConnId, usize)>,
     closed: BTreeSet<ConnId>,
     cursor: u32,
     ttl: u8,
     touched: Touched,
-    /// Deadlines by connection, updated lazily: an entry later found to be
-    /// early (the deadline moved on) is replaced when it reaches the top,
-    /// and one of a removed connection is dropped then.
-    deadlines: BinaryHeap<Reverse<(SimTime, ConnId)>>,
+    /// Deadlines of the connections, up to date for all but the touched
+    /// ones.
+    deadlines: Deadlines,
     /// Scratch list of connections whose timers are due.
     due: Vec<ConnId>,
     trace_level: TraceLevel,
+}
+
+/// A 4-tuple as one integer: cheaper to compare than the addresses.
+fn tuple_key(local: SocketAddrV4, remote: SocketAddrV4) -> u128 {
+    let half = |a: SocketAddrV4| u128::from(u32::from(*a.ip())) << 16 | u128::from(a.port());
+    half(local) << 48 | half(remote)
 }
 
 /// SplitMix64: a small, well-mixed hash for ISNs and per-connection seeds.
@@ -162,13 +338,14 @@ impl Stack {
             counter: 0,
             next_id: 0,
             next_port: EPHEMERAL_START,
-            conns: BTreeMap::new(),
+            conns: Slots::default(),
             tuples: BTreeMap::new(),
             listeners: BTreeMap::new(),
             passive: BTreeMap::new(),
             resets: VecDeque::new(),
             spare: Vec::new(),
             events: VecDeque::new(),
+            draining: VecDeque::new(),
             closed: BTreeSet::new(),
             cursor: 0,
             ttl,
@@ -178,7 +355,7 @@ impl Stack {
                 timer_dirty: Vec::new(),
                 settled: true,
             },
-            deadlines: BinaryHeap::new(),
+            deadlines: Deadlines::default(),
             due: Vec::new(),
             trace_level: TraceLevel::All,
         }
@@ -198,45 +375,21 @@ impl Stack {
         conn.set_trace_level(self.trace_level);
         let id = ConnId(self.next_id);
         self.next_id += 1;
-        self.tuples.insert((conn.local(), conn.remote()), id);
-        let slot = self.conns.entry(id).or_insert(Slot::new(conn));
+        self.tuples
+            .insert(tuple_key(conn.local(), conn.remote()), id);
+        let slot = self.conns.insert(id, Slot::new(conn));
         self.touched.touch(id, slot);
         id
     }
 
-    /// Brings `deadlines` up to date with the touched connections, then
-    /// makes its top exact.
+    /// Brings `deadlines` up to date with the touched connections.
     fn sync_timers(&mut self) {
         for id in self.touched.timer_dirty.drain(..) {
-            let Some(slot) = self.conns.get_mut(&id) else {
-                continue;
-            };
-            slot.timer_dirty = false;
-            if let Some(at) = slot.conn.poll_timeout() {
-                // A later deadline keeps the earlier entry, which is fixed
-                // once it reaches the top.
-                if slot.registered.map_or(true, |r| at < r) {
-                    self.deadlines.push(Reverse((at, id)));
-                    slot.registered = Some(at);
-                }
-            }
-        }
-        while let Some(&Reverse((at, id))) = self.deadlines.peek() {
-            let slot = self.conns.get_mut(&id);
-            let Some(slot) = slot.filter(|s| s.registered == Some(at)) else {
-                // Removed connection, or a superseded entry.
-                self.deadlines.pop();
-                continue;
-            };
-            let actual = slot.conn.poll_timeout();
-            if actual == Some(at) {
-                break;
-            }
-            self.deadlines.pop();
-            slot.registered = actual;
-            if let Some(actual) = actual {
-                self.deadlines.push(Reverse((actual, id)));
-            }
+            let deadline = self.conns.get_mut(&id).and_then(|slot| {
+                slot.timer_dirty = false;
+                slot.conn.poll_timeout()
+            });
+            self.deadlines.set(id, deadline);
         }
         self.touched.settled = true;
     }
@@ -270,7 +423,7 @@ impl Stack {
         let mut port = self.next_port;
         while self
             .tuples
-            .contains_key(&(SocketAddrV4::new(self.addr, port), remote))
+            .contains_key(&tuple_key(SocketAddrV4::new(self.addr, port), remote))
             || self.listeners.contains_key(&port)
         {
             port = port.checked_add(1).unwrap_or(EPHEMERAL_START);
@@ -303,10 +456,14 @@ impl Stack {
 
     /// Forgets a connection (normally once it is closed), returning it.
     pub fn remove(&mut self, id: ConnId) -> Option<Connection> {
+        if self.draining.iter().any(|&(d, _)| d == id) {
+            // Its events of this round are still due.
+            self.detach_events();
+        }
         let slot = self.conns.remove(&id)?;
         let conn = slot.conn;
-        if self.tuples.get(&(conn.local(), conn.remote())) == Some(&id) {
-            self.tuples.remove(&(conn.local(), conn.remote()));
+        if self.tuples.get(&tuple_key(conn.local(), conn.remote())) == Some(&id) {
+            self.tuples.remove(&tuple_key(conn.local(), conn.remote()));
         }
         self.passive.remove(&id);
         if slot.may_send {
@@ -315,13 +472,14 @@ impl Stack {
         if slot.may_report {
             self.touched.may_report.retain(|&x| x != id);
         }
+        self.deadlines.set(id, None);
         self.sync_timers();
         Some(conn)
     }
 
     /// Ids of all connections, in creation order.
     pub fn conn_ids(&self) -> Vec<ConnId> {
-        self.conns.keys().copied().collect()
+        self.conns.iter().map(|(id, _)| id).collect()
     }
 
     /// Parses a whole IPv4 datagram and processes it if it is TCP for this
@@ -340,7 +498,7 @@ impl Stack {
     pub fn handle_segment(&mut self, now: SimTime, ip: &Ipv4Repr, tcp: &TcpRepr) {
         let local = SocketAddrV4::new(ip.dst, tcp.dst_port);
         let remote = SocketAddrV4::new(ip.src, tcp.src_port);
-        if let Some(id) = self.tuples.get(&(local, remote)).copied() {
+        if let Some(id) = self.tuples.get(&tuple_key(local, remote)).copied() {
             if let Some(slot) = self.conns.get_mut(&id) {
                 if slot.conn.state() != State::Closed {
                     slot.conn.handle_segment(now, ip, tcp);
@@ -392,25 +550,7 @@ impl Stack {
     pub fn handle_timeout(&mut self, now: SimTime) {
         self.sync_timers();
         let mut due = std::mem::take(&mut self.due);
-        while let Some(&Reverse((at, id))) = self.deadlines.peek() {
-            if at > now {
-                break;
-            }
-            self.deadlines.pop();
-            let slot = self.conns.get_mut(&id);
-            let Some(slot) = slot.filter(|s| s.registered == Some(at)) else {
-                continue;
-            };
-            slot.registered = None;
-            match slot.conn.poll_timeout() {
-                Some(t) if t <= now => due.push(id),
-                Some(t) => {
-                    slot.registered = Some(t);
-                    self.deadlines.push(Reverse((t, id)));
-                }
-                None => {}
-            }
-        }
+        self.deadlines.due(now, &mut due);
         // In connection order, as a scan of all connections would.
         due.sort_unstable();
         for &id in &due {
@@ -464,49 +604,166 @@ impl Stack {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<SimTime> {
         if self.touched.settled {
-            return self.deadlines.peek().map(|&Reverse((at, _))| at);
+            return self.deadlines.earliest();
         }
         // Touched since the heap was brought up to date: ask them all.
         self.conns
-            .values()
-            .filter_map(|s| s.conn.poll_timeout())
+            .iter()
+            .filter_map(|(_, s)| s.conn.poll_timeout())
             .min()
     }
 
     /// The next event of any connection.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<(ConnId, Event)> {
-        if self.events.is_empty() {
-            // In id order, as a scan of all connections would; untouched
-            // connections have no events.
-            let mut ids = std::mem::take(&mut self.touched.may_report);
-            for &id in &ids {
-                let Some(slot) = self.conns.get_mut(&id) else {
-                    continue;
-                };
-                slot.may_report = false;
-                let conn = &mut slot.conn;
-                while let Some(event) = conn.poll_event() {
-                    if event == Event::Connected {
-                        if let Some(port) = self.passive.get(&id) {
+        loop {
+            if let Some(event) = self.events.pop_front() {
+                return Some(event);
+            }
+            if self.draining.is_empty() {
+                self.collect_events();
+            }
+            let (id, left) = self.draining.front_mut()?;
+            let id = *id;
+            *left -= 1;
+            if *left == 0 {
+                self.draining.pop_front();
+            }
+            if let Some(event) = self.conns.get_mut(&id).and_then(|s| s.conn.poll_event()) {
+                return Some((id, event));
+            }
+        }
+    }
+
+    /// Starts a round of events: notes how many each touched connection has
+    /// queued (they are handed out from the connections themselves, in id
+    /// order, as a scan of all connections would; untouched ones have none),
+    /// queues accepted connections on their listeners, and frees the
+    /// 4-tuples of closed connections.
+    fn collect_events(&mut self) {
+        let mut ids = std::mem::take(&mut self.touched.may_report);
+        for &id in &ids {
+            let Some(slot) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            slot.may_report = false;
+            let conn = &slot.conn;
+            let queued = conn.queued_events();
+            if !queued.is_empty() {
+                if let Some(port) = self.passive.get(&id) {
+                    for event in queued {
+                        if *event == Event::Connected {
                             if let Some(queue) = self.listeners.get_mut(port) {
                                 queue.push_back(id);
                             }
                         }
                     }
-                    self.events.push_back((id, event));
                 }
-                if conn.is_closed() && self.closed.insert(id) {
-                    // A closed connection no longer owns its 4-tuple.
-                    if self.tuples.get(&(conn.local(), conn.remote())) == Some(&id) {
-                        self.tuples.remove(&(conn.local(), conn.remote()));
+                self.draining.push_back((id, queued.len()));
+            }
+            if conn.is_closed() && self.closed.insert(id) {
+                // A closed connection no longer owns its 4-tuple.
+                if self.tuples.get(&tuple_key(conn.local(), conn.remote())) == Some(&id) {
+                    self.tuples.remove(&tuple_key(conn.local(), conn.remote()));
+                }
+            }
+        }
+        // Keep the list's allocation.
+        ids.clear();
+        self.touched.may_report = ids;
+    }
+
+    /// Moves the rest of this round's events out of their connections, for
+    /// when one of them is about to be removed.
+    fn detach_events(&mut self) {
+        for (id, left) in self.draining.drain(..) {
+            if let Some(slot) = self.conns.get_mut(&id) {
+                for _ in 0..left {
+                    if let Some(event) = slot.conn.poll_event() {
+                        self.events.push_back((id, event));
                     }
                 }
             }
-            // Keep the list's allocation.
-            ids.clear();
-            self.touched.may_report = ids;
         }
-        self.events.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::TraceEvent;
+    use crate::Profile;
+
+    const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+    fn stack() -> Stack {
+        Stack::new(Arc::new(Config::from_profile(Profile::linux())), HOST, 7)
+    }
+
+    /// Collects output and events, as a driver does after each call.
+    fn drive(s: &mut Stack, now: SimTime) -> Vec<(ConnId, Event)> {
+        let mut buf = Vec::new();
+        while s.poll_transmit(now, &mut buf).is_some() {}
+        std::iter::from_fn(|| s.poll_event()).collect()
+    }
+
+    /// The earliest deadline found by asking every connection.
+    fn earliest(s: &Stack) -> Option<SimTime> {
+        let ids = s.conn_ids();
+        ids.iter()
+            .filter_map(|&id| s.conn(id)?.poll_timeout())
+            .min()
+    }
+
+    #[test]
+    fn deadline_is_the_earliest_of_all_connections_as_they_change() {
+        let mut s = stack();
+        for i in 0..24u16 {
+            let now = SimTime::from_millis(u64::from(i) * 37);
+            s.connect(now, SocketAddrV4::new(PEER, 1000 + i));
+            drive(&mut s, now);
+            assert_eq!(s.poll_timeout(), earliest(&s));
+        }
+        // Unanswered SYNs back off, some connections are aborted and some
+        // removed: the deadline keeps matching a scan of all of them.
+        let mut step = 0;
+        while let Some(now) = s.poll_timeout() {
+            s.handle_timeout(now);
+            step += 1;
+            let ids = s.conn_ids();
+            if step % 5 == 0 {
+                if let Some(c) = s.conn_mut(ids[step % ids.len()]) {
+                    c.abort(now);
+                }
+            }
+            if step % 7 == 0 {
+                s.remove(ids[(step * 3) % ids.len()]);
+            }
+            drive(&mut s, now);
+            assert_eq!(s.poll_timeout(), earliest(&s), "step {step}");
+        }
+        assert!(step > 24, "timers fired {step} times");
+        assert_eq!(earliest(&s), None);
+    }
+
+    #[test]
+    fn events_of_a_connection_removed_mid_round_are_still_handed_out() {
+        let mut s = stack();
+        let a = s.connect(SimTime::ZERO, SocketAddrV4::new(PEER, 80));
+        let b = s.connect(SimTime::ZERO, SocketAddrV4::new(PEER, 81));
+        let mut buf = Vec::new();
+        while s.poll_transmit(SimTime::ZERO, &mut buf).is_some() {}
+        let first = s.poll_event();
+        assert!(matches!(first, Some((id, _)) if id == a));
+        assert!(s.remove(a).is_some());
+        let rest: Vec<_> = std::iter::from_fn(|| s.poll_event()).collect();
+        let owners: Vec<ConnId> = rest.iter().map(|(id, _)| *id).collect();
+        // a's state change and armed timer, then b's.
+        assert_eq!(owners, [a, b, b], "{rest:?}");
+        assert!(matches!(
+            rest[0].1,
+            Event::Trace(t) if matches!(t.event, TraceEvent::RtoArmed { .. })
+        ));
     }
 }

@@ -38,6 +38,9 @@ struct Direction<P> {
     busy_until: SimTime,
     /// Frames on the wire, in arrival order (the delay is constant).
     in_flight: VecDeque<(SimTime, Frame<P>)>,
+    /// The last frame length sent and its serialisation time: a direction
+    /// mostly carries one size, and the time takes a 128-bit division.
+    last_tx: (u32, SimDuration),
     stats: DirectionStats,
 }
 
@@ -47,6 +50,7 @@ impl<P> Direction<P> {
             queue: VecDeque::new(),
             busy_until: SimTime::ZERO,
             in_flight: VecDeque::new(),
+            last_tx: (u32::MAX, SimDuration::ZERO),
             stats: DirectionStats::default(),
         }
     }
@@ -158,7 +162,14 @@ impl<P: Copy> P2pLink<P> {
         let Some(frame) = dir.queue.pop_front() else {
             return;
         };
-        let tx = SimDuration::transmission(u64::from(frame.len), self.config.rate_bps);
+        let tx = match dir.last_tx {
+            (len, tx) if len == frame.len => tx,
+            _ => {
+                let tx = SimDuration::transmission(u64::from(frame.len), self.config.rate_bps);
+                dir.last_tx = (frame.len, tx);
+                tx
+            }
+        };
         dir.busy_until = at + tx;
         dir.in_flight
             .push_back((dir.busy_until + self.config.delay, frame));
