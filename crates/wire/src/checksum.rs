@@ -8,11 +8,23 @@ use std::net::Ipv4Addr;
 
 /// One's-complement sum of `data` as big-endian 16-bit words (an odd final
 /// byte is padded with zero), folded to 16 bits.
+///
+/// Eight bytes are added per step, as two 32-bit halves: one's-complement
+/// addition is associative, so summing wider words and folding the carries
+/// at the end gives the same 16-bit result (RFC 1071 §2(B)), and this is on
+/// every packet's path.
 pub fn sum(data: &[u8]) -> u32 {
-    // A u64 accumulator cannot overflow for any slice that fits in memory
-    // (2^48 words of at most 0xFFFF each), so folding waits until the end.
+    // Each step adds less than 2^33, so a u64 cannot overflow below 2^31
+    // steps (16 GiB), far beyond any datagram.
     let mut acc: u64 = 0;
-    let mut words = data.chunks_exact(2);
+    let mut chunks = data.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let word = u64::from_be_bytes(bytes);
+        acc += (word >> 32) + (word & 0xFFFF_FFFF);
+    }
+    let mut words = chunks.remainder().chunks_exact(2);
     for word in &mut words {
         acc += u64::from(u16::from_be_bytes([word[0], word[1]]));
     }
@@ -70,6 +82,31 @@ mod tests {
         let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
         assert_eq!(sum(&data), 0xddf2);
         assert_eq!(internet(&data), !0xddf2);
+    }
+
+    /// The plain RFC 1071 loop over 16-bit words, to check the wide one.
+    fn sum_by_words(data: &[u8]) -> u32 {
+        let mut acc: u64 = 0;
+        for word in data.chunks(2) {
+            let high = u64::from(word[0]) << 8;
+            acc += high + word.get(1).map_or(0, |&low| u64::from(low));
+        }
+        fold64(acc)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn wide_sum_equals_the_word_by_word_sum(data in proptest::collection::vec(proptest::num::u8::ANY, 0..2000)) {
+            proptest::prop_assert_eq!(sum(&data), sum_by_words(&data));
+        }
+    }
+
+    #[test]
+    fn wide_sum_handles_carries_and_every_tail_length() {
+        for len in 0..64 {
+            let ones = vec![0xFF; len];
+            assert_eq!(sum(&ones), sum_by_words(&ones), "len {len}");
+        }
     }
 
     #[test]
