@@ -20,11 +20,12 @@
 //! A retransmission backs off from the lost packet's own estimate, not from
 //! the RTO of whatever was sent last.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
+use super::planned::{back_off, PlannedRtos};
 use super::{
     AckProgress, ConnectionContext, Expiry, RtoEstimate, RtoFactory, RtoPolicy, RttSample,
     Transmission,
@@ -191,10 +192,6 @@ impl RtoFactory for BridgeRtoConfig {
     }
 }
 
-/// Largest number of per-segment estimates kept; more outstanding segments
-/// than this fall back to an estimate made when the timer is armed.
-const MAX_PLANNED: usize = 4096;
-
 /// Per-connection state of Algorithm 1.
 #[derive(Clone, Debug)]
 pub struct BridgeRto {
@@ -202,11 +199,8 @@ pub struct BridgeRto {
     mss: usize,
     /// Recent ratios of measured to theoretical RTT, newest last.
     ratios: VecDeque<f64>,
-    /// The estimate each outstanding segment got before it was first sent,
-    /// by stream offset.
-    planned: BTreeMap<u64, SimDuration>,
-    /// Consecutive expiries without progress.
-    backoff: u32,
+    /// The estimate each outstanding segment got before it was first sent.
+    planned: PlannedRtos,
 }
 
 impl BridgeRto {
@@ -216,8 +210,7 @@ impl BridgeRto {
             config,
             mss: ctx.mss,
             ratios: VecDeque::new(),
-            planned: BTreeMap::new(),
-            backoff: 0,
+            planned: PlannedRtos::default(),
         }
     }
 
@@ -262,14 +255,10 @@ impl RtoPolicy for BridgeRto {
     }
 
     fn on_transmit(&mut self, _now: SimTime, tx: &Transmission) {
-        if tx.retransmission && self.planned.contains_key(&tx.offset) {
-            return;
+        if self.planned.needs_plan(tx) {
+            let rto = self.plan(tx);
+            self.planned.record(tx.offset, rto);
         }
-        if self.planned.len() >= MAX_PLANNED {
-            self.planned.pop_first();
-        }
-        let rto = self.plan(tx);
-        self.planned.insert(tx.offset, rto);
     }
 
     fn on_rtt_sample(&mut self, _now: SimTime, sample: &RttSample) {
@@ -291,23 +280,19 @@ impl RtoPolicy for BridgeRto {
     }
 
     fn on_ack(&mut self, _now: SimTime, ack: &AckProgress) {
-        self.planned = self.planned.split_off(&ack.acked_to);
-        self.backoff = 0;
+        self.planned.on_ack(ack);
     }
 
     fn on_expiry(&mut self, _now: SimTime, expiry: &Expiry) {
-        self.backoff = expiry.consecutive;
+        self.planned.on_expiry(expiry);
     }
 
     fn timeout_for(&mut self, _now: SimTime, oldest: &Transmission) -> SimDuration {
         let base = self
             .planned
-            .get(&oldest.offset)
-            .copied()
+            .get(oldest.offset)
             .unwrap_or_else(|| self.plan(oldest));
-        // Binary exponential backoff from the lost segment's own estimate.
-        let backed_off = base.saturating_mul(1u64 << oldest.retransmit_count.min(32));
-        backed_off.min(self.config.max.max(base))
+        back_off(base, oldest, self.config.max)
     }
 
     fn estimate(&self) -> RtoEstimate {
@@ -315,7 +300,7 @@ impl RtoPolicy for BridgeRto {
             srtt: None,
             rttvar: None,
             rto: self.rto_for(self.mss, false),
-            backoff: self.backoff,
+            backoff: self.planned.backoff(),
         }
     }
 }

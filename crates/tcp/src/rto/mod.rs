@@ -28,6 +28,7 @@ use crate::clock::Granularity;
 pub mod bridge;
 pub mod lwip;
 pub mod per_byte;
+pub mod planned;
 pub mod rfc6298;
 pub mod uip;
 

@@ -14,12 +14,11 @@
 //! estimate is made before it is first sent and a retransmission backs off
 //! from that segment's own estimate.
 
-use std::collections::BTreeMap;
-
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
 use super::bridge::round_up;
+use super::planned::{back_off, PlannedRtos};
 use super::{
     AckProgress, ConnectionContext, Expiry, RtoEstimate, RtoFactory, RtoPolicy, RttSample,
     Transmission,
@@ -129,17 +128,14 @@ impl Fit {
     }
 }
 
-/// Largest number of per-segment estimates kept.
-const MAX_PLANNED: usize = 4096;
-
 /// Per-connection state of the learned per-byte policy.
 #[derive(Clone, Debug)]
 pub struct PerByteRto {
     config: PerByteRtoConfig,
     mss: usize,
     fit: Fit,
-    planned: BTreeMap<u64, SimDuration>,
-    backoff: u32,
+    /// The estimate each outstanding segment got before it was first sent.
+    planned: PlannedRtos,
 }
 
 impl PerByteRto {
@@ -149,8 +145,7 @@ impl PerByteRto {
             config,
             mss: ctx.mss,
             fit: Fit::default(),
-            planned: BTreeMap::new(),
-            backoff: 0,
+            planned: PlannedRtos::default(),
         }
     }
 
@@ -178,14 +173,10 @@ impl RtoPolicy for PerByteRto {
     }
 
     fn on_transmit(&mut self, _now: SimTime, tx: &Transmission) {
-        if tx.retransmission && self.planned.contains_key(&tx.offset) {
-            return;
+        if self.planned.needs_plan(tx) {
+            let rto = self.rto_for(tx.len.saturating_sub(usize::from(tx.syn)));
+            self.planned.record(tx.offset, rto);
         }
-        if self.planned.len() >= MAX_PLANNED {
-            self.planned.pop_first();
-        }
-        let rto = self.rto_for(tx.len.saturating_sub(usize::from(tx.syn)));
-        self.planned.insert(tx.offset, rto);
     }
 
     fn on_rtt_sample(&mut self, _now: SimTime, sample: &RttSample) {
@@ -199,22 +190,19 @@ impl RtoPolicy for PerByteRto {
     }
 
     fn on_ack(&mut self, _now: SimTime, ack: &AckProgress) {
-        self.planned = self.planned.split_off(&ack.acked_to);
-        self.backoff = 0;
+        self.planned.on_ack(ack);
     }
 
     fn on_expiry(&mut self, _now: SimTime, expiry: &Expiry) {
-        self.backoff = expiry.consecutive;
+        self.planned.on_expiry(expiry);
     }
 
     fn timeout_for(&mut self, _now: SimTime, oldest: &Transmission) -> SimDuration {
         let base = self
             .planned
-            .get(&oldest.offset)
-            .copied()
+            .get(oldest.offset)
             .unwrap_or_else(|| self.rto_for(oldest.len.saturating_sub(usize::from(oldest.syn))));
-        let backed_off = base.saturating_mul(1u64 << oldest.retransmit_count.min(32));
-        backed_off.min(self.config.max.max(base))
+        back_off(base, oldest, self.config.max)
     }
 
     fn estimate(&self) -> RtoEstimate {
@@ -224,7 +212,7 @@ impl RtoPolicy for PerByteRto {
             rttvar: (self.fit.samples > 0)
                 .then(|| SimDuration::from_secs_f64(self.fit.spread.max(0.0))),
             rto: self.rto_for(self.mss),
-            backoff: self.backoff,
+            backoff: self.planned.backoff(),
         }
     }
 }
