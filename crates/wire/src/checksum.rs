@@ -9,29 +9,35 @@ use std::net::Ipv4Addr;
 /// One's-complement sum of `data` as big-endian 16-bit words (an odd final
 /// byte is padded with zero), folded to 16 bits.
 ///
-/// Eight bytes are added per step, as two 32-bit halves: one's-complement
-/// addition is associative, so summing wider words and folding the carries
-/// at the end gives the same 16-bit result (RFC 1071 §2(B)), and this is on
-/// every packet's path.
+/// This is on every packet's path, twice per data segment (sender and
+/// receiver), so it is written for speed on two facts of RFC 1071 §2:
+/// one's-complement addition is associative, so 32-bit words may be summed
+/// into wide accumulators and the carries folded once at the end; and it is
+/// byte-order independent, so words are read in the machine's own order and
+/// only the folded 16-bit result is swapped. Reading native 32-bit words
+/// into four independent accumulators lets the compiler vectorise the loop
+/// with no byte shuffles.
 pub fn sum(data: &[u8]) -> u32 {
-    // Each step adds less than 2^33, so a u64 cannot overflow below 2^31
-    // steps (16 GiB), far beyond any datagram.
-    let mut acc: u64 = 0;
-    let mut chunks = data.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(chunk);
-        let word = u64::from_be_bytes(bytes);
-        acc += (word >> 32) + (word & 0xFFFF_FFFF);
+    // Each accumulator gains less than 2^32 per step, so it cannot overflow
+    // below 2^32 steps (64 GiB per accumulator), far beyond any datagram.
+    let mut lanes = [0u64; 4];
+    let mut blocks = data.chunks_exact(16);
+    for block in &mut blocks {
+        for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(4)) {
+            *lane += u64::from(u32::from_ne_bytes([word[0], word[1], word[2], word[3]]));
+        }
     }
-    let mut words = chunks.remainder().chunks_exact(2);
+    let mut acc: u64 = lanes.iter().sum();
+    let mut words = blocks.remainder().chunks_exact(2);
     for word in &mut words {
-        acc += u64::from(u16::from_be_bytes([word[0], word[1]]));
+        acc += u64::from(u16::from_ne_bytes([word[0], word[1]]));
     }
     if let [last] = words.remainder() {
-        acc += u64::from(*last) << 8;
+        // Padding with a zero byte after `last`, read in native order.
+        acc += u64::from(u16::from_ne_bytes([*last, 0]));
     }
-    fold64(acc)
+    // The folded native-order sum, put in network order.
+    u32::from(u16::from_be(fold64(acc) as u16))
 }
 
 /// Adds folded sums together, folding again.

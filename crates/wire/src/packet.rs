@@ -1,8 +1,8 @@
 //! Whole IPv4 datagrams in one call (what hosts use).
 
 use crate::ipv4::{self, protocol, Ipv4Repr};
-use crate::tcp::TcpRepr;
-use crate::udp::UdpRepr;
+use crate::tcp::{self, TcpRepr};
+use crate::udp::{self, UdpRepr};
 use crate::{Result, WireError, WireErrorKind};
 
 /// The parsed transport layer of a datagram.
@@ -59,9 +59,11 @@ pub fn emit_tcp(out: &mut Vec<u8>, ip: &Ipv4Repr, tcp: &TcpRepr) -> Result<usize
         payload_len: tcp.buffer_len(),
         ..*ip
     };
-    start(out, &ip)?;
-    tcp.emit(&mut out[ipv4::HEADER_LEN..], ip.src, ip.dst)
+    start(out, &ip, tcp.header_len())?;
+    tcp.emit_header(&mut out[ipv4::HEADER_LEN..])
         .map_err(|e| e.shifted(ipv4::HEADER_LEN))?;
+    out.extend_from_slice(tcp.payload);
+    tcp::Packet::new_unchecked(&mut out[ipv4::HEADER_LEN..]).fill_checksum(ip.src, ip.dst);
     Ok(out.len())
 }
 
@@ -75,20 +77,29 @@ pub fn emit_udp(out: &mut Vec<u8>, ip: &Ipv4Repr, udp: &UdpRepr) -> Result<usize
         payload_len: udp.buffer_len(),
         ..*ip
     };
-    start(out, &ip)?;
-    udp.emit(&mut out[ipv4::HEADER_LEN..], ip.src, ip.dst)
+    start(out, &ip, udp::HEADER_LEN)?;
+    udp.emit_header(&mut out[ipv4::HEADER_LEN..])
         .map_err(|e| e.shifted(ipv4::HEADER_LEN))?;
+    out.extend_from_slice(udp.payload);
+    udp::Packet::new_unchecked(&mut out[ipv4::HEADER_LEN..]).fill_checksum(ip.src, ip.dst);
     Ok(out.len())
 }
 
-/// Sizes `out` for the datagram and writes the IPv4 header.
-fn start(out: &mut Vec<u8>, ip: &Ipv4Repr) -> Result<()> {
+/// Clears `out`, writes the IPv4 header and leaves `out` sized for the
+/// transport header (`transport_header_len` zero bytes) that follows.
+///
+/// Only the headers are zero-filled: the payload is appended afterwards,
+/// so each of its bytes is written once, on every packet's path.
+fn start(out: &mut Vec<u8>, ip: &Ipv4Repr, transport_header_len: usize) -> Result<()> {
     let total = ip.buffer_len();
     if total > usize::from(u16::MAX) {
         return Err(WireError::new("ipv4.total_len", 2, WireErrorKind::TooLong));
     }
     out.clear();
-    out.resize(total, 0);
-    ip.emit(&mut ipv4::Packet::new_unchecked(&mut out[..]));
+    out.reserve(total);
+    out.resize(ipv4::HEADER_LEN + transport_header_len, 0);
+    ip.emit(&mut ipv4::Packet::new_unchecked(
+        &mut out[..ipv4::HEADER_LEN],
+    ));
     Ok(())
 }

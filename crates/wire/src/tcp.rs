@@ -803,6 +803,33 @@ impl<'a> TcpRepr<'a> {
     /// Returns the length written, or an error if the options exceed 40
     /// bytes, the segment exceeds 65535 bytes or `buf` is too short.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) -> Result<usize> {
+        let len = self.checked_len()?;
+        if buf.len() < len {
+            return Err(WireError::new(
+                "tcp",
+                buf.len(),
+                WireErrorKind::BufferTooSmall,
+            ));
+        }
+        let header_len = self.emit_header(&mut buf[..len])?;
+        buf[header_len..len].copy_from_slice(self.payload);
+        Packet::new_unchecked(&mut buf[..len]).fill_checksum(src, dst);
+        Ok(len)
+    }
+
+    /// The segment's length, or the error [`TcpRepr::emit`] gives when the
+    /// header or the segment is too long.
+    fn checked_len(&self) -> Result<usize> {
+        self.checked_header_len()?;
+        let len = self.buffer_len();
+        if len > usize::from(u16::MAX) {
+            return Err(WireError::new("tcp", 0, WireErrorKind::TooLong));
+        }
+        Ok(len)
+    }
+
+    /// The header's length, or an error if the options exceed 40 bytes.
+    fn checked_header_len(&self) -> Result<usize> {
         let header_len = self.header_len();
         if header_len > MAX_HEADER_LEN {
             return Err(WireError::new(
@@ -811,18 +838,16 @@ impl<'a> TcpRepr<'a> {
                 WireErrorKind::TooLong,
             ));
         }
-        let len = self.buffer_len();
-        if len > usize::from(u16::MAX) {
-            return Err(WireError::new("tcp", 0, WireErrorKind::TooLong));
-        }
-        if buf.len() < len {
-            return Err(WireError::new(
-                "tcp",
-                buf.len(),
-                WireErrorKind::BufferTooSmall,
-            ));
-        }
-        let mut packet = Packet::new_unchecked(&mut buf[..len]);
+        Ok(header_len)
+    }
+
+    /// Writes every byte of the header and options (padding included, the
+    /// checksum field zero) into the start of `buf`, which must hold at
+    /// least [`TcpRepr::header_len`] bytes; returns that length. The
+    /// payload and checksum are the caller's.
+    pub(crate) fn emit_header(&self, buf: &mut [u8]) -> Result<usize> {
+        let header_len = self.checked_header_len()?;
+        let mut packet = Packet::new_unchecked(&mut buf[..header_len]);
         packet.set_src_port(self.src_port);
         packet.set_dst_port(self.dst_port);
         packet.set_seq_number(self.seq);
@@ -830,11 +855,13 @@ impl<'a> TcpRepr<'a> {
         packet.set_header_len(header_len);
         packet.set_flags(self.flags);
         packet.set_window_len(self.window);
+        packet.set_checksum(0);
         packet.set_urgent_at(self.urgent);
-        self.options.emit(packet.options_mut())?;
-        packet.payload_mut().copy_from_slice(self.payload);
-        packet.fill_checksum(src, dst);
-        Ok(len)
+        let options = packet.options_mut();
+        let written = self.options.emit(options)?;
+        // End-of-List padding up to the 4-byte boundary.
+        options[written..].fill(0);
+        Ok(header_len)
     }
 
     /// Sequence space the segment occupies: payload + SYN + FIN.

@@ -211,10 +211,7 @@ impl<'a> UdpRepr<'a> {
     /// Writes header, payload and checksum into `buf[..buffer_len()]` and
     /// returns that length.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) -> Result<usize> {
-        let len = self.buffer_len();
-        let length = u16::try_from(len).map_err(|_| {
-            WireError::new("udp.length", field::LENGTH.start, WireErrorKind::TooLong)
-        })?;
+        let len = self.checked_len()?;
         if buf.len() < len {
             return Err(WireError::new(
                 "udp",
@@ -222,13 +219,33 @@ impl<'a> UdpRepr<'a> {
                 WireErrorKind::BufferTooSmall,
             ));
         }
-        let mut packet = Packet::new_unchecked(&mut buf[..len]);
+        self.emit_header(&mut buf[..len])?;
+        buf[HEADER_LEN..len].copy_from_slice(self.payload);
+        Packet::new_unchecked(&mut buf[..len]).fill_checksum(src, dst);
+        Ok(len)
+    }
+
+    /// The datagram's length, or the error [`UdpRepr::emit`] gives when it
+    /// does not fit the length field.
+    fn checked_len(&self) -> Result<usize> {
+        let len = self.buffer_len();
+        u16::try_from(len).map_err(|_| {
+            WireError::new("udp.length", field::LENGTH.start, WireErrorKind::TooLong)
+        })?;
+        Ok(len)
+    }
+
+    /// Writes the 8-byte header (checksum zero) into the start of `buf`;
+    /// the payload and checksum are the caller's.
+    pub(crate) fn emit_header(&self, buf: &mut [u8]) -> Result<usize> {
+        // Fits: checked_len bounds it by u16::MAX.
+        let length = self.checked_len()? as u16;
+        let mut packet = Packet::new_unchecked(&mut buf[..HEADER_LEN]);
         packet.set_src_port(self.src_port);
         packet.set_dst_port(self.dst_port);
         packet.set_len(length);
-        packet.payload_mut().copy_from_slice(self.payload);
-        packet.fill_checksum(src, dst);
-        Ok(len)
+        packet.set_checksum(0);
+        Ok(HEADER_LEN)
     }
 }
 

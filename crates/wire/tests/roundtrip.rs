@@ -152,6 +152,34 @@ proptest! {
         prop_assert_eq!(parsed.transport, Transport::Tcp(segment));
     }
 
+    /// Buffers are reused packet after packet: what an earlier datagram
+    /// left behind must never leak into the next one, and the datagram
+    /// must equal the segment emitted into zeroed memory.
+    #[test]
+    fn emitting_into_a_dirty_buffer_writes_every_byte(
+        (template, payload) in tcp_parts(),
+        ip in ipv4_repr(),
+        garbage in any::<u8>(),
+    ) {
+        let segment = TcpRepr { payload: &payload, ..template };
+        let mut dirty = vec![garbage; 1600];
+        packet::emit_tcp(&mut dirty, &ip, &segment).unwrap();
+        let mut clean = vec![0u8; segment.buffer_len()];
+        segment.emit(&mut clean, ip.src, ip.dst).unwrap();
+        prop_assert_eq!(&dirty[ipv4::HEADER_LEN..], &clean[..]);
+
+        let mut dirty_slice = vec![garbage; segment.buffer_len()];
+        segment.emit(&mut dirty_slice, ip.src, ip.dst).unwrap();
+        prop_assert_eq!(&dirty_slice, &clean);
+
+        let datagram = UdpRepr { src_port: 1, dst_port: 2, payload: &payload };
+        let mut dirty = vec![garbage; 1600];
+        packet::emit_udp(&mut dirty, &ip, &datagram).unwrap();
+        let mut clean = vec![0u8; datagram.buffer_len()];
+        datagram.emit(&mut clean, ip.src, ip.dst).unwrap();
+        prop_assert_eq!(&dirty[ipv4::HEADER_LEN..], &clean[..]);
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         let a = Ipv4Addr::new(10, 0, 0, 1);
