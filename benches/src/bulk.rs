@@ -331,6 +331,14 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
             _ => {}
         }
     }
+    // Work that delivered nothing new, to explain the cost per delivered
+    // segment: resent segments and retransmission-timer expiries.
+    let (mut retransmissions, mut timeouts) = (0u64, 0u64);
+    for id in 0..sim.flow_count() {
+        let counts = sim.flow(FlowId(id as u32)).counts;
+        retransmissions += counts.retransmissions;
+        timeouts += counts.timeouts;
+    }
     let segments = bytes as f64 / f64::from(args.segment);
     let us_per_segment = (segments > 0.0).then(|| (wall / segments * 1e9).round() / 1e3);
     Ok(json!({
@@ -346,6 +354,8 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
         "segments_delivered": segments.round() as u64,
         "us_per_segment": us_per_segment,
         "events": sim.events_processed(),
+        "retransmissions": retransmissions,
+        "timeouts": timeouts,
         "packet_buffers": sim.packet_buffers(),
         "pcap": args.pcap.is_some(),
         "apps": match args.apps {

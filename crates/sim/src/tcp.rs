@@ -20,7 +20,10 @@ use std::sync::Arc;
 
 use rand::RngCore;
 use rtolab_tcp::trace::{RetransmitCause, TimerKind, Trace, TraceEvent as EngineTrace, TraceLevel};
-use rtolab_tcp::{Config, ConnError, ConnId, Connection, ConnectionStats, Event, Stack, State};
+use rtolab_tcp::{
+    tuple_key, Config, ConnError, ConnId, Connection, ConnectionStats, Event, Stack, State,
+    TupleMap,
+};
 use rtolab_time::SimTime;
 use rtolab_wire::ipv4::Ipv4Repr;
 use rtolab_wire::tcp::{TcpFlags, TcpRepr};
@@ -271,13 +274,6 @@ impl ConnFlows {
     }
 }
 
-/// A (local, remote) address pair as one integer, the key of
-/// [`HostTcp::tuples`]: cheaper to compare than the addresses.
-fn tuple_key(local: SocketAddrV4, remote: SocketAddrV4) -> u128 {
-    let half = |a: SocketAddrV4| u128::from(u32::from(*a.ip())) << 16 | u128::from(a.port());
-    half(local) << 48 | half(remote)
-}
-
 /// Which stack serves a 4-tuple, and its flow once known.
 #[derive(Clone, Copy)]
 struct Tuple {
@@ -298,7 +294,7 @@ pub(crate) struct HostTcp {
     stacks: Vec<StackSlot>,
     /// (local, remote) → stack; the engine's stacks each know only their
     /// own connections, and a host may have several.
-    tuples: BTreeMap<u128, Tuple>,
+    tuples: TupleMap<Tuple>,
     listeners: BTreeMap<u16, Listener>,
     /// The instant of the pending timer event, if any.
     pub(crate) timer_at: Option<SimTime>,

@@ -37,4 +37,4 @@ pub use conn::{
     reset_reply, ConnError, Connection, ConnectionStats, Event, State, DEFAULT_MSS, TIMELOST_UNIT,
 };
 pub use profile::{Config, Profile};
-pub use stack::{ConnId, Stack, EPHEMERAL_START};
+pub use stack::{tuple_key, ConnId, Stack, TupleMap, EPHEMERAL_START};

@@ -24,6 +24,14 @@ use crate::conn::{reset_reply, Connection, Event, State};
 use crate::profile::Config;
 use crate::trace::TraceLevel;
 
+/// Values by 4-tuple ([`tuple_key`]), looked up for every segment.
+///
+/// A hash map with FxHash rather than a B-tree: one probe instead of a walk
+/// down the tree, which matters with hundreds of connections. Such maps are
+/// only ever looked up, never iterated, so the hash order cannot leak into
+/// a run's results.
+pub type TupleMap<V> = rustc_hash::FxHashMap<u128, V>;
+
 /// Handle of a connection inside a [`Stack`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConnId(pub u32);
@@ -41,6 +49,8 @@ struct Slot {
     may_report: bool,
     /// Listed on [`Touched::timer_dirty`].
     timer_dirty: bool,
+    /// The listening port it was accepted on, for a passive open.
+    accepted_on: Option<u16>,
 }
 
 impl Slot {
@@ -50,6 +60,7 @@ impl Slot {
             may_send: false,
             may_report: false,
             timer_dirty: false,
+            accepted_on: None,
         }
     }
 }
@@ -288,9 +299,8 @@ pub struct Stack {
     next_port: u16,
     conns: Slots,
     /// Connection by (local, remote) address, keyed by [`tuple_key`].
-    tuples: BTreeMap<u128, ConnId>,
+    tuples: TupleMap<ConnId>,
     listeners: BTreeMap<u16, VecDeque<ConnId>>,
-    passive: BTreeMap<ConnId, u16>,
     resets: VecDeque<Vec<u8>>,
     /// Buffers of sent resets, reused for the next ones.
     spare: Vec<Vec<u8>>,
@@ -312,8 +322,9 @@ pub struct Stack {
     trace_level: TraceLevel,
 }
 
-/// A 4-tuple as one integer: cheaper to compare than the addresses.
-fn tuple_key(local: SocketAddrV4, remote: SocketAddrV4) -> u128 {
+/// A (local, remote) address pair as one integer, the key of a
+/// [`TupleMap`]: cheaper to hash and compare than the addresses.
+pub fn tuple_key(local: SocketAddrV4, remote: SocketAddrV4) -> u128 {
     let half = |a: SocketAddrV4| u128::from(u32::from(*a.ip())) << 16 | u128::from(a.port());
     half(local) << 48 | half(remote)
 }
@@ -339,9 +350,8 @@ impl Stack {
             next_id: 0,
             next_port: EPHEMERAL_START,
             conns: Slots::default(),
-            tuples: BTreeMap::new(),
+            tuples: TupleMap::default(),
             listeners: BTreeMap::new(),
-            passive: BTreeMap::new(),
             resets: VecDeque::new(),
             spare: Vec::new(),
             events: VecDeque::new(),
@@ -371,13 +381,21 @@ impl Stack {
         mix(self.seed ^ mix(self.counter))
     }
 
-    fn insert(&mut self, mut conn: Connection) -> ConnId {
+    /// Adds a connection; `accepted_on` is the listening port of a passive
+    /// open.
+    fn insert(&mut self, mut conn: Connection, accepted_on: Option<u16>) -> ConnId {
         conn.set_trace_level(self.trace_level);
         let id = ConnId(self.next_id);
         self.next_id += 1;
         self.tuples
             .insert(tuple_key(conn.local(), conn.remote()), id);
-        let slot = self.conns.insert(id, Slot::new(conn));
+        let slot = self.conns.insert(
+            id,
+            Slot {
+                accepted_on,
+                ..Slot::new(conn)
+            },
+        );
         self.touched.touch(id, slot);
         id
     }
@@ -439,7 +457,7 @@ impl Stack {
             SeqNumber(seed as u32),
             seed,
         );
-        self.insert(conn)
+        self.insert(conn, None)
     }
 
     /// The connection `id`.
@@ -465,7 +483,6 @@ impl Stack {
         if self.tuples.get(&tuple_key(conn.local(), conn.remote())) == Some(&id) {
             self.tuples.remove(&tuple_key(conn.local(), conn.remote()));
         }
-        self.passive.remove(&id);
         if slot.may_send {
             self.touched.may_send.retain(|&x| x != id);
         }
@@ -520,8 +537,7 @@ impl Stack {
                 SeqNumber(seed as u32),
                 seed,
             ) {
-                let id = self.insert(conn);
-                self.passive.insert(id, tcp.dst_port);
+                self.insert(conn, Some(tcp.dst_port));
             }
             return;
         }
@@ -650,7 +666,7 @@ impl Stack {
             let conn = &slot.conn;
             let queued = conn.queued_events();
             if !queued.is_empty() {
-                if let Some(port) = self.passive.get(&id) {
+                if let Some(port) = &slot.accepted_on {
                     for event in queued {
                         if *event == Event::Connected {
                             if let Some(queue) = self.listeners.get_mut(port) {
