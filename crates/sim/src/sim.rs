@@ -507,13 +507,7 @@ impl Simulator {
     /// Runs every event up to and including time `end`, then sets the
     /// clock to `end`. Stops at the first output error.
     pub fn run_until(&mut self, end: SimTime) -> Result<(), SimError> {
-        while let Some(t) = self.queue.peek_time() {
-            if t > end {
-                break;
-            }
-            let Some((t, event)) = self.queue.pop() else {
-                break;
-            };
+        while let Some((t, event)) = self.queue.pop_until(end) {
             self.now = t;
             if self.dispatch(event) {
                 self.events_processed += 1;

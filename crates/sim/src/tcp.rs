@@ -571,6 +571,46 @@ impl TcpLayer {
             .ok_or(TcpError::UnknownFlow(flow))
     }
 
+    /// Queues `data` on `flow`'s send buffer (the engine's `send`).
+    pub(crate) fn send(
+        &mut self,
+        node: NodeId,
+        app: AppId,
+        flow: FlowId,
+        data: &[u8],
+    ) -> Result<usize, TcpError> {
+        let f = self.owned(node, app, flow)?;
+        let (stack, conn) = (f.stack, f.conn);
+        let queued = self.hosts[node.0 as usize].stacks[stack as usize]
+            .stack
+            .send(conn, data)
+            .ok_or(TcpError::UnknownFlow(flow))??;
+        if queued > 0 {
+            self.mark(node);
+        }
+        Ok(queued)
+    }
+
+    /// Reads `flow`'s in-order bytes into `buf` (the engine's `recv`). The
+    /// host is flushed afterwards only when the read made the connection
+    /// want to send (a window update): a read changes nothing else.
+    pub(crate) fn recv(
+        &mut self,
+        node: NodeId,
+        app: AppId,
+        flow: FlowId,
+        buf: &mut [u8],
+    ) -> Result<usize, TcpError> {
+        let f = self.owned(node, app, flow)?;
+        let (stack, conn) = (f.stack, f.conn);
+        let stack = &mut self.hosts[node.0 as usize].stacks[stack as usize].stack;
+        let read = stack.recv(conn, buf).ok_or(TcpError::UnknownFlow(flow))?;
+        if stack.conn(conn).is_some_and(Connection::ack_due) {
+            self.mark(node);
+        }
+        Ok(read)
+    }
+
     /// The connection of `flow`, for an app call that may produce output.
     pub(crate) fn conn_mut(
         &mut self,

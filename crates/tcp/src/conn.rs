@@ -787,6 +787,12 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// Whether an ACK is due at once (a window update after a read, say),
+    /// so [`Connection::poll_transmit`] has something to send.
+    pub fn ack_due(&self) -> bool {
+        self.ack_now
+    }
+
     /// The events [`Connection::poll_event`] will return, in order.
     pub(crate) fn queued_events(&self) -> &VecDeque<Event> {
         &self.events

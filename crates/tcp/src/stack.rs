@@ -20,7 +20,7 @@ use rtolab_wire::packet::{self, emit_tcp, Transport};
 use rtolab_wire::tcp::{SeqNumber, TcpFlags, TcpRepr};
 use rtolab_wire::WireError;
 
-use crate::conn::{reset_reply, Connection, Event, State};
+use crate::conn::{reset_reply, ConnError, Connection, Event, State};
 use crate::profile::Config;
 use crate::trace::TraceLevel;
 
@@ -268,15 +268,21 @@ fn insert_sorted(list: &mut Vec<ConnId>, id: ConnId) {
 
 impl Touched {
     fn touch(&mut self, id: ConnId, slot: &mut Slot) {
-        if !slot.may_send {
-            slot.may_send = true;
-            insert_sorted(&mut self.may_send, id);
-        }
+        self.may_send(id, slot);
         if !slot.may_report {
             slot.may_report = true;
             insert_sorted(&mut self.may_report, id);
         }
         self.timers_may_move(id, slot);
+    }
+
+    /// Lists a connection that may have a datagram to send, and nothing
+    /// else new: its events and deadline are as they were.
+    fn may_send(&mut self, id: ConnId, slot: &mut Slot) {
+        if !slot.may_send {
+            slot.may_send = true;
+            insert_sorted(&mut self.may_send, id);
+        }
     }
 
     fn timers_may_move(&mut self, id: ConnId, slot: &mut Slot) {
@@ -470,6 +476,31 @@ impl Stack {
         let slot = self.conns.get_mut(&id)?;
         self.touched.touch(id, slot);
         Some(&mut slot.conn)
+    }
+
+    /// [`Connection::send`] on connection `id`. Cheaper than going through
+    /// [`Stack::conn_mut`]: queuing data raises no event and moves no timer,
+    /// so only the connection's output is polled afterwards.
+    pub fn send(&mut self, id: ConnId, data: &[u8]) -> Option<Result<usize, ConnError>> {
+        let slot = self.conns.get_mut(&id)?;
+        let queued = slot.conn.send(data);
+        if matches!(queued, Ok(n) if n > 0) {
+            self.touched.may_send(id, slot);
+        }
+        Some(queued)
+    }
+
+    /// [`Connection::recv`] on connection `id`. Cheaper than going through
+    /// [`Stack::conn_mut`]: reading raises no event and moves no timer, and
+    /// the connection has output only when the read opened the window
+    /// enough for an update.
+    pub fn recv(&mut self, id: ConnId, buf: &mut [u8]) -> Option<usize> {
+        let slot = self.conns.get_mut(&id)?;
+        let n = slot.conn.recv(buf);
+        if slot.conn.ack_due() {
+            self.touched.may_send(id, slot);
+        }
+        Some(n)
     }
 
     /// Forgets a connection (normally once it is closed), returning it.

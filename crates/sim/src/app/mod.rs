@@ -400,15 +400,12 @@ impl AppContext<'_> {
     /// Queues bytes on a connection; returns how many fit in its send
     /// buffer.
     pub fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
-        Ok(self
-            .tcp
-            .conn_mut(self.node_id, self.app, flow)?
-            .send(data)?)
+        self.tcp.send(self.node_id, self.app, flow, data)
     }
 
     /// Moves received in-order bytes into `buf`; returns how many.
     pub fn tcp_recv(&mut self, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError> {
-        Ok(self.tcp.conn_mut(self.node_id, self.app, flow)?.recv(buf))
+        self.tcp.recv(self.node_id, self.app, flow, buf)
     }
 
     /// Closes the sending direction: a FIN follows the queued data.
