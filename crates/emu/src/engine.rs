@@ -644,8 +644,8 @@ impl Engine {
         }
     }
 
-    /// What happened so far.
-    pub fn report(&self) -> EngineReport {
+    /// What happened up to `now`.
+    pub fn report(&self, now: SimTime) -> EngineReport {
         EngineReport {
             links: self
                 .links
@@ -653,7 +653,7 @@ impl Engine {
                 .map(|l| LinkReport {
                     name: l.name.clone(),
                     kind: l.link.kind(),
-                    stats: l.link.stats(),
+                    stats: l.link.stats(now),
                 })
                 .collect(),
             hosts: self

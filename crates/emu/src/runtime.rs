@@ -510,7 +510,7 @@ pub fn emulate(
         TimingStats::from_samples(std::mem::take(&mut egress.lateness_ns), egress.write_errors);
     apps.finish();
     let captured = engine.finish();
-    let engine_report = engine.report();
+    let engine_report = engine.report(elapsed);
     drop(edge);
     captured?;
 

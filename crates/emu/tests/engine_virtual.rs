@@ -79,7 +79,7 @@ fn a_datagram_crosses_at_the_models_time() {
     engine.advance(due + SimDuration::from_millis(7), &mut out);
     assert_eq!(out.0, [(1, sent, due)]);
     assert!(engine.links_idle());
-    let report = engine.report();
+    let report = engine.report(due + SimDuration::from_millis(7));
     assert_eq!(report.edges.packets_from_tun, 1);
     assert_eq!(report.edges.packets_to_tun, 1);
     assert_eq!(report.hosts[0].wire.packets_sent, 1);
@@ -106,7 +106,7 @@ fn malformed_datagrams_are_counted_and_dropped() {
     engine.ingress(SimTime::from_millis(5), 99, &good, &mut out);
     engine.advance(SimTime::from_secs(1), &mut out);
     assert!(out.0.is_empty());
-    let edges = engine.report().edges;
+    let edges = engine.report(SimTime::from_secs(1)).edges;
     assert_eq!(edges.rejected_total(), 4, "{:?}", edges.rejected);
     assert_eq!(edges.packets_from_tun, 0);
 }
@@ -119,7 +119,7 @@ proptest! {
         let mut out = Collect::default();
         engine.ingress(SimTime::ZERO, 0, &data, &mut out);
         engine.advance(SimTime::from_secs(1), &mut out);
-        let edges = engine.report().edges;
+        let edges = engine.report(SimTime::from_secs(1)).edges;
         prop_assert_eq!(edges.rejected_total() + edges.packets_from_tun, 1);
     }
 }
@@ -164,7 +164,7 @@ fn rtolab_hosts_over_the_bridge_match_the_simulator() {
     let emu = EmuScenario::from_toml_str(&text).unwrap();
     let mut engine = Engine::new(&emu, emu.scenario.seed, None).unwrap();
     run_virtual(&mut engine, SimTime::from_secs(60));
-    let report = engine.report();
+    let report = engine.report(SimTime::from_secs(60));
     let client = report.apps.iter().find(|a| a.name == "client").unwrap();
     assert!(client.result.completed, "{client:?}");
     let emulated = client.result.latency_mean_ms.unwrap();

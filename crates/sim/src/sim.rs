@@ -213,6 +213,9 @@ impl Simulator {
     /// Installs the sink that receives every trace event.
     pub fn set_trace_sink(&mut self, sink: Box<dyn TraceSink>) {
         self.tracer.set(sink);
+        for slot in &mut self.links {
+            slot.link.set_start_notices(true);
+        }
         // Without a sink the engine records only what the counters need.
         self.tcp.set_trace_level(TraceLevel::All);
     }
@@ -231,7 +234,10 @@ impl Simulator {
     }
 
     /// Adds a link model.
-    pub fn add_link(&mut self, name: &str, link: Link) -> LinkId {
+    pub fn add_link(&mut self, name: &str, mut link: Link) -> LinkId {
+        // Start notices feed only captures and traces; a capture turns them
+        // back on for its link.
+        link.set_start_notices(self.tracer.enabled());
         self.links.push(LinkSlot {
             name: name.to_string(),
             link,
@@ -495,7 +501,11 @@ impl Simulator {
         name: &str,
         writer: PcapWriter,
     ) {
-        self.nodes[iface.node.0 as usize].interfaces[iface.index as usize].tapped = true;
+        let interface = &mut self.nodes[iface.node.0 as usize].interfaces[iface.index as usize];
+        interface.tapped = true;
+        self.links[interface.link.0 as usize]
+            .link
+            .set_start_notices(true);
         self.taps.push(Tap {
             name: name.to_string(),
             iface,
@@ -570,9 +580,9 @@ impl Simulator {
         self.links[id.0 as usize].link.kind()
     }
 
-    /// A snapshot of a link's counters.
+    /// A snapshot of a link's counters, as of the current time.
     pub fn link_stats(&self, id: LinkId) -> LinkStats {
-        self.links[id.0 as usize].link.stats()
+        self.links[id.0 as usize].link.stats(self.now)
     }
 
     /// The interfaces attached to a link, by port.

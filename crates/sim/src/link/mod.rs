@@ -225,10 +225,19 @@ impl Link {
         }
     }
 
-    /// A snapshot of the link's counters.
-    pub fn stats(&self) -> LinkStats {
+    /// Whether the link produces [`LinkOutput::TxStart`] notices (on by
+    /// default). Only the point-to-point link can do without them, and it
+    /// is then woken half as often; the other models always produce them.
+    pub fn set_start_notices(&mut self, on: bool) {
+        if let Link::PointToPoint(l) = self {
+            l.set_start_notices(on);
+        }
+    }
+
+    /// A snapshot of the link's counters as of `now`.
+    pub fn stats(&self, now: SimTime) -> LinkStats {
         match self {
-            Link::PointToPoint(l) => LinkStats::PointToPoint(l.stats()),
+            Link::PointToPoint(l) => LinkStats::PointToPoint(l.stats(now)),
             Link::HalfDuplex(l) => LinkStats::HalfDuplex(l.stats()),
             Link::Broadcast(l) => LinkStats::Broadcast(l.stats()),
             Link::Nfc(l) => LinkStats::Nfc(l.stats()),

@@ -31,13 +31,31 @@ pub struct P2pStats {
     pub directions: [DirectionStats; 2],
 }
 
+/// A frame handed to the link, with its timing: a direction sends one
+/// frame at a time at a fixed rate, so when each frame starts, ends and
+/// arrives is known the moment it is queued.
+#[derive(Debug)]
+struct Scheduled<P> {
+    /// When its first bit leaves.
+    start: SimTime,
+    /// Its serialisation time.
+    tx: SimDuration,
+    /// When it has fully arrived at the other end.
+    arrival: SimTime,
+    frame: Frame<P>,
+}
+
 #[derive(Debug)]
 struct Direction<P> {
-    queue: VecDeque<Frame<P>>,
-    /// End of the current transmission; the sender is idle once it passed.
+    /// Frames queued or on the wire, in sending order (which is also
+    /// arrival order, the delay being constant).
+    frames: VecDeque<Scheduled<P>>,
+    /// How many of `frames`, from the front, have started: the others
+    /// wait in the drop-tail queue.
+    started: usize,
+    /// End of the last scheduled transmission; the sender is idle once it
+    /// passed.
     busy_until: SimTime,
-    /// Frames on the wire, in arrival order (the delay is constant).
-    in_flight: VecDeque<(SimTime, Frame<P>)>,
     /// The last frame length sent and its serialisation time: a direction
     /// mostly carries one size, and the time takes a 128-bit division.
     last_tx: (u32, SimDuration),
@@ -47,18 +65,33 @@ struct Direction<P> {
 impl<P> Direction<P> {
     fn new() -> Self {
         Direction {
-            queue: VecDeque::new(),
+            frames: VecDeque::new(),
+            started: 0,
             busy_until: SimTime::ZERO,
-            in_flight: VecDeque::new(),
             last_tx: (u32::MAX, SimDuration::ZERO),
             stats: DirectionStats::default(),
         }
     }
 
-    fn next_deadline(&self) -> Option<SimTime> {
-        let start = (!self.queue.is_empty()).then_some(self.busy_until);
-        let arrival = self.in_flight.front().map(|(t, _)| *t);
-        match (start, arrival) {
+    /// Frames waiting behind the one being sent.
+    fn waiting(&self) -> usize {
+        self.frames.len() - self.started
+    }
+
+    /// The next start not yet accounted for, if any.
+    fn next_start(&self) -> Option<SimTime> {
+        self.frames.get(self.started).map(|f| f.start)
+    }
+
+    /// The front frame's arrival (after its start, if that is still to be
+    /// accounted for).
+    fn next_arrival(&self) -> Option<SimTime> {
+        self.frames.front().map(|f| f.arrival)
+    }
+
+    fn next_deadline(&self, start_notices: bool) -> Option<SimTime> {
+        let start = self.next_start().filter(|_| start_notices);
+        match (start, self.next_arrival()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -66,11 +99,18 @@ impl<P> Direction<P> {
 }
 
 /// A full-duplex point-to-point link between ports 0 and 1.
+///
+/// Each frame's timing is fixed when it is queued, so the link needs to be
+/// woken only for arrivals. The start of each transmission is accounted
+/// for (counters, and a [`LinkOutput::TxStart`] notice) at the first call
+/// at or after it; with start notices on (the default), the link also asks
+/// to be woken at every start, so notices come at their exact time.
 #[derive(Debug)]
 pub struct P2pLink<P> {
     config: P2pConfig,
     dirs: [Direction<P>; 2],
     rng: SimRng,
+    start_notices: bool,
 }
 
 impl<P: Copy> P2pLink<P> {
@@ -80,12 +120,21 @@ impl<P: Copy> P2pLink<P> {
             config,
             dirs: [Direction::new(), Direction::new()],
             rng,
+            start_notices: true,
         }
     }
 
     /// The link's parameters.
     pub fn config(&self) -> &P2pConfig {
         &self.config
+    }
+
+    /// Whether [`LinkOutput::TxStart`] notices are produced. Without them
+    /// (when nothing captures or traces the link) the link is woken once
+    /// per frame instead of twice; what it delivers, drops and counts is
+    /// the same.
+    pub fn set_start_notices(&mut self, on: bool) {
+        self.start_notices = on;
     }
 
     /// Hands a frame from port `from` (0 or 1) to the link.
@@ -99,8 +148,9 @@ impl<P: Copy> P2pLink<P> {
         self.handle_timeout(now, out);
         let capacity = self.config.queue_capacity;
         let dir = &mut self.dirs[from as usize];
-        let idle = dir.busy_until <= now && dir.queue.is_empty();
-        if !idle && dir.queue.len() >= capacity {
+        let idle = dir.busy_until <= now;
+        let waiting = dir.waiting();
+        if !idle && waiting >= capacity {
             dir.stats.dropped_queue_full += 1;
             out.push(LinkOutput::Dropped {
                 port: from,
@@ -113,55 +163,8 @@ impl<P: Copy> P2pLink<P> {
         out.push(LinkOutput::Enqueued {
             port: from,
             frame,
-            queue_len: dir.queue.len() as u32,
+            queue_len: waiting as u32,
         });
-        dir.queue.push_back(frame);
-        if idle {
-            self.start_next(now, from, out);
-        }
-        let dir = &mut self.dirs[from as usize];
-        dir.stats.max_queue_len = dir.stats.max_queue_len.max(dir.queue.len() as u64);
-    }
-
-    /// Delivers arrivals and starts queued frames due at or before `now`.
-    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
-        for from in 0..2u32 {
-            loop {
-                let dir = &self.dirs[from as usize];
-                let arrival = dir.in_flight.front().map(|(t, _)| *t);
-                let start = (!dir.queue.is_empty()).then_some(dir.busy_until);
-                // Handle whichever is earlier, arrivals first on ties, so a
-                // late call replays the same history as a punctual one.
-                match (arrival, start) {
-                    (Some(a), Some(s)) if a <= now && a <= s => self.arrive(from, out),
-                    (Some(a), None) if a <= now => self.arrive(from, out),
-                    (_, Some(s)) if s <= now => self.start_next(s, from, out),
-                    _ => break,
-                }
-            }
-        }
-    }
-
-    /// When `handle_timeout` must next be called.
-    pub fn poll_timeout(&self) -> Option<SimTime> {
-        match (self.dirs[0].next_deadline(), self.dirs[1].next_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// A snapshot of the counters.
-    pub fn stats(&self) -> P2pStats {
-        P2pStats {
-            directions: [self.dirs[0].stats, self.dirs[1].stats],
-        }
-    }
-
-    fn start_next(&mut self, at: SimTime, from: Port, out: &mut Vec<LinkOutput<P>>) {
-        let dir = &mut self.dirs[from as usize];
-        let Some(frame) = dir.queue.pop_front() else {
-            return;
-        };
         let tx = match dir.last_tx {
             (len, tx) if len == frame.len => tx,
             _ => {
@@ -170,20 +173,95 @@ impl<P: Copy> P2pLink<P> {
                 tx
             }
         };
-        dir.busy_until = at + tx;
-        dir.in_flight
-            .push_back((dir.busy_until + self.config.delay, frame));
+        let start = dir.busy_until.max(now);
+        dir.busy_until = start + tx;
+        dir.frames.push_back(Scheduled {
+            start,
+            tx,
+            arrival: dir.busy_until + self.config.delay,
+            frame,
+        });
+        if idle {
+            self.account_start(from, out);
+        }
+        let dir = &mut self.dirs[from as usize];
+        dir.stats.max_queue_len = dir.stats.max_queue_len.max(dir.waiting() as u64);
+    }
+
+    /// Delivers arrivals and accounts for starts due at or before `now`.
+    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        for from in 0..2u32 {
+            loop {
+                let dir = &self.dirs[from as usize];
+                // A frame arrives only after it started.
+                let arrival = dir.next_arrival().filter(|_| dir.started > 0);
+                let start = dir.next_start();
+                // Handle whichever is earlier, arrivals first on ties, so a
+                // late call replays the same history as a punctual one.
+                match (arrival, start) {
+                    (Some(a), Some(s)) if a <= now && a <= s => self.arrive(from, out),
+                    (Some(a), None) if a <= now => self.arrive(from, out),
+                    (_, Some(s)) if s <= now => self.account_start(from, out),
+                    _ => break,
+                }
+            }
+        }
+    }
+
+    /// When `handle_timeout` must next be called.
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        let notices = self.start_notices;
+        match (
+            self.dirs[0].next_deadline(notices),
+            self.dirs[1].next_deadline(notices),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// A snapshot of the counters as of `now`: transmissions that started
+    /// by then count as sent even if no call has accounted for them yet.
+    pub fn stats(&self, now: SimTime) -> P2pStats {
+        let as_of = |dir: &Direction<P>| {
+            let mut stats = dir.stats;
+            for f in dir.frames.range(dir.started..) {
+                if f.start > now {
+                    break;
+                }
+                stats.sent_packets += 1;
+                stats.sent_bytes += u64::from(f.frame.len);
+                stats.busy_ns += f.tx.as_nanos();
+            }
+            stats
+        };
+        P2pStats {
+            directions: [as_of(&self.dirs[0]), as_of(&self.dirs[1])],
+        }
+    }
+
+    /// Counts the next frame's transmission as started (and announces it).
+    fn account_start(&mut self, from: Port, out: &mut Vec<LinkOutput<P>>) {
+        let dir = &mut self.dirs[from as usize];
+        let Some(f) = dir.frames.get(dir.started) else {
+            return;
+        };
+        let frame = f.frame;
         dir.stats.sent_packets += 1;
         dir.stats.sent_bytes += u64::from(frame.len);
-        dir.stats.busy_ns += tx.as_nanos();
-        out.push(LinkOutput::TxStart { port: from, frame });
+        dir.stats.busy_ns += f.tx.as_nanos();
+        dir.started += 1;
+        if self.start_notices {
+            out.push(LinkOutput::TxStart { port: from, frame });
+        }
     }
 
     fn arrive(&mut self, from: Port, out: &mut Vec<LinkOutput<P>>) {
         let dir = &mut self.dirs[from as usize];
-        let Some((_, frame)) = dir.in_flight.pop_front() else {
+        let Some(Scheduled { frame, .. }) = dir.frames.pop_front() else {
             return;
         };
+        dir.started -= 1;
         let to = 1 - from;
         let loss = self.config.loss;
         if loss > 0.0 && self.rng.gen_bool(loss) {
@@ -337,7 +415,7 @@ mod tests {
                 reason: DropReason::QueueFull
             })
         );
-        let s = l.stats().directions[0];
+        let s = l.stats(SimTime::MAX).directions[0];
         assert_eq!(
             (s.enqueued, s.dropped_queue_full, s.max_queue_len),
             (2, 1, 1)
@@ -352,9 +430,78 @@ mod tests {
             l.transmit(SimTime::from_millis(u64::from(id)), 0, frame(id), &mut out);
         }
         drain(&mut l, &mut out);
-        let s = l.stats().directions[0];
+        let s = l.stats(SimTime::MAX).directions[0];
         assert_eq!(s.delivered_packets + s.dropped_random_loss, 4000);
         assert!((900..1100).contains(&s.dropped_random_loss), "{s:?}");
+    }
+
+    /// Without start notices the link is woken only for arrivals, and
+    /// delivers, drops and counts exactly what it does with them.
+    #[test]
+    fn quiet_link_delivers_the_same_frames_at_the_same_times() {
+        let run = |notices: bool| {
+            let mut l = link(0.0, 2);
+            l.set_start_notices(notices);
+            let mut out = Vec::new();
+            let mut log = Vec::new();
+            // Bursts that overflow the two-frame queue, then idle gaps.
+            for burst in 0..3u32 {
+                let at = SimTime::from_millis(u64::from(burst) * 10);
+                while let Some(t) = l.poll_timeout().filter(|&t| t <= at) {
+                    l.handle_timeout(t, &mut out);
+                    log.extend(out.drain(..).map(|o| (t, o)));
+                }
+                for id in 0..5 {
+                    l.transmit(at, 0, frame(burst * 10 + id), &mut out);
+                    log.extend(out.drain(..).map(|o| (at, o)));
+                }
+            }
+            let mut wakeups = 0;
+            while let Some(t) = l.poll_timeout() {
+                wakeups += 1;
+                l.handle_timeout(t, &mut out);
+                log.extend(out.drain(..).map(|o| (t, o)));
+            }
+            (log, wakeups, l.stats(SimTime::MAX))
+        };
+        let (loud, loud_wakeups, loud_stats) = run(true);
+        let (quiet, quiet_wakeups, quiet_stats) = run(false);
+        let without_starts: Vec<_> = loud
+            .iter()
+            .filter(|(_, o)| !matches!(o, LinkOutput::TxStart { .. }))
+            .cloned()
+            .collect();
+        assert_eq!(quiet, without_starts);
+        assert!(quiet
+            .iter()
+            .any(|(_, o)| matches!(o, LinkOutput::Dropped { .. })));
+        assert_eq!(quiet_stats, loud_stats);
+        assert_eq!(quiet_stats.directions[0].sent_packets, 9);
+        // The third burst's frames: one woken start each is saved.
+        assert!(
+            quiet_wakeups < loud_wakeups,
+            "{quiet_wakeups} vs {loud_wakeups}"
+        );
+    }
+
+    #[test]
+    fn counters_include_transmissions_started_since_the_last_call() {
+        let mut l = link(0.0, 10);
+        l.set_start_notices(false);
+        let mut out = Vec::new();
+        for id in 0..3 {
+            l.transmit(SimTime::ZERO, 0, frame(id), &mut out);
+        }
+        // 1000 µs per frame: the second starts at 1 ms, the third at 2 ms.
+        let sent = |now| l.stats(now).directions[0].sent_packets;
+        assert_eq!(sent(SimTime::ZERO), 1);
+        assert_eq!(sent(SimTime::from_micros(1000)), 2);
+        assert_eq!(sent(SimTime::from_micros(1999)), 2);
+        assert_eq!(sent(SimTime::from_micros(2000)), 3);
+        assert_eq!(
+            l.stats(SimTime::from_micros(2000)).directions[0].busy_ns,
+            3_000_000
+        );
     }
 
     #[test]
