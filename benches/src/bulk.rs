@@ -111,10 +111,11 @@ impl App for PacketSink {
             TcpEvent::Connected | TcpEvent::Readable | TcpEvent::PeerClosed
         ) {
             while let Ok(n) = cx.tcp_recv(flow, &mut self.buf) {
-                if n == 0 {
+                self.received += n as u64;
+                // A short read took everything there was.
+                if n < self.buf.len() {
                     break;
                 }
-                self.received += n as u64;
             }
         }
     }

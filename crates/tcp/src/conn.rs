@@ -594,11 +594,12 @@ impl Connection {
         let first = n.min(front.len());
         buf[..first].copy_from_slice(&front[..first]);
         buf[first..n].copy_from_slice(&back[..n - first]);
-        self.recv_buf.drain(..n);
-        if self.recv_buf.is_empty() {
+        if n == self.recv_buf.len() {
             // Start the ring over: the next data lands in memory that was
             // just used, not wherever the ring's head had moved to.
             self.recv_buf.clear();
+        } else {
+            self.recv_buf.drain(..n);
         }
         if n > 0 && self.state.synchronized() {
             // RFC 9293 §3.8.6.2.2: announce the opened window once it grew
