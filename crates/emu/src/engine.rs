@@ -15,7 +15,6 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -384,11 +383,9 @@ impl Engine {
                     source,
                 })?;
                 let writer =
-                    PcapWriter::from_writer(Box::new(BufWriter::new(file))).map_err(|source| {
-                        EmuError::Io {
-                            path: path.clone(),
-                            source,
-                        }
+                    PcapWriter::from_writer(Box::new(file)).map_err(|source| EmuError::Io {
+                        path: path.clone(),
+                        source,
                     })?;
                 engine.links[l].ports[port].taps.push(engine.taps.len());
                 engine.taps.push(Tap {

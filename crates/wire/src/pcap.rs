@@ -8,9 +8,9 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use byteorder_slice::LittleEndian;
 use pcap_file::pcap::{PcapHeader, PcapPacket};
 use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
 
@@ -19,39 +19,22 @@ pub const SNAPLEN: u32 = 65535;
 
 /// Writes nanosecond-resolution pcap files (magic 0xa1b23c4d) with
 /// LINKTYPE_RAW (raw IPv4, no link header), via the pcap-file crate.
+///
+/// The header and records are written with pcap-file's own encoders
+/// straight into a buffer this writer owns: one capture per interface is on
+/// every packet's path when capturing, so a record costs a few copies into
+/// that buffer, with no lock or dynamic call per field.
 pub struct PcapWriter {
-    inner: pcap_file::pcap::PcapWriter<SharedSink>,
-    sink: SharedSink,
+    out: BufWriter<Box<dyn Write + Send>>,
 }
 
-/// The destination, shared between the pcap-file writer (which owns its
-/// writer by value and gives no access to it) and [`PcapWriter::flush`].
-#[derive(Clone)]
-struct SharedSink(Arc<Mutex<Box<dyn Write + Send>>>);
-
-impl Write for SharedSink {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // A poisoned lock only means another thread panicked mid-write; the
-        // writer itself is still usable.
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .flush()
-    }
-}
+/// Buffer of each capture: large writes keep system calls rare.
+const BUFFER_BYTES: usize = 1 << 20;
 
 impl PcapWriter {
     /// Creates (or truncates) `path` and writes the file header.
     pub fn create(path: &Path) -> io::Result<Self> {
-        let file = File::create(path)?;
-        Self::from_writer(Box::new(BufWriter::new(file)))
+        Self::from_writer(Box::new(File::create(path)?))
     }
 
     /// Writes the file header to `w` and returns a writer for packets.
@@ -68,10 +51,9 @@ impl PcapWriter {
             // files on every machine.
             endianness: Endianness::Little,
         };
-        let sink = SharedSink(Arc::new(Mutex::new(w)));
-        let inner =
-            pcap_file::pcap::PcapWriter::with_header(sink.clone(), header).map_err(into_io)?;
-        Ok(PcapWriter { inner, sink })
+        let mut out = BufWriter::with_capacity(BUFFER_BYTES, w);
+        header.write_to(&mut out).map_err(into_io)?;
+        Ok(PcapWriter { out })
     }
 
     /// Appends one packet (a raw IPv4 datagram) stamped `time_ns` nanoseconds
@@ -95,18 +77,20 @@ impl PcapWriter {
                 )
             })?;
         let packet = PcapPacket::new(Duration::from_nanos(time_ns), len, data);
-        self.inner.write_packet(&packet).map_err(into_io)?;
+        packet
+            .write_to::<_, LittleEndian>(&mut self.out, TsResolution::NanoSecond, SNAPLEN)
+            .map_err(into_io)?;
         Ok(())
     }
 
     /// Snapshot length recorded in the header: 65535.
     pub fn snaplen(&self) -> u32 {
-        self.inner.snaplen()
+        SNAPLEN
     }
 
     /// Flushes buffered packets to the underlying writer.
     pub fn flush(&mut self) -> io::Result<()> {
-        self.sink.flush()
+        self.out.flush()
     }
 }
 
