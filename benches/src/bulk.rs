@@ -12,7 +12,8 @@
 //! of the run alone (set-up excluded), bytes and segments delivered to the
 //! sinks, microseconds per delivered segment. `--pcap DIR` captures every
 //! interface (both ends of the link, both directions) into `DIR`, as ns-3's
-//! `EnablePcapAll` would.
+//! `EnablePcapAll` would. `--send copy` makes the sender copy its bytes
+//! into the connection instead of handing over a shared chunk.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ use rtolab_tcp::cc::{InitialWindow, RenoConfig};
 use rtolab_tcp::clock::Granularity;
 use rtolab_tcp::profile::{AckChoice, CcChoice, RtoChoice};
 use rtolab_tcp::rto::Rfc6298Config;
+use rtolab_tcp::Bytes;
 use rtolab_tcp::{Config, Profile};
 use rtolab_wire::pcap::PcapWriter;
 use serde_json::json;
@@ -49,26 +51,46 @@ fn stopwatch() -> Instant {
     Instant::now()
 }
 
+/// The payload of every [`BulkSend`].
+static ZEROS: [u8; CHUNK] = [0; CHUNK];
+
 /// ns-3's `BulkSendApplication`: connects at time zero and keeps the send
 /// buffer full. Like ns-3's, its payload is zeros: the stream content is
 /// not checked at the other end, so generating it would be work ns-3 does
-/// not do. The bytes are still real: copied into the connection's send
-/// buffer, into datagrams with checksums, and out again at the receiver.
+/// not do. The bytes are still real: in datagrams with checksums, and
+/// copied out again at the receiver. By default the sender hands the
+/// connection one shared chunk of zeros again and again (as an application
+/// sending a file with `sendfile` would) and each segment is copied from
+/// it; with `copy`, each write is copied into the connection's buffer
+/// first.
 struct BulkSend {
     peer: SocketAddrV4,
     flow: Option<FlowId>,
-    chunk: Vec<u8>,
+    send: SendMode,
 }
 
 impl BulkSend {
     fn fill(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
         while let Ok(room) = cx.tcp_connection(flow).map(|c| c.send_capacity()) {
             let n = room.min(CHUNK);
-            if n == 0 || cx.tcp_send(flow, &self.chunk[..n]).is_err() {
+            let queued = match self.send {
+                SendMode::Shared => cx.tcp_send_shared(flow, Bytes::from_static(&ZEROS[..n])),
+                SendMode::Copy => cx.tcp_send(flow, &ZEROS[..n]),
+            };
+            if n == 0 || queued.is_err() {
                 break;
             }
         }
     }
+}
+
+/// How [`BulkSend`] hands its bytes to TCP.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SendMode {
+    /// A shared chunk, referenced by the connection.
+    Shared,
+    /// A copy into the connection's send buffer.
+    Copy,
 }
 
 impl App for BulkSend {
@@ -143,10 +165,11 @@ struct Args {
     seconds: f64,
     pcap: Option<PathBuf>,
     apps: Apps,
+    send: SendMode,
 }
 
 const USAGE: &str = "usage: bulk [--flows N] [--rate 10Mbps] [--delay 5ms] [--queue 100] \
-[--segment 1448] [--seconds 60] [--pcap DIR] [--apps ns3|builtin]";
+[--segment 1448] [--seconds 60] [--pcap DIR] [--apps ns3|builtin] [--send shared|copy]";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
@@ -158,6 +181,7 @@ fn parse_args() -> Result<Args, String> {
         seconds: 60.0,
         pcap: None,
         apps: Apps::Ns3,
+        send: SendMode::Shared,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -181,6 +205,13 @@ fn parse_args() -> Result<Args, String> {
                     "ns3" => Apps::Ns3,
                     "builtin" => Apps::Builtin,
                     _ => return Err(bad(&"expected ns3 or builtin")),
+                }
+            }
+            "--send" => {
+                args.send = match value.as_str() {
+                    "shared" => SendMode::Shared,
+                    "copy" => SendMode::Copy,
+                    _ => return Err(bad(&"expected shared or copy")),
                 }
             }
             _ => return Err(format!("unknown option {flag}\n{USAGE}")),
@@ -300,7 +331,7 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
                 AnyApp::Custom(Box::new(BulkSend {
                     peer,
                     flow: None,
-                    chunk: vec![0; CHUNK],
+                    send: args.send,
                 })),
             ),
             Apps::Builtin => (
@@ -362,6 +393,10 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
         "apps": match args.apps {
             Apps::Ns3 => "ns3",
             Apps::Builtin => "builtin",
+        },
+        "send": match args.send {
+            SendMode::Shared => "shared",
+            SendMode::Copy => "copy",
         },
     }))
 }

@@ -571,20 +571,19 @@ impl TcpLayer {
             .ok_or(TcpError::UnknownFlow(flow))
     }
 
-    /// Queues `data` on `flow`'s send buffer (the engine's `send`).
+    /// Queues `data` on `flow`'s send buffer with `queue_on` (the engine's
+    /// `send` or `send_shared`).
     pub(crate) fn send(
         &mut self,
         node: NodeId,
         app: AppId,
         flow: FlowId,
-        data: &[u8],
+        queue_on: impl FnOnce(&mut Stack, ConnId) -> Option<Result<usize, ConnError>>,
     ) -> Result<usize, TcpError> {
         let f = self.owned(node, app, flow)?;
         let (stack, conn) = (f.stack, f.conn);
-        let queued = self.hosts[node.0 as usize].stacks[stack as usize]
-            .stack
-            .send(conn, data)
-            .ok_or(TcpError::UnknownFlow(flow))??;
+        let stack = &mut self.hosts[node.0 as usize].stacks[stack as usize].stack;
+        let queued = queue_on(stack, conn).ok_or(TcpError::UnknownFlow(flow))??;
         if queued > 0 {
             self.mark(node);
         }

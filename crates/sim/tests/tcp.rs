@@ -424,3 +424,119 @@ fn custom_apps_use_tcp_and_dead_ports_answer_with_a_reset() {
     assert_eq!(flows[0].state, State::Closed);
     assert!(flows[0].closed.is_some());
 }
+
+/// Sends `data` with `tcp_send_shared`, as slices of one shared chunk.
+struct SharedSender {
+    peer: std::net::SocketAddrV4,
+    data: rtolab_tcp::Bytes,
+    sent: usize,
+}
+
+impl SharedSender {
+    fn fill(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+        while self.sent < self.data.len() {
+            match cx.tcp_send_shared(flow, self.data.slice(self.sent..)) {
+                Ok(n) if n > 0 => self.sent += n,
+                _ => break,
+            }
+        }
+        if self.sent == self.data.len() {
+            let _ = cx.tcp_close(flow);
+        }
+    }
+}
+
+impl App for SharedSender {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        if let Ok(flow) = cx.tcp_connect(self.peer) {
+            self.fill(cx, flow);
+        }
+    }
+    fn on_packet(&mut self, _: &mut AppContext<'_>, _: &[u8]) {}
+    fn on_timer(&mut self, _: &mut AppContext<'_>, _: u64) {}
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        if matches!(event, TcpEvent::Connected | TcpEvent::Writable) {
+            self.fill(cx, flow);
+        }
+    }
+    fn stats(&self) -> AppStats {
+        AppStats::Custom(serde_json::json!({ "sent": self.sent }))
+    }
+}
+
+/// Collects every byte it receives.
+struct Collector {
+    received: Arc<Mutex<Vec<u8>>>,
+}
+
+impl App for Collector {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        cx.tcp_listen(7000).unwrap();
+    }
+    fn on_packet(&mut self, _: &mut AppContext<'_>, _: &[u8]) {}
+    fn on_timer(&mut self, _: &mut AppContext<'_>, _: u64) {}
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, _: TcpEvent) {
+        let mut buf = [0u8; 1000];
+        while let Ok(n) = cx.tcp_recv(flow, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            self.received.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+        let finished = cx
+            .tcp_connection(flow)
+            .is_ok_and(|c| c.is_recv_finished() && c.state() == State::CloseWait);
+        if finished {
+            let _ = cx.tcp_close(flow);
+        }
+    }
+    fn stats(&self) -> AppStats {
+        AppStats::Custom(serde_json::Value::Null)
+    }
+}
+
+#[test]
+fn shared_sends_arrive_intact_over_a_lossy_link() {
+    use rtolab_sim::link::P2pConfig;
+    use rtolab_sim::{Ipv4Cidr, SimDuration, Simulator};
+
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i * 31 % 251) as u8).collect();
+    let mut sim = Simulator::new(9);
+    let (a, b) = (sim.add_node("a"), sim.add_node("b"));
+    let link = sim.add_point_to_point(
+        "ab",
+        P2pConfig {
+            rate_bps: 10_000_000,
+            delay: SimDuration::from_millis(5),
+            queue_capacity: 20,
+            loss: 0.02,
+        },
+    );
+    sim.attach(a, link, "10.0.0.1/24".parse::<Ipv4Cidr>().unwrap())
+        .unwrap();
+    sim.attach(b, link, "10.0.0.2/24".parse::<Ipv4Cidr>().unwrap())
+        .unwrap();
+    let received = Arc::new(Mutex::new(Vec::new()));
+    sim.add_app(
+        b,
+        "collector",
+        AnyApp::Custom(Box::new(Collector {
+            received: received.clone(),
+        })),
+    );
+    sim.add_app(
+        a,
+        "sender",
+        AnyApp::Custom(Box::new(SharedSender {
+            peer: "10.0.0.2:7000".parse().unwrap(),
+            data: rtolab_tcp::Bytes::from(data.clone()),
+            sent: 0,
+        })),
+    );
+    sim.run_until(SimTime::from_secs(120)).unwrap();
+    let retransmitted: u64 = (0..sim.flow_count())
+        .map(|i| sim.flow(FlowId(i as u32)).counts.retransmissions)
+        .sum();
+    assert!(retransmitted > 0, "the loss should force retransmissions");
+    assert_eq!(received.lock().unwrap().as_slice(), &data[..]);
+}

@@ -5,6 +5,7 @@ use std::fmt;
 use std::net::SocketAddrV4;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::ipv4::{protocol, Ipv4Repr};
 use rtolab_wire::packet::emit_tcp;
@@ -17,6 +18,7 @@ use crate::profile::Config;
 use crate::rto::{
     AckProgress, ConnectionContext, Expiry, RtoPolicy, RttSample, SampleSource, Transmission,
 };
+use crate::send_buffer::SendBuffer;
 use crate::trace::{RetransmitCause, SpuriousDetection, TimerKind, Trace, TraceEvent, TraceLevel};
 
 /// The MSS assumed when the peer sends no MSS option (RFC 9293 §3.7.1).
@@ -268,9 +270,9 @@ pub struct Connection {
     max_snd_wnd: usize,
     snd_wl1: SeqNumber,
     snd_wl2: SeqNumber,
-    /// Unacknowledged and unsent application bytes; `send_buf[0]` has
+    /// Unacknowledged and unsent application bytes; the first has
     /// sequence number `buf_seq`.
-    send_buf: VecDeque<u8>,
+    send_buf: SendBuffer,
     buf_seq: SeqNumber,
     fin_queued: bool,
     sent: VecDeque<Sent>,
@@ -387,7 +389,7 @@ impl Connection {
             max_snd_wnd: 0,
             snd_wl1: SeqNumber(0),
             snd_wl2: iss,
-            send_buf: VecDeque::new(),
+            send_buf: SendBuffer::default(),
             buf_seq: iss + 1u32,
             fin_queued: false,
             sent: VecDeque::new(),
@@ -572,18 +574,37 @@ impl Connection {
 
     // ----- application side ---------------------------------------------
 
-    /// Queues up to [`Connection::send_capacity`] bytes; returns how many
-    /// were taken. Data queued during the handshake leaves after it.
+    /// Queues a copy of up to [`Connection::send_capacity`] bytes; returns
+    /// how many were taken. Data queued during the handshake leaves after
+    /// it.
     pub fn send(&mut self, data: &[u8]) -> Result<usize, ConnError> {
+        let n = data.len().min(self.sendable()?);
+        self.send_buf.push_copy(&data[..n]);
+        Ok(n)
+    }
+
+    /// Like [`Connection::send`], but without copying: the connection keeps
+    /// a reference to (the first [`Connection::send_capacity`] bytes of)
+    /// `data` and reads each segment's payload from it, as `sendfile` lets
+    /// a real socket do. For applications that send the same bytes again
+    /// and again, or bytes they already hold in a shared buffer.
+    pub fn send_shared(&mut self, data: Bytes) -> Result<usize, ConnError> {
+        let n = data.len().min(self.sendable()?);
+        self.send_buf.push_shared(data.slice(..n));
+        Ok(n)
+    }
+
+    /// The room for new data, if the connection still takes some.
+    fn sendable(&self) -> Result<usize, ConnError> {
         match self.state {
             State::SynSent | State::SynReceived | State::Established | State::CloseWait
-                if !self.fin_queued => {}
-            State::Closed => return Err(ConnError::Closed),
-            s => return Err(ConnError::CannotSend(s)),
+                if !self.fin_queued =>
+            {
+                Ok(self.send_capacity())
+            }
+            State::Closed => Err(ConnError::Closed),
+            s => Err(ConnError::CannotSend(s)),
         }
-        let n = data.len().min(self.send_capacity());
-        self.send_buf.extend(&data[..n]);
-        Ok(n)
     }
 
     /// Moves received in-order bytes into `buf`; returns how many.
@@ -1481,7 +1502,7 @@ impl Connection {
         }
         // Release acknowledged application bytes.
         let data_acked = dist(tcp.ack, self.buf_seq).min(self.send_buf.len());
-        self.send_buf.drain(..data_acked);
+        self.send_buf.consume(data_acked);
         self.buf_seq += data_acked;
         self.stats.bytes_acked += data_acked as u64;
         self.snd_una = tcp.ack;
@@ -2108,20 +2129,14 @@ impl Connection {
             flags.insert(TcpFlags::PSH);
         }
         // The payload is read in place where the send buffer holds it in
-        // one run; only a run across the ring's wrap point is copied out,
-        // into a reused scratch buffer.
-        let (front, back) = self.send_buf.as_slices();
-        let slice: &[u8] = if data_end <= front.len() {
-            &front[data_start..data_end]
-        } else if data_start >= front.len() {
-            &back[data_start - front.len()..data_end - front.len()]
+        // one piece; only one that spans pieces is gathered into a reused
+        // scratch buffer.
+        let window = if s.syn {
+            self.recv_window().min(usize::from(u16::MAX)) as u16
         } else {
-            self.scratch.clear();
-            self.scratch.extend_from_slice(&front[data_start..]);
-            self.scratch
-                .extend_from_slice(&back[..data_end - front.len()]);
-            &self.scratch
+            self.advertised_window()
         };
+        let slice = self.send_buf.range(data_start, data_end, &mut self.scratch);
         let repr = TcpRepr {
             src_port: self.local.port(),
             dst_port: self.remote.port(),
@@ -2132,11 +2147,7 @@ impl Connection {
                 SeqNumber(0)
             },
             flags,
-            window: if s.syn {
-                self.recv_window().min(usize::from(u16::MAX)) as u16
-            } else {
-                self.advertised_window()
-            },
+            window,
             urgent: 0,
             options,
             payload: slice,

@@ -28,11 +28,14 @@ pub mod clock;
 mod conn;
 pub mod profile;
 pub mod rto;
+mod send_buffer;
 pub mod serde_duration;
 pub mod serde_off;
 mod stack;
 pub mod trace;
 
+/// Shared, immutable byte chunks, for [`Connection::send_shared`].
+pub use bytes::Bytes;
 pub use conn::{
     reset_reply, ConnError, Connection, ConnectionStats, Event, State, DEFAULT_MSS, TIMELOST_UNIT,
 };

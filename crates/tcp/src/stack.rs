@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use rtolab_time::SimTime;
 use rtolab_wire::ipv4::{protocol, Ipv4Repr};
 use rtolab_wire::packet::{self, emit_tcp, Transport};
@@ -482,8 +484,24 @@ impl Stack {
     /// [`Stack::conn_mut`]: queuing data raises no event and moves no timer,
     /// so only the connection's output is polled afterwards.
     pub fn send(&mut self, id: ConnId, data: &[u8]) -> Option<Result<usize, ConnError>> {
+        self.queue(id, |conn| conn.send(data))
+    }
+
+    /// [`Connection::send_shared`] on connection `id`, as cheap as
+    /// [`Stack::send`].
+    pub fn send_shared(&mut self, id: ConnId, data: Bytes) -> Option<Result<usize, ConnError>> {
+        self.queue(id, |conn| conn.send_shared(data))
+    }
+
+    /// Queues data on connection `id` with `queue_on`, then lists the
+    /// connection for transmission if anything was taken.
+    fn queue(
+        &mut self,
+        id: ConnId,
+        queue_on: impl FnOnce(&mut Connection) -> Result<usize, ConnError>,
+    ) -> Option<Result<usize, ConnError>> {
         let slot = self.conns.get_mut(&id)?;
-        let queued = slot.conn.send(data);
+        let queued = queue_on(&mut slot.conn);
         if matches!(queued, Ok(n) if n > 0) {
             self.touched.may_send(id, slot);
         }

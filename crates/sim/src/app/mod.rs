@@ -38,7 +38,7 @@ pub use tcp_bulk::{
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use rtolab_tcp::Connection;
+use rtolab_tcp::{Bytes, Connection};
 use rtolab_time::SimTime;
 use serde::{Serialize, Serializer};
 
@@ -400,7 +400,18 @@ impl AppContext<'_> {
     /// Queues bytes on a connection; returns how many fit in its send
     /// buffer.
     pub fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
-        self.tcp.send(self.node_id, self.app, flow, data)
+        self.tcp.send(self.node_id, self.app, flow, |stack, conn| {
+            stack.send(conn, data)
+        })
+    }
+
+    /// Queues a shared chunk without copying it (the engine's
+    /// [`Connection::send_shared`]); returns how many of its bytes were
+    /// taken.
+    pub fn tcp_send_shared(&mut self, flow: FlowId, data: Bytes) -> Result<usize, TcpError> {
+        self.tcp.send(self.node_id, self.app, flow, |stack, conn| {
+            stack.send_shared(conn, data)
+        })
     }
 
     /// Moves received in-order bytes into `buf`; returns how many.

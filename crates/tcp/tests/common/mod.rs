@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rtolab_tcp::{Config, ConnId, Event, Profile, Stack, State};
+use rtolab_tcp::{Bytes, Config, ConnId, Event, Profile, Stack, State};
 use rtolab_time::{SimDuration, SimTime};
 
 pub const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -214,7 +214,22 @@ impl Pair {
 
 /// A transfer driven to completion: the client sends `data` and closes; the
 /// server reads everything and closes when the client's FIN arrives.
+/// How [`Transfer`] hands its bytes to the client connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    /// Copies (`Connection::send`).
+    Copy,
+    /// Shared chunks of the data (`Connection::send_shared`).
+    Shared,
+    /// Both in turn, in small pieces, so copied and shared runs interleave
+    /// in the send buffer.
+    Mixed,
+}
+
 pub struct Transfer {
+    pub mode: SendMode,
+    /// The data as one shared chunk, sliced for `send_shared`.
+    pub shared: Bytes,
     pub client: ConnId,
     pub server: Option<ConnId>,
     pub data: Vec<u8>,
@@ -230,6 +245,8 @@ impl Transfer {
         let now = pair.time;
         let client = pair.client.connect(now, Pair::server_addr());
         Transfer {
+            mode: SendMode::Copy,
+            shared: Bytes::copy_from_slice(&data),
             client,
             server: None,
             data,
@@ -244,9 +261,23 @@ impl Transfer {
     pub fn pump(&mut self, pair: &mut Pair) -> bool {
         let now = pair.time;
         if let Some(c) = pair.client.conn_mut(self.client) {
-            if self.sent < self.data.len() {
-                if let Ok(n) = c.send(&self.data[self.sent..]) {
-                    self.sent += n;
+            while self.sent < self.data.len() {
+                let rest = self.sent..self.data.len();
+                let queued = match self.mode {
+                    SendMode::Copy => c.send(&self.data[rest]),
+                    SendMode::Shared => c.send_shared(self.shared.slice(rest)),
+                    SendMode::Mixed => {
+                        let piece = self.sent..self.data.len().min(self.sent + 700);
+                        if self.sent / 700 % 2 == 0 {
+                            c.send(&self.data[piece])
+                        } else {
+                            c.send_shared(self.shared.slice(piece))
+                        }
+                    }
+                };
+                match queued {
+                    Ok(n) if n > 0 => self.sent += n,
+                    _ => break,
                 }
             }
             // Close once connected: a close in SYN-SENT with nothing queued
