@@ -1406,13 +1406,18 @@ impl Connection {
                 }
                 continue;
             }
-            for s in self.sent.iter_mut() {
-                if s.seq >= block.left && s.end() <= block.right {
-                    if !s.sacked {
-                        self.unsacked_bytes -= s.len as usize;
-                    }
-                    s.sacked = true;
+            // `sent` is in sequence order, each segment following the last:
+            // the ones the block covers are a run from the first at or
+            // after its left edge.
+            let first = self.sent.partition_point(|s| s.seq < block.left);
+            for s in self.sent.range_mut(first..) {
+                if s.end() > block.right {
+                    break;
                 }
+                if !s.sacked {
+                    self.unsacked_bytes -= s.len as usize;
+                }
+                s.sacked = true;
             }
         }
     }
