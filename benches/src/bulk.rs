@@ -364,12 +364,14 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
         }
     }
     // Work that delivered nothing new, to explain the cost per delivered
-    // segment: resent segments and retransmission-timer expiries.
-    let (mut retransmissions, mut timeouts) = (0u64, 0u64);
+    // segment: resent segments, retransmission-timer expiries, and the
+    // duplicate ACKs sent for segments that arrived out of order.
+    let (mut retransmissions, mut timeouts, mut dup_acks) = (0u64, 0u64, 0u64);
     for id in 0..sim.flow_count() {
         let counts = sim.flow(FlowId(id as u32)).counts;
         retransmissions += counts.retransmissions;
         timeouts += counts.timeouts;
+        dup_acks += counts.dup_acks_sent;
     }
     let segments = bytes as f64 / f64::from(args.segment);
     let us_per_segment = (segments > 0.0).then(|| (wall / segments * 1e9).round() / 1e3);
@@ -388,6 +390,7 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
         "events": sim.events_processed(),
         "retransmissions": retransmissions,
         "timeouts": timeouts,
+        "dup_acks_sent": dup_acks,
         "packet_buffers": sim.packet_buffers(),
         "pcap": args.pcap.is_some(),
         "apps": match args.apps {

@@ -12,29 +12,46 @@ use std::collections::VecDeque;
 
 use bytes::{Buf, Bytes};
 
-/// A stretch of the buffer, in order.
+/// A stretch of the buffer, in order. Offsets are absolute: counted from
+/// the first byte ever queued, so they stay valid as the front is consumed
+/// and a run is found by binary search.
 #[derive(Debug)]
-enum Run {
-    /// This many bytes, the oldest not yet consumed in `SendBuffer::ring`.
-    Copied(usize),
+struct Run {
+    /// Offset of its first byte.
+    start: u64,
+    bytes: Held,
+}
+
+#[derive(Debug)]
+enum Held {
+    /// `len` copied bytes, the first at absolute ring offset `ring_start`.
+    Copied { ring_start: u64, len: usize },
     /// A shared chunk; its front shrinks as bytes are acknowledged.
     Shared(Bytes),
 }
 
 impl Run {
     fn len(&self) -> usize {
-        match self {
-            Run::Copied(n) => *n,
-            Run::Shared(b) => b.len(),
+        match &self.bytes {
+            Held::Copied { len, .. } => *len,
+            Held::Shared(b) => b.len(),
         }
+    }
+
+    fn end(&self) -> u64 {
+        self.start + self.len() as u64
     }
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct SendBuffer {
-    /// The copied bytes of every [`Run::Copied`], in order.
+    /// The copied bytes of every copied run, in order.
     ring: VecDeque<u8>,
+    /// Absolute ring offset of `ring[0]`.
+    ring_front: u64,
     runs: VecDeque<Run>,
+    /// Absolute offset of the buffer's first byte.
+    front: u64,
     len: usize,
 }
 
@@ -48,15 +65,29 @@ impl SendBuffer {
         self.len == 0
     }
 
+    fn back(&self) -> u64 {
+        self.front + self.len as u64
+    }
+
     /// Appends a copy of `data`.
     pub(crate) fn push_copy(&mut self, data: &[u8]) {
         if data.is_empty() {
             return;
         }
+        let ring_end = self.ring_front + self.ring.len() as u64;
         self.ring.extend(data);
         match self.runs.back_mut() {
-            Some(Run::Copied(n)) => *n += data.len(),
-            _ => self.runs.push_back(Run::Copied(data.len())),
+            Some(Run {
+                bytes: Held::Copied { len, .. },
+                ..
+            }) => *len += data.len(),
+            _ => self.runs.push_back(Run {
+                start: self.back(),
+                bytes: Held::Copied {
+                    ring_start: ring_end,
+                    len: data.len(),
+                },
+            }),
         }
         self.len += data.len();
     }
@@ -66,21 +97,25 @@ impl SendBuffer {
         if data.is_empty() {
             return;
         }
-        self.len += data.len();
-        self.runs.push_back(Run::Shared(data));
+        self.runs.push_back(Run {
+            start: self.back(),
+            bytes: Held::Shared(data),
+        });
+        self.len += self.runs.back().map_or(0, Run::len);
     }
 
     /// Drops the oldest `n` bytes (at most all of them).
-    pub(crate) fn consume(&mut self, mut n: usize) {
-        n = n.min(self.len);
+    pub(crate) fn consume(&mut self, n: usize) {
+        let n = n.min(self.len);
         self.len -= n;
-        while n > 0 {
-            let Some(run) = self.runs.front_mut() else {
+        self.front += n as u64;
+        while let Some(run) = self.runs.front_mut() {
+            if run.start >= self.front {
                 break;
-            };
-            let take = n.min(run.len());
-            match run {
-                Run::Copied(left) => {
+            }
+            let take = (self.front - run.start).min(run.len() as u64) as usize;
+            match &mut run.bytes {
+                Held::Copied { ring_start, len } => {
                     if take == self.ring.len() {
                         // Start the ring over, so new bytes land in memory
                         // that was just used.
@@ -88,21 +123,21 @@ impl SendBuffer {
                     } else {
                         self.ring.drain(..take);
                     }
-                    *left -= take;
+                    self.ring_front += take as u64;
+                    *ring_start += take as u64;
+                    *len -= take;
                 }
-                Run::Shared(chunk) => chunk.advance(take),
+                Held::Shared(chunk) => chunk.advance(take),
             }
+            run.start += take as u64;
             if run.len() == 0 {
                 self.runs.pop_front();
             }
-            n -= take;
         }
     }
 
     pub(crate) fn clear(&mut self) {
-        self.ring.clear();
-        self.runs.clear();
-        self.len = 0;
+        self.consume(self.len);
     }
 
     /// Bytes `start..end` of the buffer. They are returned in place when
@@ -123,15 +158,16 @@ impl SendBuffer {
             "range {start}..{end} of {}",
             self.len
         );
-        let mut pieces = Pieces::at(self, start);
-        let first = pieces.take(end - start);
-        if first.len() == end - start {
+        let want = end - start;
+        let mut pieces = Pieces::at(self, self.front + start as u64);
+        let first = pieces.take(want);
+        if first.len() == want {
             return first;
         }
         scratch.clear();
         scratch.extend_from_slice(first);
-        while scratch.len() < end - start {
-            let piece = pieces.take(end - start - scratch.len());
+        while scratch.len() < want {
+            let piece = pieces.take(want - scratch.len());
             scratch.extend_from_slice(piece);
         }
         scratch
@@ -141,41 +177,20 @@ impl SendBuffer {
 /// A cursor over the buffer's bytes as contiguous pieces.
 struct Pieces<'a> {
     buffer: &'a SendBuffer,
-    /// Buffer offset of the next byte.
-    offset: usize,
+    /// Absolute offset of the next byte.
+    offset: u64,
     /// Index of the run holding it.
     run: usize,
-    /// Buffer offset where that run begins.
-    run_start: usize,
-    /// Ring offset of that run's first byte, if it is copied.
-    ring_start: usize,
 }
 
 impl<'a> Pieces<'a> {
-    fn at(buffer: &'a SendBuffer, offset: usize) -> Pieces<'a> {
-        let mut pieces = Pieces {
+    fn at(buffer: &'a SendBuffer, offset: u64) -> Pieces<'a> {
+        let run = buffer.runs.partition_point(|r| r.end() <= offset);
+        Pieces {
             buffer,
             offset,
-            run: 0,
-            run_start: 0,
-            ring_start: 0,
-        };
-        while let Some(run) = buffer.runs.get(pieces.run) {
-            if offset < pieces.run_start + run.len() {
-                break;
-            }
-            pieces.next_run();
+            run,
         }
-        pieces
-    }
-
-    fn next_run(&mut self) {
-        let run = &self.buffer.runs[self.run];
-        if let Run::Copied(n) = run {
-            self.ring_start += n;
-        }
-        self.run_start += run.len();
-        self.run += 1;
     }
 
     /// The longest contiguous piece from the cursor, at most `max` bytes
@@ -184,13 +199,13 @@ impl<'a> Pieces<'a> {
         let Some(run) = self.buffer.runs.get(self.run) else {
             return &[];
         };
-        let within = self.offset - self.run_start;
+        let within = (self.offset - run.start) as usize;
         let want = max.min(run.len() - within);
-        let piece: &'a [u8] = match run {
-            Run::Shared(chunk) => &chunk[within..within + want],
-            Run::Copied(_) => {
+        let piece: &'a [u8] = match &run.bytes {
+            Held::Shared(chunk) => &chunk[within..within + want],
+            Held::Copied { ring_start, .. } => {
                 let (front, back) = self.buffer.ring.as_slices();
-                let at = self.ring_start + within;
+                let at = (ring_start - self.buffer.ring_front) as usize + within;
                 if at < front.len() {
                     &front[at..at + want.min(front.len() - at)]
                 } else {
@@ -199,9 +214,9 @@ impl<'a> Pieces<'a> {
                 }
             }
         };
-        self.offset += piece.len();
-        if self.offset == self.run_start + run.len() {
-            self.next_run();
+        self.offset += piece.len() as u64;
+        if self.offset == run.end() {
+            self.run += 1;
         }
         piece
     }
