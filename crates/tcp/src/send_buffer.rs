@@ -19,9 +19,10 @@ use bytes::{Buf, Bytes};
 struct Run {
     /// Offset of its first byte.
     start: u64,
-    bytes: Held,
+    held: Held,
 }
 
+/// Where a run's bytes are.
 #[derive(Debug)]
 enum Held {
     /// `len` copied bytes, the first at absolute ring offset `ring_start`.
@@ -32,7 +33,7 @@ enum Held {
 
 impl Run {
     fn len(&self) -> usize {
-        match &self.bytes {
+        match &self.held {
             Held::Copied { len, .. } => *len,
             Held::Shared(b) => b.len(),
         }
@@ -78,12 +79,12 @@ impl SendBuffer {
         self.ring.extend(data);
         match self.runs.back_mut() {
             Some(Run {
-                bytes: Held::Copied { len, .. },
+                held: Held::Copied { len, .. },
                 ..
             }) => *len += data.len(),
             _ => self.runs.push_back(Run {
                 start: self.back(),
-                bytes: Held::Copied {
+                held: Held::Copied {
                     ring_start: ring_end,
                     len: data.len(),
                 },
@@ -99,7 +100,7 @@ impl SendBuffer {
         }
         self.runs.push_back(Run {
             start: self.back(),
-            bytes: Held::Shared(data),
+            held: Held::Shared(data),
         });
         self.len += self.runs.back().map_or(0, Run::len);
     }
@@ -114,7 +115,7 @@ impl SendBuffer {
                 break;
             }
             let take = (self.front - run.start).min(run.len() as u64) as usize;
-            match &mut run.bytes {
+            match &mut run.held {
                 Held::Copied { ring_start, len } => {
                     if take == self.ring.len() {
                         // Start the ring over, so new bytes land in memory
@@ -201,7 +202,7 @@ impl<'a> Pieces<'a> {
         };
         let within = (self.offset - run.start) as usize;
         let want = max.min(run.len() - within);
-        let piece: &'a [u8] = match &run.bytes {
+        let piece: &'a [u8] = match &run.held {
             Held::Shared(chunk) => &chunk[within..within + want],
             Held::Copied { ring_start, .. } => {
                 let (front, back) = self.buffer.ring.as_slices();
