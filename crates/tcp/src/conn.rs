@@ -1,6 +1,6 @@
 //! One TCP connection as a sans-IO state machine (RFC 9293).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddrV4;
 use std::sync::Arc;
@@ -303,12 +303,16 @@ pub struct Connection {
     irs: SeqNumber,
     rcv_nxt: SeqNumber,
     rcv_offset: u64,
+    /// Received bytes: the first `readable` are in order and ready for the
+    /// application; after them, out-of-order data sits at its place in the
+    /// stream, with zeros in the holes, so that filling a hole makes the
+    /// data behind it readable without moving it.
     recv_buf: VecDeque<u8>,
-    /// Out-of-order data by stream offset, with the arrival count of the
-    /// segment that last touched it (SACK blocks are listed by recency).
-    ooo: BTreeMap<u64, (Vec<u8>, u64)>,
-    /// Emptied `ooo` buffers, reused.
-    ooo_spare: Vec<Vec<u8>>,
+    readable: usize,
+    /// The out-of-order data held in `recv_buf`, as disjoint, non-adjacent
+    /// ranges of stream offsets in order, each with the arrival count of
+    /// the newest segment in it (SACK blocks are listed by recency).
+    ooo: Vec<OooRange>,
     ooo_arrivals: u64,
     ooo_fin: Option<u64>,
     fin_received: bool,
@@ -350,6 +354,34 @@ fn seq_in(seq: SeqNumber, low: SeqNumber, high_exclusive: SeqNumber) -> bool {
 
 fn dist(later: SeqNumber, earlier: SeqNumber) -> usize {
     (later - earlier).max(0) as usize
+}
+
+/// Out-of-order data held in the receive buffer: stream offsets
+/// `start..end`, and the arrival count of the newest segment in it.
+#[derive(Clone, Copy, Debug)]
+struct OooRange {
+    start: u64,
+    end: u64,
+    arrival: u64,
+}
+
+/// Writes `data` into `ring` from index `at`, growing it (with zeros up to
+/// `at`) where it is shorter.
+fn write_at(ring: &mut VecDeque<u8>, at: usize, data: &[u8]) {
+    if ring.len() < at {
+        ring.resize(at, 0);
+    }
+    let inside = (ring.len() - at).min(data.len());
+    if inside > 0 {
+        let (front, back) = ring.as_mut_slices();
+        let in_front = front.len().saturating_sub(at).min(inside);
+        if in_front > 0 {
+            front[at..at + in_front].copy_from_slice(&data[..in_front]);
+        }
+        let back_at = (at + in_front) - front.len().min(at + in_front);
+        back[back_at..back_at + inside - in_front].copy_from_slice(&data[in_front..inside]);
+    }
+    ring.extend(&data[inside..]);
 }
 
 impl Connection {
@@ -411,8 +443,8 @@ impl Connection {
             rcv_nxt: SeqNumber(0),
             rcv_offset: 0,
             recv_buf: VecDeque::new(),
-            ooo: BTreeMap::new(),
-            ooo_spare: Vec::new(),
+            readable: 0,
+            ooo: Vec::new(),
             ooo_arrivals: 0,
             ooo_fin: None,
             fin_received: false,
@@ -561,11 +593,11 @@ impl Connection {
     }
     /// Bytes ready for [`Connection::recv`].
     pub fn recv_queue_len(&self) -> usize {
-        self.recv_buf.len()
+        self.readable
     }
     /// Whether the peer's FIN arrived and all data before it was read.
     pub fn is_recv_finished(&self) -> bool {
-        self.fin_received && self.recv_buf.is_empty()
+        self.fin_received && self.readable == 0
     }
     /// Whether the connection is finished (closed, reset or timed out).
     pub fn is_closed(&self) -> bool {
@@ -609,12 +641,13 @@ impl Connection {
 
     /// Moves received in-order bytes into `buf`; returns how many.
     pub fn recv(&mut self, buf: &mut [u8]) -> usize {
-        let n = buf.len().min(self.recv_buf.len());
+        let n = buf.len().min(self.readable);
         // Slice copies: the ring buffer is at most two contiguous runs.
         let (front, back) = self.recv_buf.as_slices();
         let first = n.min(front.len());
         buf[..first].copy_from_slice(&front[..first]);
         buf[first..n].copy_from_slice(&back[..n - first]);
+        self.readable -= n;
         if n == self.recv_buf.len() {
             // Start the ring over: the next data lands in memory that was
             // just used, not wherever the ring's head had moved to.
@@ -944,7 +977,7 @@ impl Connection {
         self.config
             .profile
             .recv_buffer
-            .saturating_sub(self.recv_buf.len())
+            .saturating_sub(self.readable)
     }
 
     fn acceptable(&self, tcp: &TcpRepr) -> bool {
@@ -1156,19 +1189,13 @@ impl Connection {
         if !data.is_empty() {
             if out_of_order {
                 self.ooo_arrivals += 1;
-                let arrival = self.ooo_arrivals;
-                match self.ooo.get_mut(&offset) {
-                    // Already held; it still is the most recent report.
-                    Some(held) if held.0.len() >= data.len() => held.1 = arrival,
-                    _ => {
-                        let mut copy = self.ooo_spare.pop().unwrap_or_default();
-                        copy.clear();
-                        copy.extend_from_slice(data);
-                        if let Some((old, _)) = self.ooo.insert(offset, (copy, arrival)) {
-                            self.recycle_ooo(old);
-                        }
-                    }
-                }
+                let at = self.readable + (offset - self.rcv_offset) as usize;
+                write_at(&mut self.recv_buf, at, data);
+                self.hold_out_of_order(OooRange {
+                    start: offset,
+                    end: offset + data.len() as u64,
+                    arrival: self.ooo_arrivals,
+                });
             } else {
                 self.deliver(data);
             }
@@ -1232,38 +1259,52 @@ impl Connection {
         }
     }
 
+    /// Appends in-order `data` to the readable bytes.
     fn deliver(&mut self, data: &[u8]) {
-        self.recv_buf.extend(data);
-        self.rcv_nxt += data.len();
-        self.rcv_offset += data.len() as u64;
-        self.stats.bytes_received += data.len() as u64;
+        write_at(&mut self.recv_buf, self.readable, data);
+        self.made_readable(data.len());
+    }
+
+    /// Counts the `n` bytes after the readable ones, already in place in
+    /// `recv_buf`, as readable.
+    fn made_readable(&mut self, n: usize) {
+        self.readable += n;
+        self.rcv_nxt += n;
+        self.rcv_offset += n as u64;
+        self.stats.bytes_received += n as u64;
         self.events.push_back(Event::Readable);
     }
 
-    fn pull_reassembled(&mut self) {
-        while let Some(entry) = self.ooo.first_entry() {
-            let start = *entry.key();
-            if start > self.rcv_offset {
-                break;
-            }
-            let (data, _) = entry.remove();
-            let skip = (self.rcv_offset - start) as usize;
-            if skip < data.len() {
-                let room = self.recv_window();
-                let take = (data.len() - skip).min(room);
-                self.deliver(&data[skip..skip + take]);
-            }
-            self.recycle_ooo(data);
+    /// Notes out-of-order data now in `recv_buf`, merging it with the
+    /// ranges it overlaps or touches.
+    fn hold_out_of_order(&mut self, mut range: OooRange) {
+        let first = self.ooo.partition_point(|r| r.end < range.start);
+        let mut last = first;
+        while let Some(r) = self.ooo.get(last).filter(|r| r.start <= range.end) {
+            range.start = range.start.min(r.start);
+            range.end = range.end.max(r.end);
+            range.arrival = range.arrival.max(r.arrival);
+            last += 1;
         }
+        self.ooo.splice(first..last, [range]);
     }
 
-    /// Keeps a few buffers of reassembled data for the next out-of-order
-    /// segments, so loss recovery does not allocate per segment.
-    fn recycle_ooo(&mut self, buf: Vec<u8>) {
-        const SPARE_BUFFERS: usize = 32;
-        if self.ooo_spare.len() < SPARE_BUFFERS {
-            self.ooo_spare.push(buf);
+    /// Makes held data that the stream has reached readable: it is already
+    /// in place behind the readable bytes.
+    fn pull_reassembled(&mut self) {
+        let reached = self
+            .ooo
+            .iter()
+            .take_while(|r| r.start <= self.rcv_offset)
+            .count();
+        for i in 0..reached {
+            let end = self.ooo[i].end;
+            if end > self.rcv_offset {
+                let take = ((end - self.rcv_offset) as usize).min(self.recv_window());
+                self.made_readable(take);
+            }
         }
+        self.ooo.drain(..reached);
     }
 
     /// The SACK blocks to send, at most `max` (and 4): the DSACK first,
@@ -1292,23 +1333,8 @@ impl Connection {
                 newest[at] = range;
             }
         };
-        let mut current: Option<(u64, u64, u64)> = None;
-        for (&start, (data, arrival)) in &self.ooo {
-            let end = start + data.len() as u64;
-            match current.as_mut() {
-                Some(last) if start <= last.1 => {
-                    last.1 = last.1.max(end);
-                    last.2 = last.2.max(*arrival);
-                }
-                _ => {
-                    if let Some(done) = current.replace((start, end, *arrival)) {
-                        offer(done);
-                    }
-                }
-            }
-        }
-        if let Some(done) = current {
-            offer(done);
+        for r in &self.ooo {
+            offer((r.start, r.end, r.arrival));
         }
         for &(start, end, _) in &newest[..kept] {
             let left = self.rcv_nxt + (start - self.rcv_offset) as usize;

@@ -1629,3 +1629,33 @@ fn syn_received_resets_on_an_ack_that_is_not_for_its_syn_even_out_of_window() {
     recv_nothing!(c, time 5);
     assert_eq!(c.state(), State::SynReceived);
 }
+
+proptest::proptest! {
+    /// Writing into the receive ring at any index, wrapped or not, leaves
+    /// it equal to the same writes into a plain vector.
+    #[test]
+    fn ring_writes_land_where_a_vector_would_put_them(
+        rotate in 0usize..64,
+        writes in proptest::collection::vec(
+            (0usize..200, proptest::collection::vec(proptest::num::u8::ANY, 0..80)),
+            1..20,
+        ),
+    ) {
+        let mut ring = std::collections::VecDeque::with_capacity(64);
+        // Move the ring's head so that writes straddle its wrap point.
+        for _ in 0..rotate {
+            ring.push_back(0u8);
+            ring.pop_front();
+        }
+        let mut model: Vec<u8> = Vec::new();
+        for (at, data) in writes {
+            super::write_at(&mut ring, at, &data);
+            if model.len() < at + data.len() {
+                model.resize(at + data.len(), 0);
+            }
+            model[at..at + data.len()].copy_from_slice(&data);
+            let got: Vec<u8> = ring.iter().copied().collect();
+            proptest::prop_assert_eq!(&got, &model);
+        }
+    }
+}
