@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
-use super::{Frame, LinkOutput, Port};
+use super::{admit, Frame, LinkOutput, Port};
 use crate::trace::DropReason;
 
 /// Speed of light in vacuum, m/s, for propagation delays.
@@ -194,21 +194,15 @@ impl<P: Copy> BroadcastMedium<P> {
         self.handle_timeout(now, out);
         let member = &mut self.members[from as usize];
         let idle = member.on_air_until.is_none() && member.queue.is_empty();
-        if !idle && member.queue.len() >= self.config.queue_capacity {
-            member.stats.dropped_queue_full += 1;
-            out.push(LinkOutput::Dropped {
-                port: from,
-                frame,
-                reason: DropReason::QueueFull,
-            });
+        let waiting = member.queue.len();
+        let full = !idle && waiting >= self.config.queue_capacity;
+        let counters = (
+            &mut member.stats.enqueued,
+            &mut member.stats.dropped_queue_full,
+        );
+        if !admit(from, frame, waiting, full, counters, out) {
             return;
         }
-        member.stats.enqueued += 1;
-        out.push(LinkOutput::Enqueued {
-            port: from,
-            frame,
-            queue_len: member.queue.len() as u32,
-        });
         member.queue.push_back((to, frame));
         if idle {
             self.start(now, from, out);

@@ -13,7 +13,7 @@ use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
-use super::{DirectionStats, Frame, LinkOutput, Port};
+use super::{admit, DirectionStats, Frame, LinkOutput, Port};
 use crate::rng::SimRng;
 use crate::trace::DropReason;
 
@@ -156,21 +156,11 @@ impl<P: Copy, T: MediumTiming> HalfDuplexLink<P, T> {
             && self.queues.iter().all(VecDeque::is_empty);
         let queue = &mut self.queues[from as usize];
         let stats = &mut self.stats.directions[from as usize];
-        if !idle && queue.len() >= self.config.queue_capacity {
-            stats.dropped_queue_full += 1;
-            out.push(LinkOutput::Dropped {
-                port: from,
-                frame,
-                reason: DropReason::QueueFull,
-            });
+        let full = !idle && queue.len() >= self.config.queue_capacity;
+        let counters = (&mut stats.enqueued, &mut stats.dropped_queue_full);
+        if !admit(from, frame, queue.len(), full, counters, out) {
             return;
         }
-        stats.enqueued += 1;
-        out.push(LinkOutput::Enqueued {
-            port: from,
-            frame,
-            queue_len: queue.len() as u32,
-        });
         queue.push_back(frame);
         if idle {
             self.schedule_start(now, now, out);

@@ -98,6 +98,38 @@ pub enum LinkOutput<P> {
     },
 }
 
+/// Drop-tail admission, the same in every model: a frame that finds the
+/// queue `full` is counted and reported as dropped; otherwise it is counted
+/// and reported as queued behind `waiting` others. Returns whether it was
+/// admitted; the caller then queues it. `counters` are the sending side's
+/// (enqueued, dropped because the queue was full).
+pub(crate) fn admit<P: Copy>(
+    port: Port,
+    frame: Frame<P>,
+    waiting: usize,
+    full: bool,
+    counters: (&mut u64, &mut u64),
+    out: &mut Vec<LinkOutput<P>>,
+) -> bool {
+    let (enqueued, dropped_queue_full) = counters;
+    if full {
+        *dropped_queue_full += 1;
+        out.push(LinkOutput::Dropped {
+            port,
+            frame,
+            reason: DropReason::QueueFull,
+        });
+        return false;
+    }
+    *enqueued += 1;
+    out.push(LinkOutput::Enqueued {
+        port,
+        frame,
+        queue_len: waiting as u32,
+    });
+    true
+}
+
 impl<P> LinkOutput<P> {
     /// The port the output concerns.
     pub fn port(&self) -> Port {

@@ -42,7 +42,7 @@ use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
 use super::half_duplex::{HalfDuplexConfig, HalfDuplexLink, MediumTiming, Occupancy};
-use super::{Frame, LinkOutput, Port};
+use super::{admit, Frame, LinkOutput, Port};
 use crate::rng::SimRng;
 use crate::trace::DropReason;
 
@@ -338,21 +338,11 @@ impl<P: Copy> NfcLink<P> {
         if self.ends[p].sensing {
             let stats = &mut self.stats.directions[p];
             let queue = &mut self.ends[p].queue;
-            if queue.len() >= self.config.queue_capacity {
-                stats.dropped_queue_full += 1;
-                out.push(LinkOutput::Dropped {
-                    port: from,
-                    frame,
-                    reason: DropReason::QueueFull,
-                });
+            let full = queue.len() >= self.config.queue_capacity;
+            let counters = (&mut stats.enqueued, &mut stats.dropped_queue_full);
+            if !admit(from, frame, queue.len(), full, counters, out) {
                 return;
             }
-            stats.enqueued += 1;
-            out.push(LinkOutput::Enqueued {
-                port: from,
-                frame,
-                queue_len: queue.len() as u32,
-            });
             queue.push_back(frame);
             stats.max_queue_len = stats.max_queue_len.max(queue.len() as u64);
             self.settle(now, out);

@@ -7,7 +7,7 @@ use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
-use super::{DirectionStats, Frame, LinkOutput, Port};
+use super::{admit, DirectionStats, Frame, LinkOutput, Port};
 use crate::rng::SimRng;
 use crate::trace::DropReason;
 
@@ -150,21 +150,17 @@ impl<P: Copy> P2pLink<P> {
         let dir = &mut self.dirs[from as usize];
         let idle = dir.busy_until <= now;
         let waiting = dir.waiting();
-        if !idle && waiting >= capacity {
-            dir.stats.dropped_queue_full += 1;
-            out.push(LinkOutput::Dropped {
-                port: from,
-                frame,
-                reason: DropReason::QueueFull,
-            });
+        let counters = (&mut dir.stats.enqueued, &mut dir.stats.dropped_queue_full);
+        if !admit(
+            from,
+            frame,
+            waiting,
+            !idle && waiting >= capacity,
+            counters,
+            out,
+        ) {
             return;
         }
-        dir.stats.enqueued += 1;
-        out.push(LinkOutput::Enqueued {
-            port: from,
-            frame,
-            queue_len: waiting as u32,
-        });
         let tx = match dir.last_tx {
             (len, tx) if len == frame.len => tx,
             _ => {
