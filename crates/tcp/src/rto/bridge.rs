@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
-use super::planned::{back_off, PlannedRtos};
+use super::planned::PlannedRtos;
 use super::{
     AckProgress, ConnectionContext, Expiry, RtoEstimate, RtoFactory, RtoPolicy, RttSample,
     Transmission,
@@ -288,11 +288,8 @@ impl RtoPolicy for BridgeRto {
     }
 
     fn timeout_for(&mut self, _now: SimTime, oldest: &Transmission) -> SimDuration {
-        let base = self
-            .planned
-            .get(oldest.offset)
-            .unwrap_or_else(|| self.plan(oldest));
-        back_off(base, oldest, self.config.max)
+        self.planned
+            .timeout_for(oldest, self.config.max, || self.plan(oldest))
     }
 
     fn estimate(&self) -> RtoEstimate {

@@ -18,7 +18,7 @@ use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
 use super::bridge::round_up;
-use super::planned::{back_off, PlannedRtos};
+use super::planned::PlannedRtos;
 use super::{
     AckProgress, ConnectionContext, Expiry, RtoEstimate, RtoFactory, RtoPolicy, RttSample,
     Transmission,
@@ -198,11 +198,9 @@ impl RtoPolicy for PerByteRto {
     }
 
     fn timeout_for(&mut self, _now: SimTime, oldest: &Transmission) -> SimDuration {
-        let base = self
-            .planned
-            .get(oldest.offset)
-            .unwrap_or_else(|| self.rto_for(oldest.len.saturating_sub(usize::from(oldest.syn))));
-        back_off(base, oldest, self.config.max)
+        self.planned.timeout_for(oldest, self.config.max, || {
+            self.rto_for(oldest.len.saturating_sub(usize::from(oldest.syn)))
+        })
     }
 
     fn estimate(&self) -> RtoEstimate {

@@ -51,6 +51,19 @@ impl PlannedRtos {
         self.backoff = expiry.consecutive;
     }
 
+    /// The timeout for the oldest outstanding segment: its own plan (or
+    /// `plan()` if it was forgotten), backed off by its retransmissions and
+    /// capped at `max`.
+    pub fn timeout_for(
+        &self,
+        oldest: &Transmission,
+        max: SimDuration,
+        plan: impl FnOnce() -> SimDuration,
+    ) -> SimDuration {
+        let base = self.get(oldest.offset).unwrap_or_else(plan);
+        back_off(base, oldest, max)
+    }
+
     /// Consecutive expiries without progress.
     pub fn backoff(&self) -> u32 {
         self.backoff
