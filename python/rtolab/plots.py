@@ -145,6 +145,37 @@ def _by_owner_and_flow(frame: pd.DataFrame) -> Iterable[tuple[str, pd.DataFrame]
         yield str(label), group
 
 
+def _steps_per_connection(
+    ax: Axes,
+    frame: pd.DataFrame,
+    value: str,
+    unit: float,
+    colours: dict[str, str],
+    label: str,
+    below: float | None = None,
+    **style: str,
+) -> None:
+    """Step lines of ``value / unit`` over time, one per connection, each
+    owner named once in the legend (``label`` formatted with its name);
+    values from ``below`` up are left out."""
+    labelled: set[str] = set()
+    for owner, group in _by_owner_and_flow(frame):
+        values = column(group, value)
+        if values is None:
+            continue
+        if below is not None:
+            values = values.where(values < below)
+        ax.step(
+            group["t_s"],
+            values / unit,
+            where="post",
+            color=colours.get(owner, "0.3"),
+            label=None if owner in labelled else label.format(owner),
+            **style,
+        )
+        labelled.add(owner)
+
+
 def _owner_colours(frame: pd.DataFrame) -> dict[str, str]:
     """One colour per owner, the same in every figure of a run."""
     owners = sorted(set(_owner_key(frame)))
@@ -266,18 +297,7 @@ def rto_vs_rtt(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     if armed.empty and samples.empty:
         return _empty(ax, "no RTO or RTT events in the traces")
     colour = _owner_colours(_tcp_events(traces))
-    labelled: set[str] = set()
-    for label, group in _by_owner_and_flow(armed):
-        rto = column(group, "rto")
-        if rto is not None:
-            ax.step(
-                group["t_s"],
-                rto / 1e6,
-                where="post",
-                color=colour[label],
-                label=None if label in labelled else label,
-            )
-            labelled.add(label)
+    _steps_per_connection(ax, armed, "rto", 1e6, colour, "{}")
     corrected_any = False
     for label, group in _by_owner_and_flow(samples):
         raw = column(group, "raw")
@@ -310,32 +330,9 @@ def cwnd_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Ax
     if cwnd.empty:
         return _empty(ax, "no cwnd events in the traces")
     colours = _owner_colours(_tcp_events(traces))
-    labelled: set[str] = set()
-    for label, group in _by_owner_and_flow(cwnd):
-        new = column(group, "new")
-        if new is not None:
-            ax.step(
-                group["t_s"],
-                new / 1e3,
-                where="post",
-                color=colours[label],
-                label=None if label in labelled else f"cwnd {label}",
-            )
-            labelled.add(label)
-    for label, group in _by_owner_and_flow(ssthresh):
-        new = column(group, "new")
-        if new is None:
-            continue
-        finite = new.where(new < 2**40)  # "infinite" initial thresholds would flatten the plot
-        ax.step(
-            group["t_s"],
-            finite / 1e3,
-            where="post",
-            ls="--",
-            color=colours.get(label, "0.3"),
-            label=None if f"ss {label}" in labelled else f"ssthresh {label}",
-        )
-        labelled.add(f"ss {label}")
+    _steps_per_connection(ax, cwnd, "new", 1e3, colours, "cwnd {}")
+    # "Infinite" initial thresholds would flatten the plot.
+    _steps_per_connection(ax, ssthresh, "new", 1e3, colours, "ssthresh {}", below=2**40, ls="--")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("kB")
     ax.set_title("Congestion window")
