@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use rand::RngCore;
 use rtolab_sim::link::{
-    Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkKind, LinkOutput, LinkStats, NfcConfig,
-    NfcLink, P2pConfig, P2pLink, RateDelay,
+    Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkOutput, NfcConfig, NfcLink, P2pConfig,
+    P2pLink, RateDelay,
 };
 use rtolab_sim::pool::{PacketId, PacketPool};
 use rtolab_sim::rng::component_stream;
@@ -125,16 +125,8 @@ impl EdgeCounts {
     }
 }
 
-/// A link in an [`EngineReport`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LinkReport {
-    /// Link name.
-    pub name: String,
-    /// Model.
-    pub kind: LinkKind,
-    /// The model's counters.
-    pub stats: LinkStats,
-}
+/// A link in an [`EngineReport`]: the simulator's own report of a link.
+pub use rtolab_sim::run::LinkReport;
 
 /// A host in an [`EngineReport`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
