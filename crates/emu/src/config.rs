@@ -31,7 +31,7 @@
 
 use std::path::Path;
 
-use rtolab_sim::scenario::{AppKindSpec, LinkModelSpec};
+use rtolab_sim::scenario::LinkModelSpec;
 use rtolab_sim::units::parse_duration;
 use rtolab_sim::{Scenario, ScenarioError};
 use rtolab_tcp::profile::RtoChoice;
@@ -238,15 +238,19 @@ impl EmuScenario {
     fn check_supported(&self) -> Result<(), ScenarioError> {
         let s = &self.scenario;
         for (i, link) in s.links.iter().enumerate() {
-            if let LinkModelSpec::Broadcast(_) = link.model {
+            if !link.model.emulated() {
                 return Err(error(
                     format!("link[{i}].kind"),
-                    "broadcast links are not emulated yet (point-to-point, half-duplex and nfc are)",
+                    format!(
+                        "{} links are not emulated yet (these are: {})",
+                        link.model.kind(),
+                        emulated_link_kinds().join(", ")
+                    ),
                 ));
             }
         }
         for (i, app) in s.apps.iter().enumerate() {
-            if matches!(app.kind, AppKindSpec::Cbr(_) | AppKindSpec::Sink { .. }) {
+            if !app.kind.emulated() {
                 return Err(error(
                     format!("app[{i}].kind"),
                     "UDP apps are not emulated yet: run a UDP program in the host with `ip netns exec`",
@@ -260,7 +264,7 @@ impl EmuScenario {
             let interfaces = s
                 .links
                 .iter()
-                .filter(|l| link_ends(l).iter().any(|e| e.host == host.name))
+                .filter(|l| l.model.attachments().iter().any(|e| e.host == host.name))
                 .count();
             if interfaces != 1 {
                 return Err(error(
@@ -293,13 +297,13 @@ impl EmuScenario {
     }
 }
 
-/// The two ends of a wired or NFC link (empty for a broadcast medium).
-pub(crate) fn link_ends(link: &rtolab_sim::scenario::LinkSpec) -> &[rtolab_sim::scenario::EndSpec] {
-    match &link.model {
-        LinkModelSpec::PointToPoint(w) | LinkModelSpec::HalfDuplex(w) => &w.ends,
-        LinkModelSpec::Nfc(n) => &n.ends,
-        LinkModelSpec::Broadcast(_) => &[],
-    }
+/// The kinds of link the emulator runs, as scenario files name them.
+fn emulated_link_kinds() -> Vec<&'static str> {
+    rtolab_sim::link::LINK_KINDS
+        .iter()
+        .copied()
+        .filter(|kind| LinkModelSpec::kind_emulated(kind))
+        .collect()
 }
 
 #[cfg(test)]

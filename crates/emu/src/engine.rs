@@ -19,10 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rand::RngCore;
-use rtolab_sim::link::{
-    Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkOutput, NfcConfig, NfcLink, P2pConfig,
-    P2pLink, RateDelay,
-};
+use rtolab_sim::link::{Frame, Link, LinkModel, LinkOutput};
 use rtolab_sim::pool::{PacketId, PacketPool};
 use rtolab_sim::rng::component_stream;
 use rtolab_sim::scenario::LinkModelSpec;
@@ -36,7 +33,7 @@ use serde::Serialize;
 
 use crate::apps::rtolab::{RtolabApp, RtolabHost};
 use crate::apps::AppResult;
-use crate::config::{link_ends, EmuScenario, HostKind};
+use crate::config::{EmuScenario, HostKind};
 use crate::error::EmuError;
 use crate::wire_stats::{WireCounts, WireTracker};
 
@@ -208,45 +205,7 @@ pub(crate) fn device_name(index: usize, link: &str) -> String {
 fn build_link(model: &LinkModelSpec, name: &str, seed: u64) -> Option<Link> {
     // The same random stream the simulator gives the link of that name.
     let rng = component_stream(seed, &format!("link/{name}"));
-    Some(match model {
-        LinkModelSpec::PointToPoint(w) => Link::PointToPoint(P2pLink::new(
-            P2pConfig {
-                rate_bps: w.rate_bps,
-                delay: w.delay,
-                queue_capacity: w.queue,
-                loss: w.loss,
-            },
-            rng,
-        )),
-        LinkModelSpec::HalfDuplex(w) => Link::HalfDuplex(HalfDuplexLink::new(
-            RateDelay {
-                rate_bps: w.rate_bps,
-                delay: w.delay,
-            },
-            HalfDuplexConfig {
-                queue_capacity: w.queue,
-                loss: w.loss,
-            },
-            rng,
-        )),
-        LinkModelSpec::Nfc(n) => {
-            let mode = NfcConfig::for_rate(n.rate_bps)?;
-            Link::Nfc(
-                NfcLink::new(
-                    NfcConfig {
-                        sensing: n.sensing,
-                        queue_capacity: n.queue,
-                        slot_phase: n.slot_phase,
-                        ..mode
-                    },
-                    rng,
-                )
-                // `into` whether or not the variant boxes its model.
-                .into(),
-            )
-        }
-        LinkModelSpec::Broadcast(_) => return None,
-    })
+    model.emulated().then(|| model.build(rng))
 }
 
 impl Engine {
@@ -282,7 +241,7 @@ impl Engine {
                 }
             })?;
             let mut ports = Vec::new();
-            for (p, end) in link_ends(spec).iter().enumerate() {
+            for (p, end) in spec.model.attachments().iter().enumerate() {
                 let Some(h) = host_index(&end.host) else {
                     continue;
                 };

@@ -17,7 +17,7 @@ use std::time::Duration;
 use nix::errno::Errno;
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::time::TimeSpec;
-use rtolab_sim::scenario::{AppKindSpec, AppSpec};
+use rtolab_sim::scenario::AppSpec;
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
@@ -194,15 +194,7 @@ fn rto_option(d: SimDuration) -> String {
 
 /// The kind name of an app, as in scenario files.
 pub fn app_kind(spec: &AppSpec) -> &'static str {
-    match spec.kind {
-        AppKindSpec::Cbr(_) => "cbr",
-        AppKindSpec::Sink { .. } => "sink",
-        AppKindSpec::TcpBulk(_) => "tcp-bulk",
-        AppKindSpec::TcpSink { .. } => "tcp-sink",
-        AppKindSpec::Exchange(_) => "exchange",
-        AppKindSpec::ExchangeServer { .. } => "exchange-server",
-        AppKindSpec::MessageSeries(_) => "message-series",
-    }
+    spec.kind.kind()
 }
 
 /// Writes delivered datagrams to the TUN devices and measures lateness.
@@ -394,12 +386,7 @@ pub fn emulate(
     let mut order: Vec<usize> = (0..s.apps.len())
         .filter(|&i| emu.kind_of(&s.apps[i].host) == Some(HostKind::Linux))
         .collect();
-    order.sort_by_key(|&i| {
-        !matches!(
-            s.apps[i].kind,
-            AppKindSpec::TcpSink { .. } | AppKindSpec::ExchangeServer { .. }
-        )
-    });
+    order.sort_by_key(|&i| s.apps[i].kind.listen_port().is_none());
     // Servers start before the loop runs; clients wait for their start
     // time on their own threads, so starting them here is harmless.
     for i in order {

@@ -80,9 +80,25 @@ impl Serialize for Ipv4Cidr {
     }
 }
 
+/// Deserializes any string, naming what was expected in type errors (for
+/// values written as text: prefixes here, quantities with units elsewhere).
+pub(crate) struct StrVisitor(pub(crate) &'static str);
+
+impl serde::de::Visitor<'_> for StrVisitor {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+}
+
 impl<'de> Deserialize<'de> for Ipv4Cidr {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = d.deserialize_str(crate::scenario::StrVisitor(
+        let text = d.deserialize_str(StrVisitor(
             "an address with a prefix length, like \"10.0.0.1/24\"",
         ))?;
         text.parse().map_err(serde::de::Error::custom)

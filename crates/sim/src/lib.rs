@@ -33,9 +33,11 @@
 pub mod app;
 pub mod capture;
 pub mod cidr;
+pub mod config;
 pub mod link;
 pub mod node;
 pub mod pool;
+pub mod position;
 pub mod queue;
 pub mod rng;
 pub mod run;

@@ -11,17 +11,11 @@ use serde::Serialize;
 
 use rtolab_tcp::{Config, Profile, State};
 
-use crate::app::{
-    AnyApp, AppId, AppStats, CbrApp, CbrConfig, ExchangeApp, ExchangeConfig, ExchangeServerApp,
-    ExchangeServerConfig, MessageSeriesApp, MessageSeriesConfig, SinkApp, SinkConfig, TcpBulkApp,
-    TcpBulkConfig, TcpSinkApp, TcpSinkConfig,
-};
+use crate::app::{AppId, AppStats};
 use crate::cidr::Ipv4Cidr;
-use crate::link::{
-    BroadcastConfig, HalfDuplexConfig, LinkKind, LinkStats, NfcConfig, P2pConfig, RateDelay,
-};
+use crate::link::LinkStats;
 use crate::node::{LinkId, NodeId, NodeStats};
-use crate::scenario::{AppKindSpec, EndSpec, LinkModelSpec, Scenario, METRICS_FILE, TRACES_FILE};
+use crate::scenario::{Scenario, METRICS_FILE, TRACES_FILE};
 use crate::sim::{BuildError, SimError, Simulator};
 use crate::tcp::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts};
 use crate::trace::JsonlSink;
@@ -90,8 +84,8 @@ pub struct NodeReport {
 pub struct LinkReport {
     /// Link name.
     pub name: String,
-    /// Model.
-    pub kind: LinkKind,
+    /// Model: its `kind` in scenario files.
+    pub kind: &'static str,
     /// Counters.
     pub stats: LinkStats,
 }
@@ -198,66 +192,12 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
         node_ids.insert(host.name.as_str(), id);
     }
     let node = |name: &str| -> NodeId { node_ids[name] };
-    for link in &scenario.links {
-        match &link.model {
-            LinkModelSpec::PointToPoint(w) | LinkModelSpec::HalfDuplex(w) => {
-                let id = if matches!(link.model, LinkModelSpec::PointToPoint(_)) {
-                    sim.add_point_to_point(
-                        &link.name,
-                        P2pConfig {
-                            rate_bps: w.rate_bps,
-                            delay: w.delay,
-                            queue_capacity: w.queue,
-                            loss: w.loss,
-                        },
-                    )
-                } else {
-                    sim.add_half_duplex(
-                        &link.name,
-                        RateDelay {
-                            rate_bps: w.rate_bps,
-                            delay: w.delay,
-                        },
-                        HalfDuplexConfig {
-                            queue_capacity: w.queue,
-                            loss: w.loss,
-                        },
-                    )
-                };
-                attach_ends(&mut sim, id, &w.ends, &node)?;
-            }
-            LinkModelSpec::Nfc(n) => {
-                // Validation accepts only the rates of the two modes.
-                let mode = NfcConfig::for_rate(n.rate_bps).unwrap_or(NfcConfig::rate_11_2kbps());
-                let id = sim.add_nfc(
-                    &link.name,
-                    NfcConfig {
-                        sensing: n.sensing,
-                        queue_capacity: n.queue,
-                        slot_phase: n.slot_phase,
-                        ..mode
-                    },
-                );
-                attach_ends(&mut sim, id, &n.ends, &node)?;
-            }
-            LinkModelSpec::Broadcast(b) => {
-                let id = sim.add_broadcast(
-                    &link.name,
-                    BroadcastConfig {
-                        rate_bps: b.rate_bps,
-                        tx_range: b.tx_range,
-                        interference_range: b.interference_range,
-                        queue_capacity: b.queue,
-                    },
-                );
-                for member in &b.members {
-                    sim.attach_at(node(&member.host), id, member.address, member.position)?;
-                }
-            }
-        }
-    }
+    // Bridges are marked before their ports attach.
     for host in scenario.hosts.iter().filter(|h| h.bridge) {
         sim.set_bridge(node(&host.name));
+    }
+    for link in &scenario.links {
+        sim.add_link_spec(&link.name, &link.model, node)?;
     }
     for route in &scenario.routes {
         sim.add_route(node(&route.host), route.destination, route.via)?;
@@ -280,50 +220,7 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
         }
     }
     for app in &scenario.apps {
-        let built = match &app.kind {
-            AppKindSpec::Cbr(c) => AnyApp::Cbr(CbrApp::new(CbrConfig {
-                destination: c.destination,
-                source_port: c.source_port,
-                payload_size: c.size,
-                rate_bps: c.rate_bps,
-                start: SimTime::ZERO + c.start,
-                stop: c.stop.map(|stop| SimTime::ZERO + stop),
-            })),
-            AppKindSpec::Sink { port } => AnyApp::Sink(SinkApp::new(SinkConfig { port: *port })),
-            AppKindSpec::TcpBulk(b) => AnyApp::TcpBulk(TcpBulkApp::new(TcpBulkConfig {
-                peer: b.peer,
-                bytes: b.bytes,
-                start: SimTime::ZERO + b.start,
-                stop: b.stop.map(|stop| SimTime::ZERO + stop),
-            })),
-            AppKindSpec::TcpSink { port } => {
-                AnyApp::TcpSink(TcpSinkApp::new(TcpSinkConfig { port: *port }))
-            }
-            AppKindSpec::Exchange(e) => AnyApp::Exchange(ExchangeApp::new(ExchangeConfig {
-                peer: e.peer,
-                request: e.request,
-                response: e.response,
-                start: SimTime::ZERO + e.start,
-                count: e.count,
-                gap: e.gap,
-                source_port: e.source_port,
-                connect_first: e.connect_first,
-            })),
-            AppKindSpec::ExchangeServer { port } => {
-                AnyApp::ExchangeServer(ExchangeServerApp::new(ExchangeServerConfig { port: *port }))
-            }
-            AppKindSpec::MessageSeries(m) => {
-                AnyApp::MessageSeries(MessageSeriesApp::new(MessageSeriesConfig {
-                    peer: m.peer,
-                    sizes: m.sizes.clone(),
-                    gaps: m.gaps.clone(),
-                    start: SimTime::ZERO + m.start,
-                    responses: m.responses.clone(),
-                    source_port: m.source_port,
-                    connect_first: m.connect_first,
-                }))
-            }
-        };
+        let built = app.kind.build();
         let id = sim.add_app(node(&app.host), &app.name, built);
         if let Some(profile) = &app.tcp {
             let config = config_of(&mut sim, profile);
@@ -331,23 +228,6 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
         }
     }
     Ok(sim)
-}
-
-/// Attaches the two ends of a wired or NFC link: an interface with its
-/// address, or a bridge port.
-fn attach_ends(
-    sim: &mut Simulator,
-    link: LinkId,
-    ends: &[EndSpec; 2],
-    node: &impl Fn(&str) -> NodeId,
-) -> Result<(), BuildError> {
-    for end in ends {
-        match end.address {
-            Some(address) => sim.attach(node(&end.host), link, address)?,
-            None => sim.attach_port(node(&end.host), link)?,
-        };
-    }
-    Ok(())
 }
 
 /// Collects the report of a simulation in its current state.

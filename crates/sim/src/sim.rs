@@ -24,8 +24,9 @@ use crate::app::{AnyApp, App, AppContext, AppId, AppStats, Demux};
 use crate::capture::{CaptureDirection, Tap};
 use crate::cidr::Ipv4Cidr;
 use crate::link::{
-    BroadcastConfig, BroadcastMedium, Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkKind,
-    LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig, P2pLink, Position, RateDelay,
+    BroadcastConfig, BroadcastMedium, Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkModel,
+    LinkModelSpec, LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig, P2pLink, Position,
+    RateDelay,
 };
 use crate::node::{IfaceId, Interface, LinkId, Node, NodeId, Route};
 use crate::pool::{PacketId, PacketPool};
@@ -276,6 +277,28 @@ impl Simulator {
         self.add_link(name, Link::Nfc(Box::new(NfcLink::new(config, rng))))
     }
 
+    /// Adds a link a scenario describes, randomised from the stream
+    /// `link/<name>`, and attaches its interfaces (by host name through
+    /// `node`).
+    pub fn add_link_spec(
+        &mut self,
+        name: &str,
+        spec: &LinkModelSpec,
+        node: impl Fn(&str) -> NodeId,
+    ) -> Result<LinkId, BuildError> {
+        let rng = self.rng_stream(&format!("link/{name}"));
+        let id = self.add_link(name, spec.build(rng));
+        for attachment in spec.attachments() {
+            let node = node(&attachment.host);
+            match (attachment.address, attachment.position) {
+                (Some(address), Some(position)) => self.attach_at(node, id, address, position)?,
+                (Some(address), None) => self.attach(node, id, address)?,
+                (None, _) => self.attach_port(node, id)?,
+            };
+        }
+        Ok(id)
+    }
+
     /// Adds a shared broadcast medium.
     pub fn add_broadcast(&mut self, name: &str, config: BroadcastConfig) -> LinkId {
         self.add_link(name, Link::Broadcast(BroadcastMedium::new(config)))
@@ -329,16 +352,13 @@ impl Simulator {
                 });
             }
         }
-        let port = match &mut slot.link {
-            Link::Broadcast(medium) => {
-                let position = position.ok_or_else(|| BuildError::NoPosition {
-                    node: node_ref.name.clone(),
-                    link: slot.name.clone(),
-                })?;
-                medium.add_member(position)
-            }
-            _ => slot.ports.len() as u32,
-        };
+        let port = slot
+            .link
+            .add_port(slot.ports.len() as u32, position)
+            .ok_or_else(|| BuildError::NoPosition {
+                node: node_ref.name.clone(),
+                link: slot.name.clone(),
+            })?;
         let index = node_ref.interfaces.len() as u32;
         let iface = IfaceId { node, index };
         slot.ports.push(iface);
@@ -372,7 +392,7 @@ impl Simulator {
         let node_ref = &mut self.nodes[node.0 as usize];
         let slot = &mut self.links[link.0 as usize];
         let max = slot.link.max_ports();
-        if matches!(slot.link, Link::Broadcast(_)) || max.is_some_and(|m| slot.ports.len() >= m) {
+        if slot.link.addressed() || max.is_some_and(|m| slot.ports.len() >= m) {
             return Err(BuildError::LinkFull {
                 link: slot.name.clone(),
                 max: max.unwrap_or(0),
@@ -576,7 +596,7 @@ impl Simulator {
     }
 
     /// A link's kind.
-    pub fn link_kind(&self, id: LinkId) -> LinkKind {
+    pub fn link_kind(&self, id: LinkId) -> &'static str {
         self.links[id.0 as usize].link.kind()
     }
 
@@ -619,12 +639,9 @@ impl Simulator {
     /// there now. Wired links report the last busy/free notification.
     pub fn carrier_sense(&self, iface: IfaceId) -> bool {
         let interface = &self.nodes[iface.node.0 as usize].interfaces[iface.index as usize];
-        match &self.links[interface.link.0 as usize].link {
-            Link::Broadcast(m) => m.carrier_sense(interface.port, self.now),
-            Link::HalfDuplex(l) => l.is_busy(self.now),
-            Link::Nfc(l) => l.is_busy(interface.port, self.now),
-            Link::PointToPoint(_) => false,
-        }
+        self.links[interface.link.0 as usize]
+            .link
+            .carrier_sense(interface.port, self.now)
     }
 
     /// Packet buffers currently in use (queued, on a link or in an app).
@@ -935,14 +952,15 @@ impl Simulator {
         let interface = &node_ref.interfaces[out_iface as usize];
         let (link, port) = (interface.link, interface.port);
         let slot = &self.links[link.0 as usize];
-        let to = match &slot.link {
-            Link::Broadcast(_) => slot.ports.iter().position(|p| {
+        let to = if slot.link.addressed() {
+            slot.ports.iter().position(|p| {
                 self.nodes[p.node.0 as usize].interfaces[p.index as usize]
                     .cidr
                     .addr
                     == next_hop
-            }),
-            _ => (slot.ports.len() == 2).then_some(1 - port as usize),
+            })
+        } else {
+            (slot.ports.len() == 2).then_some(1 - port as usize)
         };
         let Some(to) = to else {
             self.drop_at(node, packet, DropReason::NeighbourUnknown);

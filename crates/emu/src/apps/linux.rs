@@ -20,7 +20,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sched::{setns, CloneFlags};
 use rtolab_sim::app::pattern;
 use rtolab_sim::app::REQUEST_HEADER_LEN;
-use rtolab_sim::scenario::{AppKindSpec, AppSpec};
+use rtolab_sim::scenario::{AppKindSpec, AppSpec, ExchangeServerSpec, TcpSinkSpec};
 use rtolab_time::{SimDuration, SimTime};
 use sha2::{Digest, Sha256};
 
@@ -90,10 +90,7 @@ impl LinuxApp {
 /// a server is listening, so clients started afterwards find it.
 pub fn spawn(spec: &AppSpec, netns: PathBuf, env: AppEnv) -> io::Result<LinuxApp> {
     let kind = spec.kind.clone();
-    let is_client = !matches!(
-        kind,
-        AppKindSpec::TcpSink { .. } | AppKindSpec::ExchangeServer { .. }
-    );
+    let is_client = kind.listen_port().is_none();
     let (ready_tx, ready_rx) = mpsc::channel::<io::Result<()>>();
     let thread = std::thread::Builder::new()
         .name(format!("app-{}", spec.name))
@@ -133,8 +130,9 @@ pub fn spawn(spec: &AppSpec, netns: PathBuf, env: AppEnv) -> io::Result<LinuxApp
 
 fn run(kind: AppKindSpec, env: &AppEnv, ready: mpsc::Sender<io::Result<()>>) -> AppResult {
     match kind {
-        AppKindSpec::TcpSink { port } | AppKindSpec::ExchangeServer { port } => {
-            let exchange = matches!(kind, AppKindSpec::ExchangeServer { .. });
+        AppKindSpec::TcpSink(TcpSinkSpec { port })
+        | AppKindSpec::ExchangeServer(ExchangeServerSpec { port }) => {
+            let exchange = matches!(kind, AppKindSpec::ExchangeServer(_));
             let listener = match TcpListener::bind(("0.0.0.0", port)) {
                 Ok(l) => l,
                 Err(e) => {

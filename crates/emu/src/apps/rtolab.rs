@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rtolab_sim::app::pattern;
 use rtolab_sim::app::REQUEST_HEADER_LEN;
-use rtolab_sim::scenario::{AppKindSpec, AppSpec};
+use rtolab_sim::scenario::{AppKindSpec, AppSpec, ExchangeServerSpec, TcpSinkSpec};
 use rtolab_sim::tcp::TcpCounts;
 use rtolab_tcp::{Config, ConnId, Event, Stack, State};
 use rtolab_time::{SimDuration, SimTime};
@@ -123,7 +123,7 @@ impl RtolabApp {
                 ended: false,
                 hasher: Some(Sha256::new()),
             }),
-            AppKindSpec::TcpSink { port } => Kind::Sink(Sink {
+            AppKindSpec::TcpSink(TcpSinkSpec { port }) => Kind::Sink(Sink {
                 port: *port,
                 conns: BTreeMap::new(),
             }),
@@ -139,7 +139,7 @@ impl RtolabApp {
                 current: None,
                 closing: Vec::new(),
             }),
-            AppKindSpec::ExchangeServer { port } => Kind::Server(Server {
+            AppKindSpec::ExchangeServer(ExchangeServerSpec { port }) => Kind::Server(Server {
                 port: *port,
                 conns: BTreeMap::new(),
             }),

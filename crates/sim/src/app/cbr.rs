@@ -147,3 +147,89 @@ impl App for CbrApp {
         AppStats::Cbr(self.stats)
     }
 }
+
+// ----- scenario side: `kind = "cbr"` -----
+
+use super::registry::{AppCheck, ScenarioApp};
+use super::AnyApp;
+use crate::config::{required, Duration, Rate, ScenarioError};
+
+/// Largest UDP payload in an IPv4 datagram.
+pub const MAX_UDP_PAYLOAD: usize = 65_507;
+/// First default source port of CBR apps (the IANA dynamic range).
+pub const DEFAULT_SOURCE_PORT_BASE: u16 = 49_152;
+
+/// The `[[app]]` fields of a CBR source.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCbr {
+    destination: Option<SocketAddrV4>,
+    source_port: Option<u16>,
+    size: Option<usize>,
+    rate: Option<Rate>,
+    start: Option<Duration>,
+    stop: Option<Duration>,
+}
+
+/// `kind = "cbr"`: a constant-bit-rate UDP source ([`CbrApp`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CbrSpec {
+    /// Destination address and port.
+    pub destination: SocketAddrV4,
+    /// UDP source port.
+    pub source_port: u16,
+    /// UDP payload bytes.
+    pub size: usize,
+    /// Payload bits per second.
+    pub rate_bps: u64,
+    /// When sending starts.
+    pub start: SimDuration,
+    /// When sending stops.
+    pub stop: Option<SimDuration>,
+}
+
+impl ScenarioApp for CbrSpec {
+    const KIND: &'static str = "cbr";
+    const TCP: bool = false;
+    // Rtolab hosts in the emulator run TCP only.
+    const EMULATED: bool = false;
+    type Raw = RawCbr;
+
+    fn validate(raw: RawCbr, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
+        let (start, stop) = cx.start_stop(raw.start.map(|d| d.0), raw.stop.map(|d| d.0))?;
+        let destination = required(&raw.destination, cx.at("destination"), &cx.what)?;
+        let destination = cx.remote("destination", destination)?;
+        let size = required(&raw.size, cx.at("size"), &cx.what)?;
+        if !(PAYLOAD_HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&size) {
+            return Err(ScenarioError::new(
+                cx.at("size"),
+                format!(
+                    "must be between {PAYLOAD_HEADER_LEN} and {MAX_UDP_PAYLOAD} bytes, got {size}"
+                ),
+            ));
+        }
+        let rate = required(&raw.rate, cx.at("rate"), &cx.what)?;
+        let source_port = raw
+            .source_port
+            .unwrap_or(DEFAULT_SOURCE_PORT_BASE.saturating_add(cx.index as u16));
+        Ok(CbrSpec {
+            destination,
+            source_port,
+            size,
+            rate_bps: rate.0,
+            start,
+            stop,
+        })
+    }
+
+    fn build(&self) -> AnyApp {
+        AnyApp::Cbr(CbrApp::new(CbrConfig {
+            destination: self.destination,
+            source_port: self.source_port,
+            payload_size: self.size,
+            rate_bps: self.rate_bps,
+            start: SimTime::ZERO + self.start,
+            stop: self.stop.map(|stop| SimTime::ZERO + stop),
+        }))
+    }
+}

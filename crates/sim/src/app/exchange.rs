@@ -469,3 +469,130 @@ impl App for ExchangeServerApp {
         AppStats::ExchangeServer(self.stats)
     }
 }
+
+// ----- scenario side: `kind = "exchange"` and `kind = "exchange-server"` -----
+
+use super::registry::{AppCheck, ScenarioApp};
+use super::tcp_bulk::RawListener;
+use super::AnyApp;
+use crate::config::{required, Duration, ScenarioError};
+
+/// The `[[app]]` fields of a request/response client.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExchange {
+    peer: Option<SocketAddrV4>,
+    request: Option<u32>,
+    response: Option<u32>,
+    start: Option<Duration>,
+    count: Option<u32>,
+    gap: Option<Duration>,
+    source_port: Option<u16>,
+    connect_first: Option<bool>,
+}
+
+/// `kind = "exchange"`: a request/response client ([`ExchangeApp`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExchangeSpec {
+    /// The server's address and port.
+    pub peer: SocketAddrV4,
+    /// Request bytes, its 8-byte header included.
+    pub request: u32,
+    /// Response bytes.
+    pub response: u32,
+    /// When the first exchange starts.
+    pub start: SimDuration,
+    /// Exchanges, one connection each, one after the other.
+    pub count: u32,
+    /// Pause between the end of one exchange and the start of the next.
+    pub gap: SimDuration,
+    /// Local port of the first connection.
+    pub source_port: Option<u16>,
+    /// Write the request only after the handshake.
+    pub connect_first: bool,
+}
+
+impl ScenarioApp for ExchangeSpec {
+    const KIND: &'static str = "exchange";
+    const TCP: bool = true;
+    type Raw = RawExchange;
+
+    fn validate(raw: RawExchange, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
+        let (start, _) = cx.start_stop(raw.start.map(|d| d.0), None)?;
+        let peer = required(&raw.peer, cx.at("peer"), &cx.what)?;
+        let peer = cx.remote("peer", peer)?;
+        let header = REQUEST_HEADER_LEN as u32;
+        let request = required(&raw.request, cx.at("request"), &cx.what)?;
+        if request < header {
+            return Err(ScenarioError::new(
+                cx.at("request"),
+                format!("must be at least {header} bytes (the request header), got {request}"),
+            ));
+        }
+        let response = required(&raw.response, cx.at("response"), &cx.what)?;
+        if response == 0 {
+            return Err(ScenarioError::new(cx.at("response"), "must be positive"));
+        }
+        let count = raw.count.unwrap_or(1);
+        if count == 0 {
+            return Err(ScenarioError::new(cx.at("count"), "must be positive"));
+        }
+        Ok(ExchangeSpec {
+            peer,
+            request,
+            response,
+            start,
+            count,
+            gap: raw.gap.map_or(SimDuration::ZERO, |d| d.0),
+            source_port: raw.source_port,
+            connect_first: raw.connect_first.unwrap_or(false),
+        })
+    }
+
+    fn build(&self) -> AnyApp {
+        AnyApp::Exchange(ExchangeApp::new(ExchangeConfig {
+            peer: self.peer,
+            request: self.request,
+            response: self.response,
+            start: SimTime::ZERO + self.start,
+            count: self.count,
+            gap: self.gap,
+            source_port: self.source_port,
+            connect_first: self.connect_first,
+        }))
+    }
+
+    fn server(&self) -> Option<(SocketAddrV4, &'static str)> {
+        Some((self.peer, ExchangeServerSpec::KIND))
+    }
+}
+
+/// `kind = "exchange-server"`: a request/response server
+/// ([`ExchangeServerApp`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExchangeServerSpec {
+    /// Port it accepts connections on.
+    pub port: u16,
+}
+
+impl ScenarioApp for ExchangeServerSpec {
+    const KIND: &'static str = "exchange-server";
+    const TCP: bool = true;
+    type Raw = RawListener;
+
+    fn validate(raw: RawListener, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
+        Ok(ExchangeServerSpec {
+            port: raw.port(cx)?,
+        })
+    }
+
+    fn build(&self) -> AnyApp {
+        AnyApp::ExchangeServer(ExchangeServerApp::new(ExchangeServerConfig {
+            port: self.port,
+        }))
+    }
+
+    fn listen_port(&self) -> Option<u16> {
+        Some(self.port)
+    }
+}

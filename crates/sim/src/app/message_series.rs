@@ -351,3 +351,121 @@ impl App for MessageSeriesApp {
         })
     }
 }
+
+// ----- scenario side: `kind = "message-series"` -----
+
+use super::exchange::ExchangeServerSpec;
+use super::registry::{AppCheck, ScenarioApp};
+use super::tcp_bulk::TcpSinkSpec;
+use super::AnyApp;
+use crate::config::{required, Duration, ScenarioError};
+
+/// The `[[app]]` fields of a message series.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMessageSeries {
+    peer: Option<SocketAddrV4>,
+    sizes: Option<Vec<u32>>,
+    gaps: Option<Vec<Duration>>,
+    start: Option<Duration>,
+    responses: Option<Vec<u32>>,
+    source_port: Option<u16>,
+    connect_first: Option<bool>,
+}
+
+/// `kind = "message-series"`: a TCP sender of a message series
+/// ([`MessageSeriesApp`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageSeriesSpec {
+    /// The receiver's address and port.
+    pub peer: SocketAddrV4,
+    /// Message sizes in bytes.
+    pub sizes: Vec<u32>,
+    /// Pauses between messages, used in turn.
+    pub gaps: Vec<SimDuration>,
+    /// When to connect and send the first message.
+    pub start: SimDuration,
+    /// Response sizes asked of an exchange server, one per message; empty
+    /// for a tcp-sink peer.
+    pub responses: Vec<u32>,
+    /// Local port of the connection.
+    pub source_port: Option<u16>,
+    /// Write only after the handshake.
+    pub connect_first: bool,
+}
+
+impl ScenarioApp for MessageSeriesSpec {
+    const KIND: &'static str = "message-series";
+    const TCP: bool = true;
+    type Raw = RawMessageSeries;
+
+    fn validate(raw: RawMessageSeries, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
+        let (start, _) = cx.start_stop(raw.start.map(|d| d.0), None)?;
+        let peer = required(&raw.peer, cx.at("peer"), &cx.what)?;
+        let peer = cx.remote("peer", peer)?;
+        let sizes = required(&raw.sizes, cx.at("sizes"), &cx.what)?;
+        if sizes.is_empty() {
+            return Err(ScenarioError::new(cx.at("sizes"), "must not be empty"));
+        }
+        if let Some(k) = sizes.iter().position(|&s| s == 0) {
+            return Err(ScenarioError::new(
+                format!("app[{}].sizes[{k}]", cx.index),
+                "must be positive",
+            ));
+        }
+        let responses = raw.responses.clone().unwrap_or_default();
+        if raw.responses.is_some() {
+            if responses.len() != sizes.len() {
+                return Err(ScenarioError::new(
+                    cx.at("responses"),
+                    format!(
+                        "needs one size per message ({}), got {}",
+                        sizes.len(),
+                        responses.len()
+                    ),
+                ));
+            }
+            let header = REQUEST_HEADER_LEN as u32;
+            if let Some(k) = sizes.iter().position(|&s| s < header) {
+                return Err(ScenarioError::new(
+                    format!("app[{}].sizes[{k}]", cx.index),
+                    format!("must be at least {header} bytes (the request header) with responses"),
+                ));
+            }
+        }
+        Ok(MessageSeriesSpec {
+            peer,
+            sizes,
+            gaps: raw
+                .gaps
+                .as_ref()
+                .map_or_else(Vec::new, |g| g.iter().map(|d| d.0).collect()),
+            start,
+            responses,
+            source_port: raw.source_port,
+            connect_first: raw.connect_first.unwrap_or(false),
+        })
+    }
+
+    fn build(&self) -> AnyApp {
+        AnyApp::MessageSeries(MessageSeriesApp::new(MessageSeriesConfig {
+            peer: self.peer,
+            sizes: self.sizes.clone(),
+            gaps: self.gaps.clone(),
+            start: SimTime::ZERO + self.start,
+            responses: self.responses.clone(),
+            source_port: self.source_port,
+            connect_first: self.connect_first,
+        }))
+    }
+
+    fn server(&self) -> Option<(SocketAddrV4, &'static str)> {
+        // With responses each message is a request to an exchange server.
+        let kind = if self.responses.is_empty() {
+            TcpSinkSpec::KIND
+        } else {
+            ExchangeServerSpec::KIND
+        };
+        Some((self.peer, kind))
+    }
+}

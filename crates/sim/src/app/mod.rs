@@ -22,19 +22,47 @@ mod cbr;
 mod exchange;
 mod message_series;
 pub mod pattern;
+#[macro_use]
+mod registry;
 mod sink;
 mod tcp_bulk;
 
-pub use cbr::{CbrApp, CbrConfig, CbrStats, PAYLOAD_HEADER_LEN};
+pub use cbr::{
+    CbrApp, CbrConfig, CbrSpec, CbrStats, DEFAULT_SOURCE_PORT_BASE, MAX_UDP_PAYLOAD,
+    PAYLOAD_HEADER_LEN,
+};
 pub use exchange::{
-    ExchangeApp, ExchangeConfig, ExchangeServerApp, ExchangeServerConfig, ExchangeServerStats,
-    ExchangeStats, REQUEST_HEADER_LEN,
+    ExchangeApp, ExchangeConfig, ExchangeServerApp, ExchangeServerConfig, ExchangeServerSpec,
+    ExchangeServerStats, ExchangeSpec, ExchangeStats, REQUEST_HEADER_LEN,
 };
-pub use message_series::{MessageSeriesApp, MessageSeriesConfig, MessageSeriesStats};
-pub use sink::{SinkApp, SinkConfig, SinkStats};
+pub use message_series::{
+    MessageSeriesApp, MessageSeriesConfig, MessageSeriesSpec, MessageSeriesStats,
+};
+pub use registry::{AppCheck, ScenarioApp};
+pub use sink::{SinkApp, SinkConfig, SinkSpec, SinkStats};
 pub use tcp_bulk::{
-    TcpBulkApp, TcpBulkConfig, TcpBulkStats, TcpSinkApp, TcpSinkConfig, TcpSinkStats,
+    TcpBulkApp, TcpBulkConfig, TcpBulkSpec, TcpBulkStats, TcpSinkApp, TcpSinkConfig, TcpSinkSpec,
+    TcpSinkStats,
 };
+
+use crate::config::ScenarioError;
+
+app_registry! {
+    /// Constant-bit-rate UDP source.
+    Cbr => CbrSpec,
+    /// UDP sink.
+    Sink => SinkSpec,
+    /// TCP bulk sender.
+    TcpBulk => TcpBulkSpec,
+    /// TCP receiver that counts and checks bytes.
+    TcpSink => TcpSinkSpec,
+    /// TCP request/response client.
+    Exchange => ExchangeSpec,
+    /// TCP request/response server.
+    ExchangeServer => ExchangeServerSpec,
+    /// TCP sender of a message series.
+    MessageSeries => MessageSeriesSpec,
+}
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 

@@ -150,3 +150,42 @@ impl App for SinkApp {
         AppStats::Sink(self.stats)
     }
 }
+
+// ----- scenario side: `kind = "sink"` -----
+
+use super::registry::{AppCheck, ScenarioApp};
+use super::AnyApp;
+use crate::config::{required, ScenarioError};
+
+/// The `[[app]]` fields of a UDP sink.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSink {
+    port: Option<u16>,
+}
+
+/// `kind = "sink"`: a UDP sink ([`SinkApp`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SinkSpec {
+    /// Port it listens on.
+    pub port: u16,
+}
+
+impl ScenarioApp for SinkSpec {
+    const KIND: &'static str = "sink";
+    const TCP: bool = false;
+    // Rtolab hosts in the emulator run TCP only.
+    const EMULATED: bool = false;
+    type Raw = RawSink;
+
+    fn validate(raw: RawSink, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
+        let port = required(&raw.port, cx.at("port"), &cx.what)?;
+        Ok(SinkSpec {
+            port: cx.bind_udp(port)?,
+        })
+    }
+
+    fn build(&self) -> AnyApp {
+        AnyApp::Sink(SinkApp::new(SinkConfig { port: self.port }))
+    }
+}

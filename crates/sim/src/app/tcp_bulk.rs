@@ -311,3 +311,111 @@ impl App for TcpSinkApp {
         AppStats::TcpSink(self.stats)
     }
 }
+
+// ----- scenario side: `kind = "tcp-bulk"` and `kind = "tcp-sink"` -----
+
+use rtolab_time::SimDuration;
+
+use super::registry::{AppCheck, ScenarioApp};
+use super::AnyApp;
+use crate::config::{required, Duration, ScenarioError};
+
+/// The `[[app]]` fields of a TCP bulk sender.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTcpBulk {
+    peer: Option<SocketAddrV4>,
+    bytes: Option<u64>,
+    start: Option<Duration>,
+    stop: Option<Duration>,
+}
+
+/// `kind = "tcp-bulk"`: a TCP bulk sender ([`TcpBulkApp`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpBulkSpec {
+    /// The receiver's address and port.
+    pub peer: SocketAddrV4,
+    /// Bytes to send; `None` sends until `stop` (or the end of the run).
+    pub bytes: Option<u64>,
+    /// When to connect.
+    pub start: SimDuration,
+    /// When to stop sending and close.
+    pub stop: Option<SimDuration>,
+}
+
+impl ScenarioApp for TcpBulkSpec {
+    const KIND: &'static str = "tcp-bulk";
+    const TCP: bool = true;
+    type Raw = RawTcpBulk;
+
+    fn validate(raw: RawTcpBulk, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
+        let (start, stop) = cx.start_stop(raw.start.map(|d| d.0), raw.stop.map(|d| d.0))?;
+        let peer = required(&raw.peer, cx.at("peer"), &cx.what)?;
+        let peer = cx.remote("peer", peer)?;
+        if raw.bytes == Some(0) {
+            return Err(ScenarioError::new(cx.at("bytes"), "must be positive"));
+        }
+        Ok(TcpBulkSpec {
+            peer,
+            bytes: raw.bytes,
+            start,
+            stop,
+        })
+    }
+
+    fn build(&self) -> AnyApp {
+        AnyApp::TcpBulk(TcpBulkApp::new(TcpBulkConfig {
+            peer: self.peer,
+            bytes: self.bytes,
+            start: SimTime::ZERO + self.start,
+            stop: self.stop.map(|stop| SimTime::ZERO + stop),
+        }))
+    }
+
+    fn server(&self) -> Option<(SocketAddrV4, &'static str)> {
+        Some((self.peer, TcpSinkSpec::KIND))
+    }
+}
+
+/// The `[[app]]` fields of a TCP listener (`tcp-sink`, `exchange-server`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListener {
+    port: Option<u16>,
+}
+
+impl RawListener {
+    /// Claims the port for listening.
+    pub(crate) fn port(&self, cx: &mut AppCheck<'_>) -> Result<u16, ScenarioError> {
+        let port = required(&self.port, cx.at("port"), &cx.what)?;
+        cx.listen_tcp(port)
+    }
+}
+
+/// `kind = "tcp-sink"`: a TCP receiver that counts and checks bytes
+/// ([`TcpSinkApp`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpSinkSpec {
+    /// Port it accepts connections on.
+    pub port: u16,
+}
+
+impl ScenarioApp for TcpSinkSpec {
+    const KIND: &'static str = "tcp-sink";
+    const TCP: bool = true;
+    type Raw = RawListener;
+
+    fn validate(raw: RawListener, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
+        Ok(TcpSinkSpec {
+            port: raw.port(cx)?,
+        })
+    }
+
+    fn build(&self) -> AnyApp {
+        AnyApp::TcpSink(TcpSinkApp::new(TcpSinkConfig { port: self.port }))
+    }
+
+    fn listen_port(&self) -> Option<u16> {
+        Some(self.port)
+    }
+}

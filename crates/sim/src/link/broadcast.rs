@@ -19,28 +19,16 @@ use std::collections::VecDeque;
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
-use super::{admit, Frame, LinkOutput, Port};
+use super::{admit, Frame, LinkCheck, LinkModel, LinkOutput, Port, ScenarioLink, DEFAULT_QUEUE};
+use crate::cidr::Ipv4Cidr;
+use crate::config::{check_position, required, Attachment, Rate, ScenarioError};
+use crate::pool::PacketId;
+use crate::position::Position;
+use crate::rng::SimRng;
 use crate::trace::DropReason;
 
 /// Speed of light in vacuum, m/s, for propagation delays.
 const SPEED_OF_LIGHT: f64 = 299_792_458.0;
-
-/// A position in the plane, in metres.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Position {
-    /// East, metres.
-    pub x: f64,
-    /// North, metres.
-    pub y: f64,
-}
-
-impl Position {
-    /// Euclidean distance in metres.
-    pub fn distance(&self, other: &Position) -> f64 {
-        (self.x - other.x).hypot(self.y - other.y)
-    }
-}
 
 /// Parameters of a [`BroadcastMedium`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -368,6 +356,207 @@ impl<P: Copy> BroadcastMedium<P> {
                 });
             }
         }
+    }
+}
+
+impl<P: Copy> LinkModel<P> for BroadcastMedium<P> {
+    type Stats = BroadcastStats;
+
+    #[inline]
+    fn transmit(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        to: Port,
+        frame: Frame<P>,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        BroadcastMedium::transmit(self, now, from, to, frame, out);
+    }
+
+    #[inline]
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        BroadcastMedium::handle_timeout(self, now, out);
+    }
+
+    #[inline]
+    fn poll_timeout(&self) -> Option<SimTime> {
+        BroadcastMedium::poll_timeout(self)
+    }
+
+    fn stats(&self, _now: SimTime) -> BroadcastStats {
+        BroadcastMedium::stats(self)
+    }
+
+    fn max_ports(&self) -> Option<usize> {
+        None
+    }
+
+    fn addressed(&self) -> bool {
+        true
+    }
+
+    fn add_port(&mut self, _index: Port, position: Option<Position>) -> Option<Port> {
+        position.map(|p| self.add_member(p))
+    }
+
+    fn carrier_sense(&self, port: Port, now: SimTime) -> bool {
+        BroadcastMedium::carrier_sense(self, port, now)
+    }
+}
+
+/// A member of a broadcast medium, as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMember {
+    host: String,
+    address: Ipv4Cidr,
+    position: Option<Position>,
+}
+
+/// The `[[link]]` fields of a broadcast medium.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBroadcast {
+    members: Option<Vec<RawMember>>,
+    rate: Option<Rate>,
+    tx_range: Option<f64>,
+    interference_range: Option<f64>,
+    queue: Option<usize>,
+}
+
+/// A member of a broadcast medium.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemberSpec {
+    /// Host name.
+    pub host: String,
+    /// Interface address.
+    pub address: Ipv4Cidr,
+    /// Position, metres (the host's if not given in the member).
+    pub position: Position,
+}
+
+/// `kind = "broadcast"`: a [`BroadcastMedium`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct BroadcastSpec {
+    /// Attached interfaces.
+    pub members: Vec<MemberSpec>,
+    /// Bits per second.
+    pub rate_bps: u64,
+    /// Decoding range, metres.
+    pub tx_range: f64,
+    /// Interference range, metres.
+    pub interference_range: f64,
+    /// Packets that may wait at each member.
+    pub queue: usize,
+}
+
+impl ScenarioLink for BroadcastSpec {
+    const KIND: &'static str = "broadcast";
+    // The emulator has no shared medium yet.
+    const EMULATED: bool = false;
+    type Raw = RawBroadcast;
+    type Model = BroadcastMedium<PacketId>;
+
+    fn validate(raw: RawBroadcast, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
+        let rate = required(&raw.rate, cx.at("rate"), &cx.what)?.0;
+        let tx_range = required(&raw.tx_range, cx.at("tx_range"), &cx.what)?;
+        if !(tx_range.is_finite() && tx_range > 0.0) {
+            return Err(ScenarioError::new(
+                cx.at("tx_range"),
+                format!("must be a positive distance in metres, got {tx_range}"),
+            ));
+        }
+        let interference_range = required(
+            &raw.interference_range,
+            cx.at("interference_range"),
+            &cx.what,
+        )?;
+        if !(interference_range.is_finite() && interference_range >= tx_range) {
+            return Err(ScenarioError::new(
+                cx.at("interference_range"),
+                format!("must be at least tx_range ({tx_range}), got {interference_range}"),
+            ));
+        }
+        let raw_members = raw.members.as_ref().ok_or_else(|| {
+            ScenarioError::new(cx.at("members"), format!("required for {}", cx.what))
+        })?;
+        if raw_members.len() < 2 {
+            return Err(ScenarioError::new(
+                cx.at("members"),
+                format!(
+                    "a broadcast link needs at least 2 members, got {}",
+                    raw_members.len()
+                ),
+            ));
+        }
+        let mut members = Vec::new();
+        for (m, member) in raw_members.iter().enumerate() {
+            let member_at = |field: &str| format!("link[{}].members[{m}].{field}", cx.index);
+            cx.topology.host(&member_at("host"), &member.host)?;
+            if cx.topology.is_bridge(&member.host) {
+                return Err(ScenarioError::new(
+                    member_at("host"),
+                    format!(
+                        "{:?} is a bridge: it joins wired and nfc links only",
+                        member.host
+                    ),
+                ));
+            }
+            if raw_members[..m]
+                .iter()
+                .any(|other| other.host == member.host)
+            {
+                return Err(ScenarioError::new(
+                    member_at("host"),
+                    format!("host {:?} is already a member of this link", member.host),
+                ));
+            }
+            let position = member
+                .position
+                .or(cx.topology.host_position(&member.host))
+                .ok_or_else(|| {
+                    ScenarioError::new(
+                        member_at("position"),
+                        format!("required (host {:?} has no position either)", member.host),
+                    )
+                })?;
+            check_position(member_at("position"), &position)?;
+            cx.topology
+                .assign(&member_at("address"), &member.host, cx.name, member.address)?;
+            members.push(MemberSpec {
+                host: member.host.clone(),
+                address: member.address,
+                position,
+            });
+        }
+        Ok(BroadcastSpec {
+            members,
+            rate_bps: rate,
+            tx_range,
+            interference_range,
+            queue: raw.queue.unwrap_or(DEFAULT_QUEUE),
+        })
+    }
+
+    fn attachments(&self) -> Vec<Attachment> {
+        self.members
+            .iter()
+            .map(|m| Attachment {
+                host: m.host.clone(),
+                address: Some(m.address),
+                position: Some(m.position),
+            })
+            .collect()
+    }
+
+    fn build(&self, _rng: SimRng) -> BroadcastMedium<PacketId> {
+        BroadcastMedium::new(BroadcastConfig {
+            rate_bps: self.rate_bps,
+            tx_range: self.tx_range,
+            interference_range: self.interference_range,
+            queue_capacity: self.queue,
+        })
     }
 }
 

@@ -13,7 +13,10 @@ use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
-use super::{admit, DirectionStats, Frame, LinkOutput, Port};
+use super::p2p::{RawWired, WiredSpec};
+use super::{admit, DirectionStats, Frame, LinkCheck, LinkModel, LinkOutput, Port, ScenarioLink};
+use crate::config::{Attachment, ScenarioError};
+use crate::pool::PacketId;
 use crate::rng::SimRng;
 use crate::trace::DropReason;
 
@@ -285,6 +288,74 @@ impl<P: Copy, T: MediumTiming> HalfDuplexLink<P, T> {
             stats.delivered_bytes += u64::from(frame.len);
             out.push(LinkOutput::Delivered { port: to, frame });
         }
+    }
+}
+
+impl<P: Copy, T: MediumTiming> LinkModel<P> for HalfDuplexLink<P, T> {
+    type Stats = HalfDuplexStats;
+
+    #[inline]
+    fn transmit(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        _to: Port,
+        frame: Frame<P>,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        HalfDuplexLink::transmit(self, now, from, frame, out);
+    }
+
+    #[inline]
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        HalfDuplexLink::handle_timeout(self, now, out);
+    }
+
+    #[inline]
+    fn poll_timeout(&self) -> Option<SimTime> {
+        HalfDuplexLink::poll_timeout(self)
+    }
+
+    fn stats(&self, _now: SimTime) -> HalfDuplexStats {
+        HalfDuplexLink::stats(self)
+    }
+
+    fn carrier_sense(&self, _port: Port, now: SimTime) -> bool {
+        self.is_busy(now)
+    }
+}
+
+/// `kind = "half-duplex"`: a [`HalfDuplexLink`] with rate-and-delay
+/// timing; the same fields as `point-to-point`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HalfDuplexSpec(pub WiredSpec);
+
+impl ScenarioLink for HalfDuplexSpec {
+    const KIND: &'static str = "half-duplex";
+    type Raw = RawWired;
+    type Model = HalfDuplexLink<PacketId>;
+
+    fn validate(raw: RawWired, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
+        WiredSpec::validate(raw, cx).map(HalfDuplexSpec)
+    }
+
+    fn attachments(&self) -> Vec<Attachment> {
+        self.0.attachments()
+    }
+
+    fn build(&self, rng: SimRng) -> HalfDuplexLink<PacketId> {
+        let w = &self.0;
+        HalfDuplexLink::new(
+            RateDelay {
+                rate_bps: w.rate_bps,
+                delay: w.delay,
+            },
+            HalfDuplexConfig {
+                queue_capacity: w.queue,
+                loss: w.loss,
+            },
+            rng,
+        )
     }
 }
 

@@ -16,23 +16,47 @@
 //! Models are generic over the packet handle `P`, which they only carry: the
 //! frame's length is all they need to know about it.
 
+//!
+//! # Adding a link model
+//!
+//! A model is one file in this folder: the model itself (a type that
+//! implements [`LinkModel`]) and its scenario side (a type that implements
+//! [`ScenarioLink`]: the `kind` name, the fields of its `[[link]]` table,
+//! their validation, the interfaces it attaches and how to build the
+//! model). Then one line in the [`link_registry!`] call below registers it
+//! for scenario files, the simulator, the emulator and reports.
+
 mod broadcast;
+mod ends;
 mod half_duplex;
 mod nfc;
 mod p2p;
+#[macro_use]
+mod registry;
 
-pub use broadcast::{BroadcastConfig, BroadcastMedium, BroadcastStats, MemberStats, Position};
-pub use half_duplex::{
-    HalfDuplexConfig, HalfDuplexLink, HalfDuplexStats, MediumTiming, Occupancy, RateDelay,
+pub use broadcast::{
+    BroadcastConfig, BroadcastMedium, BroadcastSpec, BroadcastStats, MemberSpec, MemberStats,
 };
-pub use nfc::{NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcStats};
-pub use p2p::{P2pConfig, P2pLink, P2pStats};
+pub use ends::{EndSpec, RawEnd};
+pub use half_duplex::{
+    HalfDuplexConfig, HalfDuplexLink, HalfDuplexSpec, HalfDuplexStats, MediumTiming, Occupancy,
+    RateDelay,
+};
+pub use nfc::{NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcSpec, NfcStats};
+pub use p2p::{P2pConfig, P2pLink, P2pSpec, P2pStats, WiredSpec};
+pub use registry::{LinkCheck, LinkModel, ScenarioLink};
+
+pub use crate::position::Position;
 
 use rtolab_time::SimTime;
 use serde::Serialize;
 
+use crate::config::ScenarioError;
 use crate::pool::PacketId;
 use crate::trace::DropReason;
+
+/// Default queue capacity in packets, where a kind has a queue.
+pub const DEFAULT_QUEUE: usize = 100;
 
 /// Index of an attachment point on a link (an interface).
 pub type Port = u32;
@@ -144,34 +168,6 @@ impl<P> LinkOutput<P> {
     }
 }
 
-/// Which model a link is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LinkKind {
-    /// Full-duplex point-to-point.
-    PointToPoint,
-    /// Half-duplex point-to-point: one frame at a time in either direction.
-    HalfDuplex,
-    /// Shared broadcast medium with a unit-disk radio model.
-    Broadcast,
-    /// Time-slotted NFC link with UART and MCU at each end.
-    Nfc,
-}
-
-/// Counters of a link, by model.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum LinkStats {
-    /// See [`P2pStats`].
-    PointToPoint(P2pStats),
-    /// See [`HalfDuplexStats`].
-    HalfDuplex(HalfDuplexStats),
-    /// See [`BroadcastStats`].
-    Broadcast(BroadcastStats),
-    /// See [`NfcStats`].
-    Nfc(NfcStats),
-}
-
 /// Counters kept per sending port on wired links.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DirectionStats {
@@ -195,92 +191,15 @@ pub struct DirectionStats {
     pub busy_ns: u64,
 }
 
-/// The link models the simulator knows, dispatched by `match` rather than
-/// through a trait object so the inner loop stays monomorphic.
-pub enum Link {
-    /// See [`P2pLink`].
-    PointToPoint(P2pLink<PacketId>),
-    /// See [`HalfDuplexLink`].
-    HalfDuplex(HalfDuplexLink<PacketId>),
-    /// See [`BroadcastMedium`].
-    Broadcast(BroadcastMedium<PacketId>),
-    /// See [`NfcLink`].
-    Nfc(Box<NfcLink<PacketId>>),
-}
-
-impl Link {
-    /// Which model this is.
-    pub fn kind(&self) -> LinkKind {
-        match self {
-            Link::PointToPoint(_) => LinkKind::PointToPoint,
-            Link::HalfDuplex(_) => LinkKind::HalfDuplex,
-            Link::Broadcast(_) => LinkKind::Broadcast,
-            Link::Nfc(_) => LinkKind::Nfc,
-        }
-    }
-
-    /// Hands a frame from `from` to the link, addressed to `to` (only the
-    /// broadcast medium needs the address; wired links have one peer).
-    pub fn transmit(
-        &mut self,
-        now: SimTime,
-        from: Port,
-        to: Port,
-        frame: Frame<PacketId>,
-        out: &mut Vec<LinkOutput<PacketId>>,
-    ) {
-        match self {
-            Link::PointToPoint(l) => l.transmit(now, from, frame, out),
-            Link::HalfDuplex(l) => l.transmit(now, from, frame, out),
-            Link::Broadcast(l) => l.transmit(now, from, to, frame, out),
-            Link::Nfc(l) => l.transmit(now, from, frame, out),
-        }
-    }
-
-    /// Processes everything due at or before `now`.
-    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<PacketId>>) {
-        match self {
-            Link::PointToPoint(l) => l.handle_timeout(now, out),
-            Link::HalfDuplex(l) => l.handle_timeout(now, out),
-            Link::Broadcast(l) => l.handle_timeout(now, out),
-            Link::Nfc(l) => l.handle_timeout(now, out),
-        }
-    }
-
-    /// When `handle_timeout` must next be called.
-    pub fn poll_timeout(&self) -> Option<SimTime> {
-        match self {
-            Link::PointToPoint(l) => l.poll_timeout(),
-            Link::HalfDuplex(l) => l.poll_timeout(),
-            Link::Broadcast(l) => l.poll_timeout(),
-            Link::Nfc(l) => l.poll_timeout(),
-        }
-    }
-
-    /// Whether the link produces [`LinkOutput::TxStart`] notices (on by
-    /// default). Only the point-to-point link can do without them, and it
-    /// is then woken half as often; the other models always produce them.
-    pub fn set_start_notices(&mut self, on: bool) {
-        if let Link::PointToPoint(l) = self {
-            l.set_start_notices(on);
-        }
-    }
-
-    /// A snapshot of the link's counters as of `now`.
-    pub fn stats(&self, now: SimTime) -> LinkStats {
-        match self {
-            Link::PointToPoint(l) => LinkStats::PointToPoint(l.stats(now)),
-            Link::HalfDuplex(l) => LinkStats::HalfDuplex(l.stats()),
-            Link::Broadcast(l) => LinkStats::Broadcast(l.stats()),
-            Link::Nfc(l) => LinkStats::Nfc(l.stats()),
-        }
-    }
-
-    /// How many interfaces may attach (`None`: any number).
-    pub fn max_ports(&self) -> Option<usize> {
-        match self {
-            Link::PointToPoint(_) | Link::HalfDuplex(_) | Link::Nfc(_) => Some(2),
-            Link::Broadcast(_) => None,
-        }
-    }
+link_registry! {
+    /// Full-duplex point-to-point ([`P2pLink`]).
+    PointToPoint => P2pSpec,
+    /// Half-duplex point-to-point: one frame at a time in either direction
+    /// ([`HalfDuplexLink`]).
+    HalfDuplex => HalfDuplexSpec,
+    /// Shared broadcast medium with a unit-disk radio model
+    /// ([`BroadcastMedium`]).
+    Broadcast => BroadcastSpec,
+    /// Time-slotted NFC link with UART and MCU at each end ([`NfcLink`]).
+    Nfc => NfcSpec,
 }

@@ -39,10 +39,16 @@ use std::collections::VecDeque;
 
 use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::ends::two_ends;
 use super::half_duplex::{HalfDuplexConfig, HalfDuplexLink, MediumTiming, Occupancy};
-use super::{admit, Frame, LinkOutput, Port};
+use super::{
+    admit, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, Port, RawEnd, ScenarioLink,
+    DEFAULT_QUEUE,
+};
+use crate::config::{required, Attachment, Duration, Rate, ScenarioError};
+use crate::pool::PacketId;
 use crate::rng::SimRng;
 use crate::trace::DropReason;
 
@@ -510,6 +516,109 @@ impl<P: Copy> NfcLink<P> {
         .into_iter()
         .flatten()
         .fold(now, SimTime::max)
+    }
+}
+
+impl<P: Copy> LinkModel<P> for NfcLink<P> {
+    type Stats = NfcStats;
+
+    #[inline]
+    fn transmit(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        _to: Port,
+        frame: Frame<P>,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        NfcLink::transmit(self, now, from, frame, out);
+    }
+
+    #[inline]
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        NfcLink::handle_timeout(self, now, out);
+    }
+
+    #[inline]
+    fn poll_timeout(&self) -> Option<SimTime> {
+        NfcLink::poll_timeout(self)
+    }
+
+    fn stats(&self, _now: SimTime) -> NfcStats {
+        NfcLink::stats(self)
+    }
+
+    fn carrier_sense(&self, port: Port, now: SimTime) -> bool {
+        self.is_busy(port, now)
+    }
+}
+
+/// The `[[link]]` fields of an NFC link.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNfc {
+    ends: Option<Vec<RawEnd>>,
+    rate: Option<Rate>,
+    queue: Option<usize>,
+    slot_phase: Option<Duration>,
+}
+
+/// `kind = "nfc"`: a time-slotted [`NfcLink`] (bridge spec §1.1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NfcSpec {
+    /// The two ends.
+    pub ends: [EndSpec; 2],
+    /// Nominal rate: 11 200 or 24 000 bit/s.
+    pub rate_bps: u64,
+    /// Channel sensing at each end.
+    pub sensing: [bool; 2],
+    /// Packets the interface queue of a sensing end holds.
+    pub queue: usize,
+    /// Fixed slot phase, or `None` to draw it from the seed.
+    pub slot_phase: Option<SimDuration>,
+}
+
+impl ScenarioLink for NfcSpec {
+    const KIND: &'static str = "nfc";
+    type Raw = RawNfc;
+    // Boxed: the model is several times larger than the others, and the
+    // enum of every model is as large as its largest member.
+    type Model = Box<NfcLink<PacketId>>;
+
+    fn validate(raw: RawNfc, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
+        let rate = required(&raw.rate, cx.at("rate"), &cx.what)?.0;
+        let (ends, sensing) = two_ends(&raw.ends, cx, true)?;
+        if NfcConfig::for_rate(rate).is_none() {
+            return Err(ScenarioError::new(
+                cx.at("rate"),
+                format!("an nfc link runs at \"11.2kbps\" or \"24kbps\", got {rate} bit/s"),
+            ));
+        }
+        Ok(NfcSpec {
+            ends,
+            rate_bps: rate,
+            sensing,
+            queue: raw.queue.unwrap_or(DEFAULT_QUEUE),
+            slot_phase: raw.slot_phase.map(|d| d.0),
+        })
+    }
+
+    fn attachments(&self) -> Vec<Attachment> {
+        self.ends.iter().map(EndSpec::attachment).collect()
+    }
+
+    fn build(&self, rng: SimRng) -> Box<NfcLink<PacketId>> {
+        // Validation admits only the rates of the two modes.
+        let mode = NfcConfig::for_rate(self.rate_bps).unwrap_or(NfcConfig::rate_11_2kbps());
+        Box::new(NfcLink::new(
+            NfcConfig {
+                sensing: self.sensing,
+                queue_capacity: self.queue,
+                slot_phase: self.slot_phase,
+                ..mode
+            },
+            rng,
+        ))
     }
 }
 

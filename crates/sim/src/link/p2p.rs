@@ -5,9 +5,15 @@ use std::collections::VecDeque;
 
 use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::{admit, DirectionStats, Frame, LinkOutput, Port};
+use super::ends::two_ends;
+use super::{
+    admit, DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, Port, RawEnd,
+    ScenarioLink, DEFAULT_QUEUE,
+};
+use crate::config::{required, Attachment, Duration, Rate, ScenarioError};
+use crate::pool::PacketId;
 use crate::rng::SimRng;
 use crate::trace::DropReason;
 
@@ -272,6 +278,127 @@ impl<P: Copy> P2pLink<P> {
             dir.stats.delivered_bytes += u64::from(frame.len);
             out.push(LinkOutput::Delivered { port: to, frame });
         }
+    }
+}
+
+impl<P: Copy> LinkModel<P> for P2pLink<P> {
+    type Stats = P2pStats;
+
+    #[inline]
+    fn transmit(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        _to: Port,
+        frame: Frame<P>,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        P2pLink::transmit(self, now, from, frame, out);
+    }
+
+    #[inline]
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        P2pLink::handle_timeout(self, now, out);
+    }
+
+    #[inline]
+    fn poll_timeout(&self) -> Option<SimTime> {
+        P2pLink::poll_timeout(self)
+    }
+
+    fn stats(&self, now: SimTime) -> P2pStats {
+        P2pLink::stats(self, now)
+    }
+
+    fn set_start_notices(&mut self, on: bool) {
+        P2pLink::set_start_notices(self, on);
+    }
+}
+
+/// The `[[link]]` fields of the wired kinds (`point-to-point` and
+/// `half-duplex`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWired {
+    ends: Option<Vec<RawEnd>>,
+    rate: Option<Rate>,
+    delay: Option<Duration>,
+    queue: Option<usize>,
+    loss: Option<f64>,
+}
+
+/// A validated wired link: two ends, a rate, a delay, a queue per end and
+/// a loss probability.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WiredSpec {
+    /// The two ends.
+    pub ends: [EndSpec; 2],
+    /// Bits per second.
+    pub rate_bps: u64,
+    /// Propagation delay.
+    pub delay: SimDuration,
+    /// Packets that may wait at each end.
+    pub queue: usize,
+    /// Loss probability.
+    pub loss: f64,
+}
+
+impl WiredSpec {
+    /// Validates the fields shared by the wired kinds.
+    pub fn validate(raw: RawWired, cx: &mut LinkCheck<'_>) -> Result<WiredSpec, ScenarioError> {
+        let rate = required(&raw.rate, cx.at("rate"), &cx.what)?.0;
+        let (ends, _) = two_ends(&raw.ends, cx, false)?;
+        let delay = required(&raw.delay, cx.at("delay"), &cx.what)?.0;
+        let loss = raw.loss.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&loss) {
+            return Err(ScenarioError::new(
+                cx.at("loss"),
+                format!("must be between 0 and 1, got {loss}"),
+            ));
+        }
+        Ok(WiredSpec {
+            ends,
+            rate_bps: rate,
+            delay,
+            queue: raw.queue.unwrap_or(DEFAULT_QUEUE),
+            loss,
+        })
+    }
+
+    /// The two ends' interfaces.
+    pub fn attachments(&self) -> Vec<Attachment> {
+        self.ends.iter().map(EndSpec::attachment).collect()
+    }
+}
+
+/// `kind = "point-to-point"`: a [`P2pLink`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct P2pSpec(pub WiredSpec);
+
+impl ScenarioLink for P2pSpec {
+    const KIND: &'static str = "point-to-point";
+    type Raw = RawWired;
+    type Model = P2pLink<PacketId>;
+
+    fn validate(raw: RawWired, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
+        WiredSpec::validate(raw, cx).map(P2pSpec)
+    }
+
+    fn attachments(&self) -> Vec<Attachment> {
+        self.0.attachments()
+    }
+
+    fn build(&self, rng: SimRng) -> P2pLink<PacketId> {
+        let w = &self.0;
+        P2pLink::new(
+            P2pConfig {
+                rate_bps: w.rate_bps,
+                delay: w.delay,
+                queue_capacity: w.queue,
+                loss: w.loss,
+            },
+            rng,
+        )
     }
 }
 

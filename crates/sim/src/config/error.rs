@@ -1,0 +1,156 @@
+//! Errors that name the offending field, and deserialization that keeps the
+//! field's path.
+
+use serde::de::DeserializeOwned;
+
+/// Why a scenario was rejected: the path of the offending field and what is
+/// wrong with it. Displays on one line as `"{path}: {message}"`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ScenarioError {
+    /// Where: `link[0].rate`, `host[1].name`, or a file path or `line L,
+    /// column C` for errors that precede any field.
+    pub path: String,
+    /// What, on one line.
+    pub message: String,
+}
+
+impl ScenarioError {
+    /// An error at `path`; the message is folded onto one line.
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        let message: String = message.into();
+        ScenarioError {
+            path: path.into(),
+            message: one_line(&message),
+        }
+    }
+}
+
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A field path from serde_path_to_error, written `app[0].tcp.rto`.
+pub(crate) fn path_string(segments: &serde_path_to_error::Path) -> String {
+    let mut path = String::new();
+    for segment in segments.iter() {
+        match segment {
+            serde_path_to_error::Segment::Seq { index } => path.push_str(&format!("[{index}]")),
+            serde_path_to_error::Segment::Map { key } => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+            }
+            serde_path_to_error::Segment::Enum { .. } => {}
+            serde_path_to_error::Segment::Unknown => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push('?');
+            }
+        }
+    }
+    path
+}
+
+/// serde names the field inside the message of unknown- and missing-field
+/// errors; moves it into the path so every error reads "<field path>:
+/// <problem>". `None` for other errors.
+pub(crate) fn field_error(path: &str, message: &str) -> Option<ScenarioError> {
+    let (field, replacement, tail) = named_field(message)?;
+    let mut path = path.to_string();
+    let last = path.rsplit(['.', ']']).next().unwrap_or("");
+    if last != field {
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(field);
+    }
+    let message = if tail.is_empty() {
+        replacement.to_string()
+    } else {
+        format!("{replacement} ({tail})")
+    };
+    Some(ScenarioError::new(path, message))
+}
+
+/// Splits serde's "unknown field `x`, expected …" and "missing field `x`"
+/// into the field, the problem and the rest.
+fn named_field(message: &str) -> Option<(&str, &'static str, &str)> {
+    for (prefix, replacement) in [
+        ("unknown field `", "unknown field"),
+        ("missing field `", "missing field"),
+    ] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            if let Some((field, tail)) = rest.split_once('`') {
+                return Some((field, replacement, tail.trim_start_matches(',').trim()));
+            }
+        }
+    }
+    None
+}
+
+/// Deserializes `value` as a `T`, naming the failing field below `path`.
+pub fn deserialize_at<T: DeserializeOwned>(
+    value: toml::Value,
+    path: &str,
+) -> Result<T, ScenarioError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = path_string(e.path());
+        let full = join(path, &inner);
+        let message = one_line(e.inner().message());
+        field_error(&full, &message).unwrap_or_else(|| ScenarioError::new(full, message))
+    })
+}
+
+/// Deserializes the table of one kind (a `[[link]]` or `[[app]]` entry
+/// without its common keys) as that kind's `T`. A key that is unknown to
+/// `T` but belongs to another kind (one of `other_fields`) is reported as
+/// "not allowed for {what}", which says more than "unknown field".
+pub fn deserialize_kind<T: DeserializeOwned>(
+    table: toml::Table,
+    path: &str,
+    what: &str,
+    other_fields: &[&str],
+) -> Result<T, ScenarioError> {
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let inner = path_string(e.path());
+        let message = one_line(e.inner().message());
+        if let Some((field, "unknown field", _)) = named_field(&message) {
+            if (inner.is_empty() || inner == field) && other_fields.contains(&field) {
+                return ScenarioError::new(join(path, field), format!("not allowed for {what}"));
+            }
+        }
+        let full = join(path, &inner);
+        field_error(&full, &message).unwrap_or_else(|| ScenarioError::new(full, message))
+    })
+}
+
+/// Removes `key` from `table` and returns it as a string, `None` if absent.
+pub fn take_string(
+    table: &mut toml::Table,
+    key: &str,
+    path: &str,
+) -> Result<Option<String>, ScenarioError> {
+    match table.remove(key) {
+        None => Ok(None),
+        Some(toml::Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(ScenarioError::new(
+            join(path, key),
+            format!(
+                "invalid type: {} `{other}`, expected a string",
+                other.type_str()
+            ),
+        )),
+    }
+}
+
+fn join(path: &str, inner: &str) -> String {
+    match (path.is_empty(), inner.is_empty()) {
+        (_, true) => path.to_string(),
+        (true, false) => inner.to_string(),
+        (false, false) if inner.starts_with('[') => format!("{path}{inner}"),
+        (false, false) => format!("{path}.{inner}"),
+    }
+}

@@ -1,0 +1,329 @@
+//! The link-model plug-in point: the traits a model implements and the
+//! macro that registers every model in one place.
+
+use rtolab_time::SimTime;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::{Frame, LinkOutput, Port};
+use crate::config::{Attachment, ScenarioError, Topology};
+use crate::pool::PacketId;
+use crate::position::Position;
+use crate::rng::SimRng;
+
+/// A link model as the simulator and the emulator drive it (see the module
+/// documentation of [`crate::link`] for the calling convention).
+pub trait LinkModel<P> {
+    /// Counters reported for the link; serialized as the columns of its
+    /// row in reports.
+    type Stats: Clone + std::fmt::Debug + PartialEq + Serialize;
+
+    /// Hands a frame from port `from` to the link, addressed to port `to`
+    /// (only models that are [`addressed`](LinkModel::addressed) use it).
+    fn transmit(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        to: Port,
+        frame: Frame<P>,
+        out: &mut Vec<LinkOutput<P>>,
+    );
+
+    /// Processes everything due at or before `now`.
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>);
+
+    /// When `handle_timeout` must next be called.
+    fn poll_timeout(&self) -> Option<SimTime>;
+
+    /// A snapshot of the counters as of `now`.
+    fn stats(&self, now: SimTime) -> Self::Stats;
+
+    /// How many interfaces may attach (`None`: any number).
+    fn max_ports(&self) -> Option<usize> {
+        Some(2)
+    }
+
+    /// Whether a sender picks the receiving port (a shared medium), rather
+    /// than the link having one peer per port.
+    fn addressed(&self) -> bool {
+        false
+    }
+
+    /// Attaches the `index`-th interface, placed at `position`; returns its
+    /// port, or `None` when the model needs a position and got none.
+    fn add_port(&mut self, index: Port, position: Option<Position>) -> Option<Port> {
+        let _ = position;
+        Some(index)
+    }
+
+    /// Whether the medium is busy as heard at `port` now.
+    fn carrier_sense(&self, port: Port, now: SimTime) -> bool {
+        let _ = (port, now);
+        false
+    }
+
+    /// Whether to produce [`LinkOutput::TxStart`] notices; models that can
+    /// skip them when nobody listens (captures, traces) save wake-ups.
+    fn set_start_notices(&mut self, on: bool) {
+        let _ = on;
+    }
+}
+
+impl<P, L: LinkModel<P> + ?Sized> LinkModel<P> for Box<L> {
+    type Stats = L::Stats;
+
+    fn transmit(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        to: Port,
+        frame: Frame<P>,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        (**self).transmit(now, from, to, frame, out)
+    }
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        (**self).handle_timeout(now, out)
+    }
+    fn poll_timeout(&self) -> Option<SimTime> {
+        (**self).poll_timeout()
+    }
+    fn stats(&self, now: SimTime) -> Self::Stats {
+        (**self).stats(now)
+    }
+    fn max_ports(&self) -> Option<usize> {
+        (**self).max_ports()
+    }
+    fn addressed(&self) -> bool {
+        (**self).addressed()
+    }
+    fn add_port(&mut self, index: Port, position: Option<Position>) -> Option<Port> {
+        (**self).add_port(index, position)
+    }
+    fn carrier_sense(&self, port: Port, now: SimTime) -> bool {
+        (**self).carrier_sense(port, now)
+    }
+    fn set_start_notices(&mut self, on: bool) {
+        (**self).set_start_notices(on)
+    }
+}
+
+/// What a link kind's validation sees: the topology so far (hosts,
+/// addresses) and where the link sits in the file.
+pub struct LinkCheck<'a> {
+    /// Hosts and assigned addresses; a link records the addresses and
+    /// bridge ports it attaches.
+    pub topology: &'a mut Topology,
+    /// Index of the `[[link]]` entry.
+    pub index: usize,
+    /// The link's name.
+    pub name: &'a str,
+    /// `"<kind> links"`, for messages.
+    pub what: String,
+}
+
+impl LinkCheck<'_> {
+    /// The path of one of the link's fields: `link[3].rate`.
+    pub fn at(&self, field: &str) -> String {
+        format!("link[{}].{field}", self.index)
+    }
+}
+
+/// A link kind as a scenario file describes it.
+pub trait ScenarioLink: Sized + Clone + std::fmt::Debug + PartialEq {
+    /// The `kind` value of its `[[link]]` tables.
+    const KIND: &'static str;
+    /// Whether the real-time emulator can run it.
+    const EMULATED: bool = true;
+    /// The fields of its table (besides `name` and `kind`), as read; a
+    /// struct with `#[serde(deny_unknown_fields)]`.
+    type Raw: DeserializeOwned;
+    /// The model it builds.
+    type Model: LinkModel<PacketId>;
+
+    /// Checks the fields against the topology, records the addresses the
+    /// link assigns, and returns the validated description.
+    fn validate(raw: Self::Raw, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError>;
+
+    /// The interfaces it attaches, in port order.
+    fn attachments(&self) -> Vec<Attachment>;
+
+    /// The model, drawing whatever it randomises from `rng` (the stream
+    /// `link/<name>` of the run's seed, in the simulator and the emulator
+    /// alike).
+    fn build(&self, rng: SimRng) -> Self::Model;
+}
+
+/// Registers the link models: generates [`Link`](super::Link) (the models,
+/// dispatched by `match` so the inner loop stays monomorphic),
+/// [`LinkStats`](super::LinkStats), [`LinkModelSpec`](super::LinkModelSpec)
+/// (the validated `[[link]]` tables) and [`LINK_KINDS`](super::LINK_KINDS).
+macro_rules! link_registry {
+    ($( $(#[$doc:meta])* $variant:ident => $spec:ty ),+ $(,)?) => {
+        /// Every registered link model.
+        pub enum Link {
+            $( $(#[$doc])* $variant(<$spec as ScenarioLink>::Model), )+
+        }
+
+        /// Counters of a link, by model (serialized as the model's own).
+        #[derive(Clone, Debug, PartialEq, Serialize)]
+        #[serde(untagged)]
+        pub enum LinkStats {
+            $( $(#[$doc])* $variant(<<$spec as ScenarioLink>::Model as LinkModel<PacketId>>::Stats), )+
+        }
+
+        /// A validated `[[link]]` table, by kind.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum LinkModelSpec {
+            $( $(#[$doc])* $variant($spec), )+
+        }
+
+        /// The `kind` names of every registered link model.
+        pub const LINK_KINDS: &[&str] = &[$( <$spec as ScenarioLink>::KIND ),+];
+
+        impl LinkModelSpec {
+            /// Reads and validates the table of a link of `kind` (its
+            /// `name` and `kind` keys already taken out).
+            pub fn parse(
+                kind: &str,
+                table: toml::Table,
+                cx: &mut LinkCheck<'_>,
+            ) -> Result<LinkModelSpec, ScenarioError> {
+                let path = format!("link[{}]", cx.index);
+                let all: Vec<&'static [&'static str]> = vec![
+                    $( $crate::config::struct_fields::<<$spec as ScenarioLink>::Raw>() ),+
+                ];
+                let others = |own: &[&str]| -> Vec<&'static str> {
+                    all.iter().flat_map(|f| f.iter().copied()).filter(|f| !own.contains(f)).collect()
+                };
+                $(
+                    if kind == <$spec as ScenarioLink>::KIND {
+                        cx.what = format!("{kind} links");
+                        let own = $crate::config::struct_fields::<<$spec as ScenarioLink>::Raw>();
+                        let raw = $crate::config::deserialize_kind(table, &path, &cx.what, &others(own))?;
+                        return <$spec as ScenarioLink>::validate(raw, cx).map(LinkModelSpec::$variant);
+                    }
+                )+
+                Err(ScenarioError::new(
+                    format!("{path}.kind"),
+                    format!("unknown link kind {kind:?} (expected one of {})", LINK_KINDS.join(", ")),
+                ))
+            }
+
+            /// The `kind` name.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $( LinkModelSpec::$variant(_) => <$spec as ScenarioLink>::KIND, )+
+                }
+            }
+
+            /// Whether the real-time emulator can run links of `kind`.
+            pub fn kind_emulated(kind: &str) -> bool {
+                $(
+                    if kind == <$spec as ScenarioLink>::KIND {
+                        return <$spec as ScenarioLink>::EMULATED;
+                    }
+                )+
+                false
+            }
+
+            /// The interfaces it attaches, in port order.
+            pub fn attachments(&self) -> Vec<$crate::config::Attachment> {
+                match self {
+                    $( LinkModelSpec::$variant(s) => s.attachments(), )+
+                }
+            }
+
+            /// Whether the real-time emulator can run it.
+            pub fn emulated(&self) -> bool {
+                match self {
+                    $( LinkModelSpec::$variant(_) => <$spec as ScenarioLink>::EMULATED, )+
+                }
+            }
+
+            /// Builds the model, randomised from `rng`.
+            pub fn build(&self, rng: $crate::rng::SimRng) -> Link {
+                match self {
+                    $( LinkModelSpec::$variant(s) => Link::$variant(s.build(rng)), )+
+                }
+            }
+        }
+
+        impl Link {
+            /// The `kind` name of its model.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $( Link::$variant(_) => <$spec as ScenarioLink>::KIND, )+
+                }
+            }
+        }
+
+        impl LinkModel<PacketId> for Link {
+            type Stats = LinkStats;
+
+            #[inline]
+            fn transmit(
+                &mut self,
+                now: SimTime,
+                from: Port,
+                to: Port,
+                frame: Frame<PacketId>,
+                out: &mut Vec<LinkOutput<PacketId>>,
+            ) {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::transmit(l, now, from, to, frame, out), )+
+                }
+            }
+
+            #[inline]
+            fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<PacketId>>) {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::handle_timeout(l, now, out), )+
+                }
+            }
+
+            #[inline]
+            fn poll_timeout(&self) -> Option<SimTime> {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::poll_timeout(l), )+
+                }
+            }
+
+            fn stats(&self, now: SimTime) -> LinkStats {
+                match self {
+                    $( Link::$variant(l) => LinkStats::$variant(LinkModel::<PacketId>::stats(l, now)), )+
+                }
+            }
+
+            fn max_ports(&self) -> Option<usize> {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::max_ports(l), )+
+                }
+            }
+
+            fn addressed(&self) -> bool {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::addressed(l), )+
+                }
+            }
+
+            fn add_port(&mut self, index: Port, position: Option<Position>) -> Option<Port> {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::add_port(l, index, position), )+
+                }
+            }
+
+            fn carrier_sense(&self, port: Port, now: SimTime) -> bool {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::carrier_sense(l, port, now), )+
+                }
+            }
+
+            fn set_start_notices(&mut self, on: bool) {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::set_start_notices(l, on), )+
+                }
+            }
+        }
+    };
+}

@@ -1,0 +1,108 @@
+//! The top-level tables of a scenario file as read. `[[link]]` and
+//! `[[app]]` entries stay TOML tables here: each kind reads its own
+//! fields (see [`super::validate`]).
+
+use std::net::Ipv4Addr;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::capture::CaptureDirection;
+use crate::cidr::{Ipv4Cidr, StrVisitor};
+use crate::config::{field_error, one_line, path_string, Duration, ScenarioError};
+use crate::position::Position;
+
+/// `"default"` or a prefix.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Destination(pub(super) Ipv4Cidr);
+
+impl<'de> Deserialize<'de> for Destination {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = d.deserialize_str(StrVisitor("\"default\" or a prefix like \"10.0.1.0/24\""))?;
+        if text == "default" {
+            return Ok(Destination(Ipv4Cidr::DEFAULT));
+        }
+        text.parse()
+            .map(Destination)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    pub(super) name: String,
+    pub(super) seed: Option<u64>,
+    pub(super) duration: Duration,
+    #[serde(default)]
+    pub(super) host: Vec<RawHost>,
+    #[serde(default)]
+    pub(super) link: Vec<toml::Table>,
+    #[serde(default)]
+    pub(super) route: Vec<RawRoute>,
+    #[serde(default)]
+    pub(super) capture: Vec<RawCapture>,
+    #[serde(default)]
+    pub(super) app: Vec<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHost {
+    pub(super) name: String,
+    pub(super) bridge: Option<bool>,
+    pub(super) position: Option<Position>,
+    pub(super) profile: Option<String>,
+    pub(super) tcp: Option<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRoute {
+    pub(super) host: String,
+    pub(super) destination: Destination,
+    pub(super) via: Ipv4Addr,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCapture {
+    pub(super) host: String,
+    pub(super) link: Option<String>,
+    pub(super) interface: Option<Ipv4Addr>,
+    pub(super) file: String,
+    #[serde(default)]
+    pub(super) direction: CaptureDirection,
+}
+
+/// Parses the file's syntax and top-level tables.
+pub(super) fn parse(text: &str) -> Result<RawScenario, ScenarioError> {
+    let deserializer = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|e| deserialize_error(e, text))
+}
+
+/// Turns a deserialization error into a one-line error with a field path.
+fn deserialize_error(
+    err: serde_path_to_error::Error<toml::de::Error>,
+    text: &str,
+) -> ScenarioError {
+    let path = path_string(err.path());
+    let inner = err.inner();
+    let message = one_line(inner.message());
+    if let Some(e) = field_error(&path, &message) {
+        return e;
+    }
+    if path.is_empty() {
+        // A syntax error: no field yet, so give the position instead.
+        let location = inner
+            .span()
+            .map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!("line {line}, column {column}")
+            })
+            .unwrap_or_else(|| "scenario".to_string());
+        return ScenarioError::new(location, message);
+    }
+    ScenarioError::new(path, message)
+}

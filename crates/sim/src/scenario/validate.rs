@@ -1,0 +1,383 @@
+//! Validation of a whole scenario: hosts, then each link by its kind, then
+//! bridges, routes, captures, and each app by its kind. Everything a later
+//! table refers to (hosts, addresses) is checked against the
+//! [`Topology`] the earlier ones built.
+
+use std::collections::BTreeMap;
+
+use rtolab_time::SimDuration;
+
+use super::profiles::{default_profile, resolve};
+use super::raw::{RawCapture, RawHost, RawRoute, RawScenario};
+use super::{
+    AppSpec, CaptureSpec, HostSpec, LinkSpec, RouteSpec, Scenario, DEFAULT_SEED, METRICS_FILE,
+    TRACES_FILE,
+};
+use crate::app::{AppCheck, AppKindSpec};
+use crate::config::{check_position, check_unique, take_string, ScenarioError, Topology};
+use crate::link::{LinkCheck, LinkModelSpec};
+
+pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
+    if raw.name.trim().is_empty() {
+        return Err(ScenarioError::new("name", "must not be empty"));
+    }
+    if raw.duration.0 == SimDuration::ZERO {
+        return Err(ScenarioError::new("duration", "must be positive"));
+    }
+    check_unique(
+        raw.host.iter().map(|h| h.name.as_str()),
+        |i| format!("host[{i}].name"),
+        "host",
+    )?;
+    let links = named_tables(raw.link, "link")?;
+    check_unique(
+        links.iter().map(|(name, _, _)| name.as_str()),
+        |i| format!("link[{i}].name"),
+        "link",
+    )?;
+
+    let mut topology = Topology::default();
+    for h in &raw.host {
+        topology.add_host(&h.name, h.position, h.bridge == Some(true));
+    }
+    let hosts = raw
+        .host
+        .iter()
+        .enumerate()
+        .map(|(i, h)| validate_host(i, h))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut link_specs = Vec::with_capacity(links.len());
+    for (index, (name, kind, table)) in links.into_iter().enumerate() {
+        let mut cx = LinkCheck {
+            topology: &mut topology,
+            index,
+            name: &name,
+            what: String::new(),
+        };
+        let model = LinkModelSpec::parse(&kind, table, &mut cx)?;
+        link_specs.push(LinkSpec { name, model });
+    }
+
+    for (i, h) in raw.host.iter().enumerate() {
+        if !topology.is_bridge(&h.name) {
+            continue;
+        }
+        let ports = topology.port_count(&h.name);
+        if ports != 2 {
+            return Err(ScenarioError::new(
+                format!("host[{i}].bridge"),
+                format!("a bridge joins exactly 2 links, {:?} is on {ports}", h.name),
+            ));
+        }
+    }
+
+    let routes = raw
+        .route
+        .iter()
+        .enumerate()
+        .map(|(i, r)| validate_route(&topology, i, r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let captures = validate_captures(&topology, &link_specs, &raw.capture)?;
+    let apps = validate_apps(&topology, &hosts, raw.app)?;
+
+    Ok(Scenario {
+        name: raw.name,
+        seed: raw.seed.unwrap_or(DEFAULT_SEED),
+        duration: raw.duration.0,
+        hosts,
+        links: link_specs,
+        routes,
+        captures,
+        apps,
+    })
+}
+
+/// Takes the `name` (required) and `kind` (required) out of each entry of
+/// a `[[link]]`-style array.
+fn named_tables(
+    tables: Vec<toml::Table>,
+    what: &str,
+) -> Result<Vec<(String, String, toml::Table)>, ScenarioError> {
+    tables
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut table)| {
+            let path = format!("{what}[{i}]");
+            let name = take_string(&mut table, "name", &path)?
+                .ok_or_else(|| ScenarioError::new(format!("{path}.name"), "missing field"))?;
+            let kind = take_string(&mut table, "kind", &path)?
+                .ok_or_else(|| ScenarioError::new(format!("{path}.kind"), "missing field"))?;
+            Ok((name, kind, table))
+        })
+        .collect()
+}
+
+fn validate_host(i: usize, h: &RawHost) -> Result<HostSpec, ScenarioError> {
+    let at = |field: &str| format!("host[{i}].{field}");
+    if let Some(p) = &h.position {
+        check_position(at("position"), p)?;
+    }
+    let bridge = h.bridge.unwrap_or(false);
+    if bridge {
+        for (field, set) in [("profile", h.profile.is_some()), ("tcp", h.tcp.is_some())] {
+            if set {
+                return Err(ScenarioError::new(
+                    at(field),
+                    "not allowed for a bridge (it runs no TCP)",
+                ));
+            }
+        }
+    }
+    let tcp = match (&h.profile, &h.tcp) {
+        (None, None) => None,
+        (name, overrides) => Some(resolve(
+            name.as_deref(),
+            overrides.as_ref(),
+            default_profile,
+            at,
+        )?),
+    };
+    Ok(HostSpec {
+        bridge,
+        name: h.name.clone(),
+        position: h.position,
+        tcp,
+    })
+}
+
+fn validate_route(topology: &Topology, i: usize, r: &RawRoute) -> Result<RouteSpec, ScenarioError> {
+    let at = |field: &str| format!("route[{i}].{field}");
+    topology.host(&at("host"), &r.host)?;
+    if topology.is_bridge(&r.host) {
+        return Err(ScenarioError::new(
+            at("host"),
+            format!("{:?} is a bridge: it does not route", r.host),
+        ));
+    }
+    let on_subnet = topology
+        .interfaces()
+        .find(|(host, _, cidr)| *host == r.host && cidr.contains(r.via));
+    let Some((_, link, _)) = on_subnet else {
+        return Err(ScenarioError::new(
+            at("via"),
+            format!("{} is not on a subnet of host {:?}", r.via, r.host),
+        ));
+    };
+    match topology.owner(r.via) {
+        Some((owner, owner_link)) if owner_link == link && owner != r.host => {}
+        Some((owner, _)) if owner == r.host => {
+            return Err(ScenarioError::new(
+                at("via"),
+                format!("{} is an address of host {:?} itself", r.via, r.host),
+            ))
+        }
+        _ => {
+            return Err(ScenarioError::new(
+                at("via"),
+                format!(
+                    "no neighbour of host {:?} on link {link:?} has address {}",
+                    r.host, r.via
+                ),
+            ))
+        }
+    }
+    Ok(RouteSpec {
+        host: r.host.clone(),
+        destination: r.destination.0,
+        via: r.via,
+    })
+}
+
+fn validate_captures(
+    topology: &Topology,
+    links: &[LinkSpec],
+    raw: &[RawCapture],
+) -> Result<Vec<CaptureSpec>, ScenarioError> {
+    let mut captures = Vec::new();
+    let mut files: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, c) in raw.iter().enumerate() {
+        let at = |field: &str| format!("capture[{i}].{field}");
+        topology.host(&at("host"), &c.host)?;
+        let link = match (&c.link, &c.interface) {
+            (Some(link), None) => {
+                if !links.iter().any(|l| l.name == *link) {
+                    return Err(ScenarioError::new(
+                        at("link"),
+                        format!("no link named {link:?}"),
+                    ));
+                }
+                if !topology.is_attached(&c.host, link) {
+                    return Err(ScenarioError::new(
+                        at("link"),
+                        format!("host {:?} is not attached to link {link:?}", c.host),
+                    ));
+                }
+                link.clone()
+            }
+            (None, Some(addr)) => topology
+                .interfaces()
+                .find(|(h, _, cidr)| *h == c.host && cidr.addr == *addr)
+                .map(|(_, l, _)| l.to_string())
+                .ok_or_else(|| {
+                    ScenarioError::new(
+                        at("interface"),
+                        format!("host {:?} has no interface with address {addr}", c.host),
+                    )
+                })?,
+            (Some(_), Some(_)) => {
+                return Err(ScenarioError::new(
+                    at("interface"),
+                    "give either link or interface, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(ScenarioError::new(
+                    at("link"),
+                    "missing field (or give interface)",
+                ))
+            }
+        };
+        let file = c.file.as_str();
+        let plain = !file.is_empty()
+            && !file.contains(['/', '\\'])
+            && file != "."
+            && file != ".."
+            && file != TRACES_FILE
+            && file != METRICS_FILE;
+        if !plain {
+            return Err(ScenarioError::new(
+                at("file"),
+                format!("must be a plain file name other than {TRACES_FILE} and {METRICS_FILE}, got {file:?}"),
+            ));
+        }
+        if let Some(first) = files.insert(file, i) {
+            return Err(ScenarioError::new(
+                at("file"),
+                format!("{file:?} is already written by capture[{first}]"),
+            ));
+        }
+        captures.push(CaptureSpec {
+            host: c.host.clone(),
+            link,
+            file: c.file.clone(),
+            direction: c.direction,
+        });
+    }
+    Ok(captures)
+}
+
+fn validate_apps(
+    topology: &Topology,
+    hosts: &[HostSpec],
+    raw: Vec<toml::Table>,
+) -> Result<Vec<AppSpec>, ScenarioError> {
+    let mut apps = Vec::with_capacity(raw.len());
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    let mut udp_ports = BTreeMap::new();
+    let mut tcp_ports = BTreeMap::new();
+    for (i, mut table) in raw.into_iter().enumerate() {
+        let path = format!("app[{i}]");
+        let at = |field: &str| format!("app[{i}].{field}");
+        let kind = take_string(&mut table, "kind", &path)?
+            .ok_or_else(|| ScenarioError::new(at("kind"), "missing field"))?;
+        let uses_tcp = AppKindSpec::kind_uses_tcp(&kind);
+        let name = take_string(&mut table, "name", &path)?;
+        let host = take_string(&mut table, "host", &path)?
+            .ok_or_else(|| ScenarioError::new(at("host"), "missing field"))?;
+        topology.host(&at("host"), &host)?;
+        if topology.is_bridge(&host) {
+            return Err(ScenarioError::new(
+                at("host"),
+                format!("{host:?} is a bridge: it runs no apps"),
+            ));
+        }
+        // TCP kinds share `profile` and `tcp`; other kinds reject them as
+        // fields they do not take.
+        let (profile, overrides) = if uses_tcp == Some(true) {
+            let profile = take_string(&mut table, "profile", &path)?;
+            let overrides = match table.remove("tcp") {
+                None => None,
+                Some(toml::Value::Table(t)) => Some(t),
+                Some(other) => {
+                    return Err(ScenarioError::new(
+                        at("tcp"),
+                        format!("invalid type: {}, expected a table", other.type_str()),
+                    ))
+                }
+            };
+            (profile, overrides)
+        } else {
+            (None, None)
+        };
+        let name = name.unwrap_or_else(|| format!("{kind}{i}"));
+        if name.is_empty() {
+            return Err(ScenarioError::new(at("name"), "must not be empty"));
+        }
+        if let Some(first) = names.insert(name.clone(), i) {
+            return Err(ScenarioError::new(
+                at("name"),
+                format!("duplicate app name {name:?} (also app[{first}])"),
+            ));
+        }
+        let mut cx = AppCheck {
+            topology,
+            index: i,
+            host: &host,
+            what: String::new(),
+            udp_ports: &mut udp_ports,
+            tcp_ports: &mut tcp_ports,
+        };
+        let spec = AppKindSpec::parse(&kind, table, &mut cx)?;
+        let tcp = if spec.uses_tcp() {
+            let host_profile = || {
+                hosts
+                    .iter()
+                    .find(|h| h.name == host)
+                    .and_then(|h| h.tcp.clone())
+                    .unwrap_or_else(default_profile)
+            };
+            Some(resolve(
+                profile.as_deref(),
+                overrides.as_ref(),
+                host_profile,
+                at,
+            )?)
+        } else {
+            None
+        };
+        apps.push(AppSpec {
+            name,
+            host,
+            kind: spec,
+            tcp,
+        });
+    }
+    check_listeners(topology, &apps)?;
+    Ok(apps)
+}
+
+/// Every TCP client needs a listener of the matching kind at its peer.
+fn check_listeners(topology: &Topology, apps: &[AppSpec]) -> Result<(), ScenarioError> {
+    for (i, a) in apps.iter().enumerate() {
+        let Some((peer, server)) = a.kind.server() else {
+            continue;
+        };
+        let Some((host, _)) = topology.owner(*peer.ip()) else {
+            continue;
+        };
+        let found = apps.iter().any(|b| {
+            b.kind.kind() == server && b.host == host && b.kind.listen_port() == Some(peer.port())
+        });
+        if !found {
+            return Err(ScenarioError::new(
+                format!("app[{i}].peer"),
+                format!(
+                    "no {server} app listens on port {} of host {host:?}",
+                    peer.port()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
