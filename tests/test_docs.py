@@ -61,7 +61,7 @@ _NUMBER = r"\d+(?:\.\d+)*"
 #: a list (", §3.1", " and §3.3"); a list item needs its own "§".
 _MORE = rf"(?:\s*[-\u2013]\s*§?\s?{_NUMBER}|\s*(?:,|and|to|, and)\s*§\s?{_NUMBER})*"
 #: "bridge spec §1.1-1.2, §3.1": the page's name, then its sections.
-_NAMED = re.compile(rf"\b([A-Za-z][\w-]*) spec §\s?({_NUMBER}{_MORE})")
+_NAMED = re.compile(rf"\b([A-Za-z][\w-]*)\s+spec §\s?({_NUMBER}{_MORE})")
 #: "RFC 9293 §3.10.4" and its continuations: an RFC's clause, not a spec page.
 _RFC = re.compile(rf"\bRFC\s?\d+\s*§\s?{_NUMBER}{_MORE}")
 _UNNAMED = re.compile(rf"\bspec §\s?({_NUMBER})")
@@ -147,6 +147,7 @@ def test_citation_parsing() -> None:
     ]
     assert citations("as §2.2 says", own_page="uip-rto") == [("uip-rto", "2.2")]
     assert citations("(spec §1.3)") == [(None, "1.3")]
+    assert citations("(bridge\n   spec §3.4)") == [("bridge", "3.4")]
 
 
 def test_every_spec_citation_resolves() -> None:
