@@ -1,4 +1,6 @@
-"""The API reference builds from the docstrings and covers what users touch."""
+"""The docs hold together: the API reference builds from the docstrings and
+covers what users touch, the quick start shows real commands, every spec
+citation names a section of docs/spec/, and every relative link resolves."""
 
 from __future__ import annotations
 
