@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import tomllib
 
-from rtolab import _rtolab, frames
+from rtolab import _native, _rtolab, frames
 from rtolab.errors import RunError, ScenarioError, native_errors
 from rtolab.scenario import Scenario
 
@@ -32,7 +32,7 @@ METRICS_FILE = "metrics.json"
 def shipped_scenarios() -> dict[str, str]:
     """The scenarios shipped with rtolab: name → TOML text (``default``,
     ``p2p-cbr``, ...). :func:`run` accepts these names directly."""
-    return dict(_rtolab.shipped_scenarios())
+    return _native.shipped_scenarios()
 
 
 def scenario_text(scenario: ScenarioSource) -> str:
@@ -44,30 +44,7 @@ def scenario_text(scenario: ScenarioSource) -> str:
     """
     if isinstance(scenario, Scenario):
         return scenario.to_toml()
-    if isinstance(scenario, os.PathLike) or not _looks_like_toml(scenario):
-        path = Path(scenario)
-        try:
-            return path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            shipped = shipped_scenarios()
-            name = str(scenario).removesuffix(".toml")
-            if not isinstance(scenario, os.PathLike) and name in shipped:
-                return shipped[name]
-            raise ScenarioError(
-                "scenario",
-                f"no such file: {path} (shipped scenarios: {', '.join(sorted(shipped))})",
-            ) from None
-        except IsADirectoryError:
-            raise ScenarioError("scenario", f"{path} is a directory, not a file") from None
-        except UnicodeDecodeError as err:
-            raise ScenarioError("scenario", f"{path} is not UTF-8 text: {err.reason}") from None
-        except OSError as err:
-            raise ScenarioError("scenario", f"cannot read {path}: {err.strerror}") from None
-    return scenario
-
-
-def _looks_like_toml(text: str) -> bool:
-    return "\n" in text or "=" in text
+    return _native.source_text(scenario)
 
 
 def default_scenario() -> str:
@@ -80,10 +57,7 @@ def validate(scenario: ScenarioSource) -> dict[str, Any]:
 
     Raises :class:`rtolab.ScenarioError` naming the offending field.
     """
-    text = scenario_text(scenario)
-    with native_errors():
-        summary: dict[str, Any] = json.loads(_rtolab.validate_scenario(text))
-    return summary
+    return _native.validate_text(scenario_text(scenario))
 
 
 @dataclass(frozen=True, eq=False)

@@ -26,6 +26,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rtolab import plots
+from rtolab._rtolab import __version__
 from rtolab.api import METRICS_FILE, Result
 from rtolab.errors import RtolabError
 from rtolab.experiments import MANIFEST, Reproduction, experiments
@@ -112,8 +113,6 @@ def table_html(frame: pd.DataFrame, *, index: bool = False) -> str:
 
 
 def _page(title: str, subtitle: str, body: Iterable[str]) -> str:
-    from rtolab import __version__
-
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 import tomli_w
 import tomllib
 
+from rtolab import _native
 from rtolab.errors import ScenarioError
 
 #: Top-level arrays of tables, in the order a scenario file lists them,
@@ -341,16 +342,16 @@ class Scenario:
     @classmethod
     def load(cls, source: str | os.PathLike[str]) -> Scenario:
         """Reads a scenario from a file, TOML text or a shipped scenario's name."""
-        from rtolab.api import scenario_text
-
-        return cls.from_toml(scenario_text(source))
+        # A Scenario is taken too (a copy through TOML), as everywhere a
+        # scenario source is accepted.
+        if isinstance(source, Scenario):
+            return cls.from_toml(source.to_toml())
+        return cls.from_toml(_native.source_text(source))
 
     def validate(self) -> dict[str, Any]:
         """Checks the scenario in the core; returns its summary or raises
         :class:`rtolab.ScenarioError` naming the field."""
-        from rtolab.api import validate
-
-        return validate(self)
+        return _native.validate_text(self.to_toml())
 
     def get(self, path: str) -> Any:
         """The value at a dotted path such as ``link.ab.loss``."""

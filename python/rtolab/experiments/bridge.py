@@ -1,5 +1,5 @@
-"""The bridge study's experiments (bridge spec §4): TCP over a time-slotted
-NFC link through a bridge, its two fixes, and Algorithm 1.
+"""The bridge study's experiments (bridge spec §4, docs/spec/bridge.md): TCP
+over a time-slotted NFC link through a bridge, its two fixes, and Algorithm 1.
 
 ``rtolab reproduce bridge --out DIR`` runs them all and writes, in
 ``DIR/bridge/``:
