@@ -12,8 +12,9 @@
 use rtolab_time::{SimDuration, SimTime};
 use serde::{de, Deserialize, Deserializer, Serialize};
 
-use super::Transmission;
-use super::{AckProgress, ConnectionContext, Expiry, RtoEstimate, RtoFactory, RtoPolicy};
+use super::{
+    AckProgress, ConnectionContext, Expiry, RtoEstimate, RtoFactory, RtoPolicy, Transmission,
+};
 use crate::serde_duration;
 
 /// Parameters of the fixed policy. The defaults are RFC 6298's initial
