@@ -85,7 +85,9 @@ fn syn_timeouts_follow_the_fixed_schedule() {
         .events()
         .into_iter()
         .filter_map(|(t, e)| match e {
-            TraceEvent::Tcp { node: 0, detail, .. } => match detail.0 {
+            TraceEvent::Tcp {
+                node: 0, detail, ..
+            } => match detail.0 {
                 EngineTrace::RtoArmed {
                     rto,
                     deadline,
