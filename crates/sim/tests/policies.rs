@@ -108,3 +108,18 @@ fn syn_timeouts_follow_the_fixed_schedule() {
     assert_eq!(timeouts, [300, 600, 1200, 1500, 1500, 1500, 1500]);
     assert!(armed.iter().all(|&(_, _, policy)| policy == "fixed"));
 }
+
+#[test]
+fn a_zero_backoff_is_rejected_naming_the_setting() {
+    let text = r#"
+name = "fixed-rto"
+duration = "1s"
+[[host]]
+name = "a"
+[host.tcp]
+rto = { policy = "fixed", backoff = 0 }
+"#;
+    let err = Scenario::from_toml_str(text).unwrap_err();
+    assert!(err.path.starts_with("host[0].tcp"), "{err}");
+    assert!(err.message.contains("backoff must be at least 1"), "{err}");
+}
