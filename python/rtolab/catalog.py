@@ -36,7 +36,7 @@ class Policy:
     family: str
     #: The value of ``policy`` that selects it, e.g. ``"fixed"``.
     name: str
-    #: One line: the first paragraph of the policy's documentation.
+    #: One line: the first sentence of the policy's documentation.
     description: str
     #: Every parameter with its default, as a scenario file writes it
     #: (durations as strings with a unit, ``None`` for an unset option).

@@ -11,7 +11,7 @@
 //!   snake_case and must equal the module's name, which a test checks);
 //! * its arm of the family's `factory()`;
 //! * its entry in the family's `NAMES`;
-//! * its entry in [`policy_catalog`]: the name, the first paragraph of the
+//! * its entry in [`policy_catalog`]: the name, the first sentence of the
 //!   module's documentation as description, and the serialized
 //!   [`Default`] configuration as parameters with their defaults.
 
@@ -56,7 +56,7 @@ pub struct PolicyInfo {
     pub family: PolicyFamily,
     /// The value of `policy` that selects it.
     pub name: &'static str,
-    /// The first paragraph of the policy module's documentation.
+    /// The first sentence of the policy module's documentation.
     pub description: String,
     /// Every parameter with its default value, as written in a profile
     /// (durations as strings with a unit).
@@ -84,8 +84,8 @@ impl PolicyInfo {
     }
 }
 
-/// The first paragraph of a module's `//!` documentation on one line, with
-/// rustdoc link brackets removed.
+/// The first sentence of a module's `//!` documentation, on one line and
+/// with rustdoc link brackets removed.
 fn module_summary(source: &str) -> String {
     let mut words = Vec::new();
     for line in source.lines() {
@@ -101,7 +101,29 @@ fn module_summary(source: &str) -> String {
         }
         words.push(text);
     }
-    words.join(" ").replace("[`", "`").replace("`]", "`")
+    let paragraph = words.join(" ").replace("[`", "`").replace("`]", "`");
+    first_sentence(&paragraph).to_string()
+}
+
+/// `text` up to the first full stop followed by a space, ignoring those
+/// inside parentheses (citations) and after a single letter (initials such
+/// as "L. Brakmo").
+fn first_sentence(text: &str) -> &str {
+    let mut depth = 0usize;
+    let mut word_len = 0usize;
+    let bytes = text.as_bytes();
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            '.' if depth == 0 && word_len > 1 && bytes.get(i + 1) == Some(&b' ') => {
+                return &text[..=i];
+            }
+            _ => {}
+        }
+        word_len = if c == ' ' { 0 } else { word_len + 1 };
+    }
+    text
 }
 
 /// Generates a family's choice enum, `NAMES`, `factory()`, `defaults()` and
@@ -293,9 +315,14 @@ mod tests {
     }
 
     #[test]
-    fn summaries_take_the_first_doc_paragraph_without_link_brackets() {
-        let source = "//! First line\n//! goes on [`here`].\n//!\n//! Not this.\nuse x;\n";
+    fn summaries_take_the_first_doc_sentence_without_link_brackets() {
+        let source =
+            "//! First line\n//! goes on [`here`]. Not this.\n//!\n//! Nor this.\nuse x;\n";
         assert_eq!(module_summary(source), "First line goes on `here`.");
         assert_eq!(module_summary("use x;\n"), "");
+        let cited = "//! Vegas (L. Brakmo, \"A. B\", 1995). More.\n";
+        assert_eq!(module_summary(cited), "Vegas (L. Brakmo, \"A. B\", 1995).");
+        let initial = "//! Work by J. Smith on timers. More.\n";
+        assert_eq!(module_summary(initial), "Work by J. Smith on timers.");
     }
 }
