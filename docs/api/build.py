@@ -19,6 +19,7 @@ MODULES = [
     "rtolab",
     "rtolab.api",
     "rtolab.scenario",
+    "rtolab.catalog",
     "rtolab.frames",
     "rtolab.sweeps",
     "rtolab.plots",

@@ -4,7 +4,8 @@ The entry points are :func:`run` (one scenario → a :class:`Result` with
 pandas DataFrames of packets, traces and metrics), :func:`validate`,
 :class:`Scenario` (scenarios built in Python), :func:`sweep` (a parameter
 grid x seeds on Dask, results in Parquet) and :func:`report` (one
-self-contained HTML page). Figures are in :mod:`rtolab.plots`. The
+self-contained HTML page). Figures are in :mod:`rtolab.plots`;
+:func:`policies` lists the TCP policies a profile can select by name. The
 ``rtolab`` command wraps them all.
 """
 
@@ -20,6 +21,7 @@ from rtolab.api import (
     shipped_scenarios,
     validate,
 )
+from rtolab.catalog import Policy, policies
 from rtolab.errors import (
     CaptureError,
     ExperimentError,
@@ -48,6 +50,7 @@ __all__ = [
     "ExperimentError",
     "Host",
     "Link",
+    "Policy",
     "Result",
     "Route",
     "RtolabError",
@@ -59,6 +62,7 @@ __all__ = [
     "__version__",
     "default_scenario",
     "load_results",
+    "policies",
     "read_capture",
     "report",
     "run",

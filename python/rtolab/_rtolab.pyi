@@ -31,3 +31,7 @@ def read_capture(path: str) -> str:
 
 def shipped_scenarios() -> list[tuple[str, str]]:
     """The scenario files shipped with rtolab, as (name, TOML text) pairs."""
+
+def policy_catalog() -> str:
+    """Every registered RTO, congestion-control and ACK policy as JSON: a list
+    of ``{"family", "name", "description", "defaults"}`` objects."""

@@ -7,6 +7,7 @@ whose runs failed exits with status 1.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -18,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 import tomllib
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -27,6 +29,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from rtolab import api
 from rtolab.errors import RtolabError, RunError
@@ -38,6 +41,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+list_app = typer.Typer(
+    help="List what rtolab can be configured with.",
+    no_args_is_help=True,
+)
+app.add_typer(list_app, name="list")
 out_console = Console()
 err_console = Console(stderr=True)
 
@@ -275,6 +283,53 @@ def validate(
     else:
         parts = ", ".join(f"{k}: {_scalar(v)}" for k, v in summary.items())
         out_console.print(f"[green]ok[/] {file} ({parts})", highlight=False)
+
+
+def _toml_value(value: Any) -> str:
+    """A default as a scenario file writes it; ``None`` (TOML has no null)
+    as "unset"."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items())
+        return f"{{ {inner} }}" if inner else "{}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return str(value)
+
+
+@list_app.command("policies")
+def list_policies(
+    family: Annotated[str | None, typer.Option(help="Only this family: rto, cc or ack.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
+) -> None:
+    """List the RTO, congestion-control and ACK policies with their parameters.
+
+    Select one in a host's or app's tcp table of a scenario, e.g.
+    rto = { policy = "fixed", rto = "300ms" }; parameters left out take the
+    defaults shown.
+    """
+    from rtolab.catalog import FAMILIES, policies
+
+    if family is not None and family not in FAMILIES:
+        got = escape(repr(family))
+        raise _bad_input(f"--family: expected one of {', '.join(FAMILIES)}, got {got}")
+    found = policies(family)
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(p) for p in found]))
+        return
+    table = Table(title="TCP policies", title_justify="left", show_lines=True)
+    for name in ("family", "name", "parameters (defaults)", "description"):
+        table.add_column(name)
+    for p in found:
+        # Text cells: descriptions and values are data, never rich markup.
+        parameters = "\n".join(f"{k} = {_toml_value(v)}" for k, v in p.defaults.items())
+        table.add_row(Text(p.family), Text(p.name), Text(parameters), Text(p.description))
+    out_console.print(table)
 
 
 @app.command()

@@ -116,6 +116,15 @@ fn default_scenario() -> &'static str {
     DEFAULT_SCENARIO
 }
 
+/// Every registered RTO, congestion-control and ACK policy as JSON: a list of
+/// `{"family", "name", "description", "defaults"}` objects, `defaults`
+/// holding each parameter as a scenario file writes it.
+#[pyfunction]
+fn policy_catalog() -> PyResult<String> {
+    serde_json::to_string(&rtolab_tcp::policy_catalog())
+        .map_err(|e| NativeRunError::new_err(format!("cannot encode the policy catalog: {e}")))
+}
+
 #[pymodule]
 fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -127,5 +136,6 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_scenarios, m)?)?;
+    m.add_function(wrap_pyfunction!(policy_catalog, m)?)?;
     Ok(())
 }

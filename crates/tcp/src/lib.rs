@@ -12,7 +12,8 @@
 //! events and the next deadline.
 //!
 //! * [`rto`], [`cc`], [`ack`]: the policy plug-ins, each chosen by
-//!   configuration and built per connection by a factory.
+//!   configuration and built per connection by a factory; [`policies`]
+//!   registers them by name and lists them ([`policy_catalog`]).
 //! * [`clock`]: timer granularity (fine or coarse ticks with a phase).
 //! * [`Connection`]: one connection; [`Stack`]: a host's connections and
 //!   listeners, demultiplexed by 4-tuple.
@@ -26,6 +27,7 @@ pub mod ack;
 pub mod cc;
 pub mod clock;
 mod conn;
+pub mod policies;
 pub mod profile;
 pub mod rto;
 mod send_buffer;
@@ -39,5 +41,6 @@ pub use bytes::Bytes;
 pub use conn::{
     reset_reply, ConnError, Connection, ConnectionStats, Event, State, DEFAULT_MSS, TIMELOST_UNIT,
 };
+pub use policies::{policy_catalog, AckChoice, CcChoice, PolicyFamily, PolicyInfo, RtoChoice};
 pub use profile::{Config, Profile};
 pub use stack::{tuple_key, ConnId, Stack, TupleMap, EPHEMERAL_START};

@@ -88,6 +88,7 @@ fn longest_timer(p: &Profile) -> SimDuration {
         RtoChoice::Uip(c) => c.uip_rto.saturating_mul(1 << 4),
         RtoChoice::Bridge(c) => c.max,
         RtoChoice::PerByte(c) => c.max,
+        RtoChoice::Fixed(c) => c.max,
     };
     rto.max(p.persist_max)
 }

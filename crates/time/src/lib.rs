@@ -8,6 +8,10 @@
 //!
 //! Arithmetic saturates instead of wrapping or panicking: a deadline past the
 //! end of time is simply "never".
+//!
+//! [`units`] reads and writes durations and rates written with a unit.
+
+pub mod units;
 
 use core::fmt;
 use core::ops::{Add, AddAssign, Mul, Sub, SubAssign};

@@ -16,7 +16,8 @@
 //! since the initial sequence number, SYN included) so policies never deal
 //! with wrapping arithmetic.
 //!
-//! Implementations: [`rfc6298`], [`lwip`], [`uip`], [`bridge`], [`per_byte`].
+//! Implementations: [`rfc6298`], [`lwip`], [`uip`], [`bridge`], [`per_byte`],
+//! [`fixed`]. Each is registered by one line in [`crate::policies`].
 
 use core::fmt::Debug;
 
@@ -26,6 +27,7 @@ use serde::Serialize;
 use crate::clock::Granularity;
 
 pub mod bridge;
+pub mod fixed;
 pub mod lwip;
 pub mod per_byte;
 pub mod planned;
@@ -33,6 +35,7 @@ pub mod rfc6298;
 pub mod uip;
 
 pub use bridge::{BridgeRtoConfig, NfcChannelModel};
+pub use fixed::FixedRtoConfig;
 pub use lwip::LwipRtoConfig;
 pub use per_byte::PerByteRtoConfig;
 pub use rfc6298::Rfc6298Config;
