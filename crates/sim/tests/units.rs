@@ -37,7 +37,7 @@ delay = "{text}"
         panic!("a point-to-point link")
     };
     let tcp = s.hosts[0].tcp.as_ref().expect("host a has TCP settings");
-    (link.delay, tcp.persist_min)
+    (link.0.delay, tcp.persist_min)
 }
 
 #[test]
