@@ -249,6 +249,16 @@ impl EmuScenario {
                 ));
             }
         }
+        if let Some(middlebox) = s.middleboxes.first() {
+            return Err(error(
+                "middlebox[0].kind",
+                format!(
+                    "middleboxes are not emulated yet ({:?} is a {} middlebox): run the scenario in the simulator",
+                    middlebox.name,
+                    middlebox.kind.kind()
+                ),
+            ));
+        }
         for (i, app) in s.apps.iter().enumerate() {
             if !app.kind.emulated() {
                 return Err(error(

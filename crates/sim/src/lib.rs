@@ -35,6 +35,7 @@ pub mod capture;
 pub mod cidr;
 pub mod config;
 pub mod link;
+pub mod middlebox;
 pub mod node;
 pub mod pool;
 pub mod position;

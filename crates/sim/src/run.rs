@@ -14,7 +14,7 @@ use rtolab_tcp::{Config, Profile, State};
 use crate::app::{AppId, AppStats};
 use crate::cidr::Ipv4Cidr;
 use crate::link::LinkStats;
-use crate::node::{LinkId, NodeId, NodeStats};
+use crate::node::{LinkId, MiddleboxId, NodeId, NodeStats};
 use crate::scenario::{Scenario, METRICS_FILE, TRACES_FILE};
 use crate::sim::{BuildError, SimError, Simulator};
 use crate::tcp::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts};
@@ -109,6 +109,22 @@ pub struct AppReport {
     pub tcp: Option<TcpAppMetrics>,
 }
 
+/// A middlebox in a [`RunReport`]; its index is the `middlebox` of trace
+/// events. Serialised as one flat row: name, host, kind, then its
+/// counters.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MiddleboxReport {
+    /// Middlebox name.
+    pub name: String,
+    /// Host it sits on.
+    pub host: String,
+    /// Its `kind` in scenario files.
+    pub kind: &'static str,
+    /// Its counters.
+    #[serde(flatten)]
+    pub stats: serde_json::Value,
+}
+
 /// A TCP connection in a [`RunReport`]; its index is the `flow` of TCP
 /// trace events.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -166,6 +182,9 @@ pub struct RunReport {
     pub apps: Vec<AppReport>,
     /// Per TCP connection.
     pub flows: Vec<FlowReport>,
+    /// Per middlebox (left out when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub middleboxes: Vec<MiddleboxReport>,
     /// Files written: captures, traces, metrics.
     pub files: Vec<PathBuf>,
 }
@@ -226,6 +245,13 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
             let config = config_of(&mut sim, profile);
             sim.set_app_tcp_config(id, config);
         }
+    }
+    for middlebox in &scenario.middleboxes {
+        sim.add_middlebox(
+            node(&middlebox.host),
+            &middlebox.name,
+            middlebox.kind.build(),
+        );
     }
     Ok(sim)
 }
@@ -291,6 +317,17 @@ pub fn report(sim: &Simulator, name: &str, files: Vec<PathBuf>) -> RunReport {
                     segments_received: f.stats.segments_received,
                     bytes_acked: f.stats.bytes_acked,
                     bytes_received: f.stats.bytes_received,
+                }
+            })
+            .collect(),
+        middleboxes: (0..sim.middlebox_count() as u32)
+            .map(|i| {
+                let (name, node, kind, stats) = sim.middlebox_report(MiddleboxId(i));
+                MiddleboxReport {
+                    name: name.to_string(),
+                    host: sim.node(node).name.clone(),
+                    kind,
+                    stats,
                 }
             })
             .collect(),

@@ -28,7 +28,8 @@ use crate::link::{
     LinkModelSpec, LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig, P2pLink, Position,
     RateDelay,
 };
-use crate::node::{IfaceId, Interface, LinkId, Node, NodeId, Route};
+use crate::middlebox::{Action as MiddleboxAction, AnyMiddlebox, Held, MiddleboxCx};
+use crate::node::{IfaceId, Interface, LinkId, MiddleboxId, Node, NodeId, Route};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::EventQueue;
 use crate::rng::{component_stream, SimRng};
@@ -47,6 +48,8 @@ pub(crate) enum Event {
     /// A host's TCP deadline; stale unless `generation` is the host's
     /// current one.
     TcpTimer { node: u32, generation: u32 },
+    /// A middlebox's deadline; stale unless `generation` is its current one.
+    MiddleboxWakeup { middlebox: u32, generation: u32 },
 }
 
 /// Work generated while handling an event, done before the next one.
@@ -57,6 +60,8 @@ enum Work {
     },
     /// A datagram a node sent to one of its own addresses.
     Loopback { node: NodeId, packet: PacketId },
+    /// A packet a middlebox released continues through its node.
+    Released(Held),
 }
 
 /// A mistake in building a simulation programmatically.
@@ -124,6 +129,16 @@ struct LinkSlot {
     generation: u32,
 }
 
+struct MiddleboxSlot {
+    name: String,
+    node: NodeId,
+    middlebox: AnyMiddlebox,
+    rng: SimRng,
+    /// The instant of the pending wakeup event, if any.
+    wakeup: Option<SimTime>,
+    generation: u32,
+}
+
 struct AppSlot {
     name: String,
     node: NodeId,
@@ -155,6 +170,11 @@ pub struct Simulator {
     demux: Vec<Demux>,
     links: Vec<LinkSlot>,
     apps: Vec<AppSlot>,
+    middleboxes: Vec<MiddleboxSlot>,
+    /// Per node, its middleboxes in the order packets meet them.
+    node_middleboxes: Vec<Vec<u32>>,
+    /// Scratch list of what a middlebox call asked for.
+    middlebox_actions: Vec<MiddleboxAction>,
     pool: PacketPool,
     tracer: Tracer,
     taps: Vec<Tap>,
@@ -178,6 +198,9 @@ impl Simulator {
             demux: Vec::new(),
             links: Vec::new(),
             apps: Vec::new(),
+            middleboxes: Vec::new(),
+            node_middleboxes: Vec::new(),
+            middlebox_actions: Vec::new(),
             pool: PacketPool::new(),
             tracer: Tracer::default(),
             taps: Vec::new(),
@@ -225,6 +248,7 @@ impl Simulator {
     pub fn add_node(&mut self, name: &str) -> NodeId {
         self.nodes.push(Node::new(name));
         self.demux.push(Demux::default());
+        self.node_middleboxes.push(Vec::new());
         self.tcp.add_node();
         NodeId((self.nodes.len() - 1) as u32)
     }
@@ -441,6 +465,48 @@ impl Simulator {
             iface: iface as u32,
         });
         Ok(())
+    }
+
+    /// Adds a middlebox at `node`, after those already there: it sees every
+    /// packet the node receives from a link. Its random stream is
+    /// `middlebox/<name>`.
+    pub fn add_middlebox(
+        &mut self,
+        node: NodeId,
+        name: &str,
+        middlebox: AnyMiddlebox,
+    ) -> MiddleboxId {
+        let id = self.middleboxes.len() as u32;
+        self.middleboxes.push(MiddleboxSlot {
+            name: name.to_string(),
+            node,
+            middlebox,
+            rng: self.rng_stream(&format!("middlebox/{name}")),
+            wakeup: None,
+            generation: 0,
+        });
+        self.node_middleboxes[node.0 as usize].push(id);
+        self.after_middlebox_call(id);
+        MiddleboxId(id)
+    }
+
+    /// Number of middleboxes.
+    pub fn middlebox_count(&self) -> usize {
+        self.middleboxes.len()
+    }
+
+    /// A middlebox's name, node, kind and counters.
+    pub fn middlebox_report(
+        &self,
+        id: MiddleboxId,
+    ) -> (&str, NodeId, &'static str, serde_json::Value) {
+        let slot = &self.middleboxes[id.0 as usize];
+        (
+            &slot.name,
+            slot.node,
+            slot.middlebox.kind(),
+            slot.middlebox.stats(),
+        )
     }
 
     /// Adds an app on `node`, started at the current time. Its random
@@ -679,6 +745,20 @@ impl Simulator {
                 host.wakeups += 1;
                 self.tcp.handle_timeout(self.now, NodeId(node));
             }
+            Event::MiddleboxWakeup {
+                middlebox,
+                generation,
+            } => {
+                let slot = &mut self.middleboxes[middlebox as usize];
+                if slot.generation != generation {
+                    return false;
+                }
+                slot.wakeup = None;
+                self.call_middlebox(middlebox, None, |m, cx| {
+                    m.handle_timeout(cx);
+                    None
+                });
+            }
         }
         true
     }
@@ -700,6 +780,7 @@ impl Simulator {
             match work {
                 Work::Link { link, output } => self.handle_link_output(link, output),
                 Work::Loopback { node, packet } => self.deliver_local(node, packet),
+                Work::Released(held) => self.arrive(held),
             }
         }
     }
@@ -784,11 +865,12 @@ impl Simulator {
                         len: frame.len,
                     }
                 );
-                if self.nodes[iface.node.0 as usize].bridge {
-                    self.bridge_forward(iface, frame.packet);
-                } else {
-                    self.ip_input(iface, frame.packet);
-                }
+                self.arrive(Held {
+                    packet: frame.packet,
+                    iface,
+                    next: 0,
+                    since: self.now,
+                });
             }
             LinkOutput::Dropped { frame, reason, .. } => {
                 trace!(
@@ -891,6 +973,29 @@ impl Simulator {
         slot.link
             .transmit(self.now, port, to, frame, &mut self.link_out);
         self.after_link_call(link.0);
+    }
+
+    /// A packet arrived at a node from a link, or was released by one of
+    /// its middleboxes: the middleboxes from `next` on see it, then the
+    /// node bridges, delivers or forwards it.
+    fn arrive(&mut self, mut held: Held) {
+        let node = held.iface.node.0 as usize;
+        while let Some(&middlebox) = self.node_middleboxes[node].get(held.next as usize) {
+            held.next += 1;
+            held.since = self.now;
+            let packet = held.packet;
+            let passed =
+                self.call_middlebox(middlebox, Some(packet), |m, cx| m.on_packet(cx, held));
+            let Some(passed) = passed else {
+                return;
+            };
+            held = passed;
+        }
+        if self.nodes[node].bridge {
+            self.bridge_forward(held.iface, held.packet);
+        } else {
+            self.ip_input(held.iface, held.packet);
+        }
     }
 
     /// A datagram arrived on `iface`: deliver it, forward it or drop it.
@@ -1160,6 +1265,97 @@ impl Simulator {
             }
         );
         self.pool.free(packet);
+    }
+
+    /// Calls a middlebox, carries out what it asked for, and reschedules
+    /// its wakeup; returns the packet `hook` passed on, if any. `handed` is
+    /// the packet the call hands it, traced as held if it keeps it without
+    /// dropping it.
+    fn call_middlebox(
+        &mut self,
+        middlebox: u32,
+        handed: Option<PacketId>,
+        hook: impl FnOnce(&mut AnyMiddlebox, &mut MiddleboxCx<'_>) -> Option<Held>,
+    ) -> Option<Held> {
+        let slot = &mut self.middleboxes[middlebox as usize];
+        let node = slot.node;
+        let mut actions = std::mem::take(&mut self.middlebox_actions);
+        let mut cx = MiddleboxCx {
+            now: self.now,
+            pool: &mut self.pool,
+            actions: &mut actions,
+            rng: &mut slot.rng,
+        };
+        let passed = hook(&mut slot.middlebox, &mut cx);
+        let kept = handed.filter(|&p| {
+            passed.is_none()
+                && !actions
+                    .iter()
+                    .any(|a| matches!(a, MiddleboxAction::Drop(h) if h.packet == p))
+        });
+        if let Some(packet) = kept {
+            trace!(
+                self,
+                TraceEvent::PacketHeld {
+                    node: node.0,
+                    middlebox,
+                    packet: self.pool.uid(packet),
+                }
+            );
+        }
+        for action in actions.drain(..) {
+            match action {
+                MiddleboxAction::Release(held) => {
+                    trace!(
+                        self,
+                        TraceEvent::PacketReleased {
+                            node: node.0,
+                            middlebox,
+                            packet: self.pool.uid(held.packet),
+                            held_ns: self.now.saturating_since(held.since).as_nanos(),
+                        }
+                    );
+                    self.work.push_back(Work::Released(held));
+                }
+                MiddleboxAction::Drop(held) => {
+                    self.drop_at(node, held.packet, DropReason::Middlebox);
+                }
+                MiddleboxAction::Inject(packet) => {
+                    trace!(
+                        self,
+                        TraceEvent::PacketInjected {
+                            node: node.0,
+                            middlebox,
+                            packet: self.pool.uid(packet),
+                            len: self.pool.len(packet) as u32,
+                        }
+                    );
+                    self.send_local(node, packet);
+                }
+            }
+        }
+        self.middlebox_actions = actions;
+        self.after_middlebox_call(middlebox);
+        passed
+    }
+
+    /// Makes sure a middlebox is woken at its deadline.
+    fn after_middlebox_call(&mut self, middlebox: u32) {
+        let slot = &mut self.middleboxes[middlebox as usize];
+        let at = slot.middlebox.poll_timeout().map(|t| t.max(self.now));
+        if at != slot.wakeup {
+            slot.generation = slot.generation.wrapping_add(1);
+            slot.wakeup = at;
+            if let Some(at) = at {
+                self.queue.push(
+                    at,
+                    Event::MiddleboxWakeup {
+                        middlebox,
+                        generation: slot.generation,
+                    },
+                );
+            }
+        }
     }
 
     fn call_app(&mut self, app: u32, hook: impl FnOnce(&mut AnyApp, &mut AppContext<'_>)) {

@@ -40,6 +40,8 @@ pub enum DropReason {
     NoListener,
     /// An NFC link's MCU was handed a packet while it still held another.
     McuBusy,
+    /// A middlebox at the node discarded it.
+    Middlebox,
 }
 
 /// What an app reports about itself.
@@ -182,6 +184,37 @@ pub enum TraceEvent {
         packet: u64,
         /// TTL after the decrement.
         ttl: u8,
+    },
+    /// A middlebox at `node` kept a packet to release later.
+    PacketHeld {
+        /// Node index.
+        node: u32,
+        /// Middlebox index.
+        middlebox: u32,
+        /// Packet uid.
+        packet: u64,
+    },
+    /// A middlebox let a packet it held continue through the node.
+    PacketReleased {
+        /// Node index.
+        node: u32,
+        /// Middlebox index.
+        middlebox: u32,
+        /// Packet uid.
+        packet: u64,
+        /// How long it was held, ns.
+        held_ns: u64,
+    },
+    /// A middlebox sent a datagram of its own from `node`.
+    PacketInjected {
+        /// Node index.
+        node: u32,
+        /// Middlebox index.
+        middlebox: u32,
+        /// Packet uid.
+        packet: u64,
+        /// Datagram length in bytes.
+        len: u32,
     },
     /// A bridge passed a packet from one interface to the other,
     /// unchanged (no TTL decrement, no routing).

@@ -162,6 +162,7 @@ pub use crate::link::{
     BroadcastSpec, EndSpec, HalfDuplexSpec, LinkModelSpec, MemberSpec, NfcSpec, P2pSpec, WiredSpec,
     DEFAULT_QUEUE, LINK_KINDS,
 };
+pub use crate::middlebox::{MiddleboxSpec, MIDDLEBOX_KINDS};
 pub use profiles::DEFAULT_TCP_PROFILE;
 
 /// Default seed when a scenario gives none.
@@ -190,6 +191,20 @@ pub struct Scenario {
     pub captures: Vec<CaptureSpec>,
     /// Apps, in file order.
     pub apps: Vec<AppSpec>,
+    /// Middleboxes, in file order (which is the order a node's middleboxes
+    /// see a packet).
+    pub middleboxes: Vec<MiddleboxEntry>,
+}
+
+/// A middlebox at a host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MiddleboxEntry {
+    /// Unique name.
+    pub name: String,
+    /// Host it sits on.
+    pub host: String,
+    /// What it is.
+    pub kind: MiddleboxSpec,
 }
 
 /// A host (or router: every node forwards), or a link-layer bridge.
@@ -273,6 +288,13 @@ pub struct ScenarioSummary {
     pub captures: usize,
     /// Number of apps.
     pub apps: usize,
+    /// Number of middleboxes (left out when there are none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub middleboxes: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Scenario {
@@ -287,6 +309,7 @@ impl Scenario {
             routes: self.routes.len(),
             captures: self.captures.len(),
             apps: self.apps.len(),
+            middleboxes: self.middleboxes.len(),
         }
     }
 

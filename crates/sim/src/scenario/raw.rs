@@ -43,6 +43,8 @@ pub(super) struct RawScenario {
     pub(super) capture: Vec<RawCapture>,
     #[serde(default)]
     pub(super) app: Vec<toml::Table>,
+    #[serde(default)]
+    pub(super) middlebox: Vec<toml::Table>,
 }
 
 #[derive(Deserialize)]

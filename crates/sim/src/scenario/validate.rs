@@ -10,12 +10,13 @@ use rtolab_time::SimDuration;
 use super::profiles::{default_profile, resolve};
 use super::raw::{RawCapture, RawHost, RawRoute, RawScenario};
 use super::{
-    AppSpec, CaptureSpec, HostSpec, LinkSpec, RouteSpec, Scenario, DEFAULT_SEED, METRICS_FILE,
-    TRACES_FILE,
+    AppSpec, CaptureSpec, HostSpec, LinkSpec, MiddleboxEntry, RouteSpec, Scenario, DEFAULT_SEED,
+    METRICS_FILE, TRACES_FILE,
 };
 use crate::app::{AppCheck, AppKindSpec};
 use crate::config::{check_position, check_unique, take_string, ScenarioError, Topology};
 use crate::link::{LinkCheck, LinkModelSpec};
+use crate::middlebox::{MiddleboxCheck, MiddleboxSpec};
 
 pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
     if raw.name.trim().is_empty() {
@@ -80,6 +81,7 @@ pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         .collect::<Result<Vec<_>, _>>()?;
     let captures = validate_captures(&topology, &link_specs, &raw.capture)?;
     let apps = validate_apps(&topology, &hosts, raw.app)?;
+    let middleboxes = validate_middleboxes(&topology, raw.middlebox)?;
 
     Ok(Scenario {
         name: raw.name,
@@ -90,7 +92,44 @@ pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         routes,
         captures,
         apps,
+        middleboxes,
     })
+}
+
+fn validate_middleboxes(
+    topology: &Topology,
+    raw: Vec<toml::Table>,
+) -> Result<Vec<MiddleboxEntry>, ScenarioError> {
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    let mut middleboxes = Vec::with_capacity(raw.len());
+    for (i, mut table) in raw.into_iter().enumerate() {
+        let path = format!("middlebox[{i}]");
+        let at = |field: &str| format!("{path}.{field}");
+        let kind = take_string(&mut table, "kind", &path)?
+            .ok_or_else(|| ScenarioError::new(at("kind"), "missing field"))?;
+        let name = take_string(&mut table, "name", &path)?.unwrap_or_else(|| format!("{kind}{i}"));
+        if name.is_empty() {
+            return Err(ScenarioError::new(at("name"), "must not be empty"));
+        }
+        if let Some(first) = names.insert(name.clone(), i) {
+            return Err(ScenarioError::new(
+                at("name"),
+                format!("duplicate middlebox name {name:?} (also middlebox[{first}])"),
+            ));
+        }
+        let host = take_string(&mut table, "host", &path)?
+            .ok_or_else(|| ScenarioError::new(at("host"), "missing field"))?;
+        topology.host(&at("host"), &host)?;
+        let mut cx = MiddleboxCheck {
+            topology,
+            index: i,
+            host: &host,
+            what: String::new(),
+        };
+        let kind = MiddleboxSpec::parse(&kind, table, &mut cx)?;
+        middleboxes.push(MiddleboxEntry { name, host, kind });
+    }
+    Ok(middleboxes)
 }
 
 /// Takes the `name` (required) and `kind` (required) out of each entry of
