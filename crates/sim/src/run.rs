@@ -11,17 +11,13 @@ use serde::Serialize;
 
 use rtolab_tcp::{Config, Profile, State};
 
-use crate::app::{
-    AnyApp, AppId, AppStats, CbrApp, CbrConfig, ExchangeApp, ExchangeConfig, ExchangeServerApp,
-    ExchangeServerConfig, MessageSeriesApp, MessageSeriesConfig, SinkApp, SinkConfig, TcpBulkApp,
-    TcpBulkConfig, TcpSinkApp, TcpSinkConfig,
-};
+use crate::app::{AppId, AppStats};
 use crate::cidr::Ipv4Cidr;
 use crate::link::{
     BroadcastConfig, HalfDuplexConfig, LinkKind, LinkStats, NfcConfig, P2pConfig, RateDelay,
 };
 use crate::node::{LinkId, NodeId, NodeStats};
-use crate::scenario::{AppKindSpec, EndSpec, LinkModelSpec, Scenario, METRICS_FILE, TRACES_FILE};
+use crate::scenario::{EndSpec, LinkModelSpec, Scenario, METRICS_FILE, TRACES_FILE};
 use crate::sim::{BuildError, SimError, Simulator};
 use crate::tcp::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts};
 use crate::trace::JsonlSink;
@@ -280,50 +276,7 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
         }
     }
     for app in &scenario.apps {
-        let built = match &app.kind {
-            AppKindSpec::Cbr(c) => AnyApp::Cbr(CbrApp::new(CbrConfig {
-                destination: c.destination,
-                source_port: c.source_port,
-                payload_size: c.size,
-                rate_bps: c.rate_bps,
-                start: SimTime::ZERO + c.start,
-                stop: c.stop.map(|stop| SimTime::ZERO + stop),
-            })),
-            AppKindSpec::Sink { port } => AnyApp::Sink(SinkApp::new(SinkConfig { port: *port })),
-            AppKindSpec::TcpBulk(b) => AnyApp::TcpBulk(TcpBulkApp::new(TcpBulkConfig {
-                peer: b.peer,
-                bytes: b.bytes,
-                start: SimTime::ZERO + b.start,
-                stop: b.stop.map(|stop| SimTime::ZERO + stop),
-            })),
-            AppKindSpec::TcpSink { port } => {
-                AnyApp::TcpSink(TcpSinkApp::new(TcpSinkConfig { port: *port }))
-            }
-            AppKindSpec::Exchange(e) => AnyApp::Exchange(ExchangeApp::new(ExchangeConfig {
-                peer: e.peer,
-                request: e.request,
-                response: e.response,
-                start: SimTime::ZERO + e.start,
-                count: e.count,
-                gap: e.gap,
-                source_port: e.source_port,
-                connect_first: e.connect_first,
-            })),
-            AppKindSpec::ExchangeServer { port } => {
-                AnyApp::ExchangeServer(ExchangeServerApp::new(ExchangeServerConfig { port: *port }))
-            }
-            AppKindSpec::MessageSeries(m) => {
-                AnyApp::MessageSeries(MessageSeriesApp::new(MessageSeriesConfig {
-                    peer: m.peer,
-                    sizes: m.sizes.clone(),
-                    gaps: m.gaps.clone(),
-                    start: SimTime::ZERO + m.start,
-                    responses: m.responses.clone(),
-                    source_port: m.source_port,
-                    connect_first: m.connect_first,
-                }))
-            }
-        };
+        let built = crate::app::build(app);
         let id = sim.add_app(node(&app.host), &app.name, built);
         if let Some(profile) = &app.tcp {
             let config = config_of(&mut sim, profile);
