@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rand::RngCore;
+use rtolab_sim::app::AppStats;
 use rtolab_sim::link::{
     Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkOutput, NfcConfig, NfcLink, P2pConfig,
     P2pLink, RateDelay,
@@ -151,6 +152,8 @@ pub struct EngineAppReport {
     pub host: String,
     /// What it did.
     pub result: AppResult,
+    /// The simulator app's own counters, as the simulator reports them.
+    pub stats: AppStats,
 }
 
 /// The engine's view of a run.
@@ -297,7 +300,7 @@ impl Engine {
                             .apps
                             .iter()
                             .filter(|a| a.host == host.name)
-                            .filter_map(RtolabApp::from_spec)
+                            .map(|a| RtolabApp::new(a, seed))
                             .collect();
                         let profile = s
                             .apps
@@ -663,13 +666,7 @@ impl Engine {
             apps: self
                 .rtolab
                 .iter()
-                .flat_map(|r| {
-                    r.host.apps().iter().map(|a| EngineAppReport {
-                        name: a.name.clone(),
-                        host: r.host.name.clone(),
-                        result: a.result(r.host.stack()),
-                    })
-                })
+                .flat_map(|r| r.host.app_reports())
                 .collect(),
             edges: self.edges.clone(),
         }

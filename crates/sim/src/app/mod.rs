@@ -84,14 +84,15 @@ pub struct BindError {
     pub owner: AppId,
 }
 
-/// Per-node table from (protocol, port) to app.
+/// Per-host table from (protocol, port) to app, for [`AppCx::bind`].
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Demux {
+pub struct Demux {
     bindings: Vec<(Binding, AppId)>,
 }
 
 impl Demux {
-    pub(crate) fn bind(&mut self, binding: Binding, app: AppId) -> Result<(), BindError> {
+    /// Gives `binding` to `app`, unless another app holds it.
+    pub fn bind(&mut self, binding: Binding, app: AppId) -> Result<(), BindError> {
         if let Some((_, owner)) = self.bindings.iter().find(|(b, _)| *b == binding) {
             return Err(BindError {
                 binding,
@@ -102,9 +103,14 @@ impl Demux {
         Ok(())
     }
 
+    /// Whether no app bound anything.
+    pub fn is_empty(&self) -> bool {
+        self.bindings.is_empty()
+    }
+
     /// The app for a datagram of `protocol` to `port` (ports are read from
     /// the transport header, so `None` for protocols without ports).
-    pub(crate) fn lookup(&self, protocol: u8, port: Option<u16>) -> Option<AppId> {
+    pub fn lookup(&self, protocol: u8, port: Option<u16>) -> Option<AppId> {
         let exact = self
             .bindings
             .iter()
