@@ -758,6 +758,59 @@ mod tests {
         assert_eq!(flows.insert(ConnId(7), 0), FlowId(2));
     }
 
+    fn net() -> Net {
+        let config = Arc::new(Config::from_profile(rtolab_tcp::Profile::linux()));
+        let addr = Ipv4Addr::new(10, 0, 0, 1);
+        Net {
+            stack: Stack::new(config, addr, 1),
+            addr,
+            flows: Flows::default(),
+            timers: Timers::default(),
+            listeners: BTreeMap::new(),
+            demux: Demux::default(),
+            outbox: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_context_maps_an_apps_calls_onto_the_stack() {
+        let mut net = net();
+        let (mut rng, mut record) = (component_stream(1, "app/x"), Record::default());
+        let now = SimTime::from_millis(10);
+        let peer = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80);
+        let mut cx = HostCx {
+            now,
+            app: 1,
+            net: &mut net,
+            rng: &mut rng,
+            record: &mut record,
+        };
+        // A chosen source port, on the stack's connection of the new flow.
+        let flow = cx.tcp_connect_from(peer, Some(49_200)).unwrap();
+        assert_eq!(flow, FlowId(0));
+        assert_eq!(cx.tcp_connection(flow).unwrap().local().port(), 49_200);
+        assert_eq!(cx.tcp_send(flow, b"hello"), Ok(5));
+        cx.tcp_listen(80).unwrap();
+        // Timers in the past fire now.
+        cx.set_timer(SimTime::ZERO, 9);
+        assert_eq!(cx.net.timers.pop_due(now), Some((1, 9)));
+        // Another app neither sees the flow nor gets the port.
+        let mut other = HostCx { app: 0, ..cx };
+        assert_eq!(other.tcp_send(flow, b"x"), Err(TcpError::UnknownFlow(flow)));
+        assert_eq!(
+            other.tcp_listen(80),
+            Err(TcpError::PortInUse {
+                port: 80,
+                owner: AppId(1)
+            })
+        );
+        assert_eq!(record.connections, 1);
+        let (conn, app) = net.flows.slots[0].unwrap();
+        assert_eq!((net.flows.of_conn(conn), app), (Some((flow, 1)), 1));
+        assert_eq!(net.stack.conn(conn).unwrap().send_queue_len(), 5);
+    }
+
     #[test]
     fn timers_fire_in_time_then_setting_order_and_cancel() {
         let mut timers = Timers::default();
