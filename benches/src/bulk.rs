@@ -21,7 +21,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use rtolab_sim::app::{
-    AnyApp, App, AppContext, AppId, AppStats, TcpBulkApp, TcpBulkConfig, TcpSinkApp, TcpSinkConfig,
+    AnyApp, App, AppContext, AppCx, AppId, AppStats, TcpBulkApp, TcpBulkConfig, TcpSinkApp,
+    TcpSinkConfig,
 };
 use rtolab_sim::link::P2pConfig;
 use rtolab_sim::tcp::{FlowId, TcpEvent};
@@ -93,7 +94,7 @@ enum SendMode {
     Copy,
 }
 
-impl App for BulkSend {
+impl App<AppContext<'_>> for BulkSend {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
         if let Ok(flow) = cx.tcp_connect(self.peer) {
             self.flow = Some(flow);
@@ -120,7 +121,7 @@ struct PacketSink {
     received: u64,
 }
 
-impl App for PacketSink {
+impl App<AppContext<'_>> for PacketSink {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
         // The only listener on its port.
         let _ = cx.tcp_listen(self.port);

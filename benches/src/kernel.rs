@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
 use rtolab_sim::app::{
-    AnyApp, App, AppContext, AppStats, Binding, CbrApp, CbrConfig, SinkApp, SinkConfig,
+    AnyApp, App, AppContext, AppCx, AppStats, Binding, CbrApp, CbrConfig, SinkApp, SinkConfig,
 };
 use rtolab_sim::link::P2pConfig;
 use rtolab_sim::queue::EventQueue;
@@ -80,7 +80,7 @@ struct Ticker {
     limit: u64,
 }
 
-impl App for Ticker {
+impl App<AppContext<'_>> for Ticker {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
         cx.set_timer(cx.now() + self.period, 0);
     }
@@ -159,7 +159,7 @@ struct Pinger {
     payload: [u8; 64],
 }
 
-impl App for Pinger {
+impl App<AppContext<'_>> for Pinger {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
         let binding = Binding {
             protocol: protocol::UDP,
@@ -187,7 +187,7 @@ impl App for Pinger {
 /// Sends every datagram it receives back to where it came from.
 struct Echo;
 
-impl App for Echo {
+impl App<AppContext<'_>> for Echo {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
         let binding = Binding {
             protocol: protocol::UDP,

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rand::RngCore;
+use rtolab_sim::app::AppStats;
 use rtolab_sim::link::{Frame, Link, LinkModel, LinkOutput};
 use rtolab_sim::pool::{PacketId, PacketPool};
 use rtolab_sim::rng::component_stream;
@@ -148,6 +149,8 @@ pub struct EngineAppReport {
     pub host: String,
     /// What it did.
     pub result: AppResult,
+    /// The simulator app's own counters, as the simulator reports them.
+    pub stats: AppStats,
 }
 
 /// The engine's view of a run.
@@ -256,7 +259,7 @@ impl Engine {
                             .apps
                             .iter()
                             .filter(|a| a.host == host.name)
-                            .filter_map(RtolabApp::from_spec)
+                            .map(|a| RtolabApp::new(a, seed))
                             .collect();
                         let profile = s
                             .apps
@@ -622,13 +625,7 @@ impl Engine {
             apps: self
                 .rtolab
                 .iter()
-                .flat_map(|r| {
-                    r.host.apps().iter().map(|a| EngineAppReport {
-                        name: a.name.clone(),
-                        host: r.host.name.clone(),
-                        result: a.result(r.host.stack()),
-                    })
-                })
+                .flat_map(|r| r.host.app_reports())
                 .collect(),
             edges: self.edges.clone(),
         }

@@ -19,7 +19,8 @@
 //!   `ppoll` loop, app threads, timing measurement, reports;
 //! * [`netns`] and [`tun_dev`]: namespaces (with the stale sweep) and TUN
 //!   devices;
-//! * [`apps`]: the scenario's TCP apps for both kinds of host;
+//! * [`apps`]: the scenario's apps on both kinds of host: the simulator's
+//!   own apps on rtolab hosts, socket programs on Linux hosts;
 //! * [`wire_stats`]: per-host TCP counters read off the wire.
 //!
 //! # Hosts
@@ -29,7 +30,7 @@
 //!   that entered the namespace) and anything a user starts there with
 //!   `ip netns exec`.
 //! * `rtolab`: the engine's stack inside the emulator process, attached
-//!   directly to its link; no namespace.
+//!   directly to its link, running the simulator's apps; no namespace.
 //! * bridges: the emulator passes frames between the two links itself.
 //!
 //! `unsafe` code is confined to one private module, `sys`: a borrow of the

@@ -128,6 +128,36 @@ fn linux_hosts_move_1mb_intact_over_a_lossy_link() {
     assert!(report.timing_error_max_ms.is_finite());
 }
 
+/// The simulator's bulk sender and sink on an rtolab host, against Linux
+/// at the other end, each way: the stream arrives whole, and the digests
+/// the rtolab host takes as bytes pass through its context match Linux's.
+#[test]
+fn rtolab_bulk_and_sink_hash_what_linux_receives_and_sends() {
+    let Some(_slot) = emulation_slot("rtolab_bulk_and_sink_hash_what_linux_receives_and_sends")
+    else {
+        return;
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/emu-p2p-bulk.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    for host in ["client", "server"] {
+        let one_rtolab = text.replace(
+            &format!("name = \"{host}\"\nstack = \"linux\""),
+            &format!("name = \"{host}\"\nstack = \"rtolab\""),
+        );
+        assert_ne!(one_rtolab, text);
+        let report = run(&EmuScenario::from_toml_str(&one_rtolab).unwrap());
+        let bulk = app(&report, "bulk");
+        let sink = app(&report, "sink");
+        assert!(bulk.result.completed, "{bulk:?}");
+        assert_eq!(bulk.result.connections, 1);
+        assert!(sink.result.completed, "{sink:?}");
+        assert_eq!(sink.result.bytes_received, 1_000_000, "{sink:?}");
+        assert_eq!(sink.result.bytes_corrupt, 0);
+        let sent = bulk.result.sha256_sent.clone().unwrap();
+        assert_eq!(sink.result.sha256_received, [sent], "rtolab {host}");
+    }
+}
+
 const RTOLAB_CLIENT: &str = r#"
 name = "rtolab-client"
 duration = "20s"

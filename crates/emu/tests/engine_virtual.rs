@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 use rtolab_emu::engine::{Egress, Engine, TunId};
 use rtolab_emu::{Clock, EmuScenario, ManualClock};
+use rtolab_sim::app::AppStats;
 use rtolab_sim::run::RunOptions;
 use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::ipv4::{protocol, Ipv4Repr};
@@ -186,5 +187,86 @@ fn rtolab_hosts_over_the_bridge_match_the_simulator() {
         let engine = host.engine.unwrap();
         assert_eq!(engine.retransmissions, simulated, "{}", host.name);
         assert_eq!(host.wire.retransmissions, simulated, "{}", host.name);
+    }
+}
+
+/// A shipped scenario with every host an rtolab host, run through the
+/// engine in virtual time and through the simulator: the apps are the same
+/// code, so they count the same.
+fn same_apps_in_both(file: &str, duration: SimTime) -> Vec<(String, AppStats, AppStats)> {
+    let path = format!("{}/../../scenarios/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace("[[host]]", "[[host]]\nstack = \"rtolab\"");
+    let emu = EmuScenario::from_toml_str(&text).unwrap();
+    let mut engine = Engine::new(&emu, emu.scenario.seed, None).unwrap();
+    // The whole run, as the simulator's: datagrams still on the link when
+    // the clients are done arrive too.
+    let mut out = Collect::default();
+    while let Some(t) = engine.poll_timeout().filter(|&t| t < duration) {
+        engine.advance(t, &mut out);
+    }
+    let report = engine.report(duration);
+    let sim = rtolab_sim::run_scenario(&emu.scenario, &RunOptions::default()).unwrap();
+    sim.apps
+        .iter()
+        .map(|row| {
+            let emulated = report.apps.iter().find(|a| a.name == row.name).unwrap();
+            (row.name.clone(), emulated.stats.clone(), row.stats.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn an_rtolab_exchange_counts_what_the_simulator_counts() {
+    let apps = same_apps_in_both("exchange.toml", SimTime::from_secs(30));
+    for (name, emulated, simulated) in &apps {
+        match (emulated, simulated) {
+            (AppStats::Exchange(e), AppStats::Exchange(s)) => {
+                assert_eq!(e.exchanges_completed, 10, "{name}");
+                assert_eq!(
+                    (e.exchanges_completed, e.exchanges_failed),
+                    (s.exchanges_completed, s.exchanges_failed)
+                );
+                assert_eq!(
+                    (e.bytes_sent, e.bytes_received),
+                    (s.bytes_sent, s.bytes_received)
+                );
+                assert_eq!(e.bytes_corrupt, 0);
+            }
+            (AppStats::ExchangeServer(e), AppStats::ExchangeServer(s)) => {
+                assert_eq!(e.requests_served, s.requests_served, "{name}");
+                assert_eq!(
+                    (e.bytes_sent, e.bytes_received),
+                    (s.bytes_sent, s.bytes_received)
+                );
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        println!("{name}: emulated {emulated:?}\n{name}: simulated {simulated:?}");
+    }
+    let client = &apps.iter().find(|(n, ..)| n == "client").unwrap();
+    assert_eq!(
+        client.1, client.2,
+        "same engine, links and seeds: same latencies too"
+    );
+}
+
+#[test]
+fn rtolab_hosts_run_the_simulators_udp_apps() {
+    let apps = same_apps_in_both("p2p-cbr.toml", SimTime::from_secs(2));
+    for (name, emulated, simulated) in &apps {
+        println!("{name}: emulated {emulated:?}\n{name}: simulated {simulated:?}");
+        match (emulated, simulated) {
+            (AppStats::Cbr(e), AppStats::Cbr(s)) => {
+                assert!(e.sent_packets > 400, "{name}");
+                assert_eq!(e, s);
+            }
+            (AppStats::Sink(e), AppStats::Sink(s)) => {
+                assert!(e.lost > 0, "the link loses 2 %");
+                assert_eq!(e, s);
+            }
+            other => panic!("{name}: {other:?}"),
+        }
     }
 }

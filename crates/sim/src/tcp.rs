@@ -49,7 +49,7 @@ pub enum TcpEvent {
     /// The handshake completed. For a listening app this is the first event
     /// of a new flow.
     Connected,
-    /// In-order data can be read with [`crate::app::AppContext::tcp_recv`].
+    /// In-order data can be read with [`crate::app::AppCx::tcp_recv`].
     Readable,
     /// Send-buffer space was freed (data was acknowledged).
     Writable,

@@ -6,7 +6,8 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::{Arc, Mutex};
 
 use rtolab_sim::app::{
-    AnyApp, App, AppContext, AppStats, Binding, CbrApp, CbrConfig, SinkApp, SinkConfig, SinkStats,
+    AnyApp, App, AppContext, AppCx, AppStats, Binding, CbrApp, CbrConfig, SinkApp, SinkConfig,
+    SinkStats,
 };
 use rtolab_sim::link::{BroadcastConfig, HalfDuplexConfig, P2pConfig, Position, RateDelay};
 use rtolab_sim::node::{IfaceId, NodeId};
@@ -69,7 +70,7 @@ struct Recorder {
     got: Received,
 }
 
-impl App for Recorder {
+impl App<AppContext<'_>> for Recorder {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
         cx.bind(Binding {
             protocol: protocol::UDP,
@@ -370,7 +371,7 @@ struct TimerProbe {
     fired: Arc<Mutex<Vec<(SimTime, u64)>>>,
 }
 
-impl App for TimerProbe {
+impl App<AppContext<'_>> for TimerProbe {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
         let at = SimTime::from_millis(5);
         for token in 1..=5 {

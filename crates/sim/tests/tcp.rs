@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rtolab_sim::app::{AnyApp, App, AppContext, AppStats};
+use rtolab_sim::app::{AnyApp, App, AppContext, AppCx, AppStats};
 use rtolab_sim::node::NodeId;
 use rtolab_sim::run::{build_simulator, report};
 use rtolab_sim::tcp::{FlowId, TcpEvent};
@@ -375,7 +375,7 @@ struct Prober {
     heard: Arc<Mutex<Vec<TcpEvent>>>,
 }
 
-impl App for Prober {
+impl App<AppContext<'_>> for Prober {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
         cx.tcp_connect(self.peer).unwrap();
     }
@@ -446,7 +446,7 @@ impl SharedSender {
     }
 }
 
-impl App for SharedSender {
+impl App<AppContext<'_>> for SharedSender {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
         if let Ok(flow) = cx.tcp_connect(self.peer) {
             self.fill(cx, flow);
@@ -469,7 +469,7 @@ struct Collector {
     received: Arc<Mutex<Vec<u8>>>,
 }
 
-impl App for Collector {
+impl App<AppContext<'_>> for Collector {
     fn on_start(&mut self, cx: &mut AppContext<'_>) {
         cx.tcp_listen(7000).unwrap();
     }

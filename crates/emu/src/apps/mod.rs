@@ -1,10 +1,12 @@
-//! The scenario's TCP apps, in two implementations that speak the same
-//! byte streams as the simulator's apps ([`rtolab_sim::app`]):
+//! The scenario's apps, on either kind of host, reported the same way
+//! ([`AppResult`]):
 //!
-//! * [`rtolab`]: driven by an rtolab host's engine stack, on the
-//!   emulator's clock, inside the engine loop;
-//! * [`linux`]: real socket programs on a thread that entered the host's
-//!   network namespace, so the namespace's kernel TCP carries them.
+//! * [`rtolab`]: the simulator's own apps ([`rtolab_sim::app`]) on an
+//!   rtolab host, through its implementation of the apps' context over the
+//!   host's engine stack, on the emulator's clock, inside the engine loop;
+//! * [`linux`]: real socket programs for the TCP apps, on a thread that
+//!   entered the host's network namespace, so the namespace's kernel TCP
+//!   carries them. They speak the simulator apps' byte streams.
 //!
 //! Either end of a connection can be either kind: an rtolab `exchange`
 //! client talks to a Linux `exchange-server` and the other way round.
@@ -15,7 +17,7 @@ pub mod rtolab;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-/// Bytes handed to or taken from TCP per call.
+/// Bytes handed to or taken from TCP per call by the Linux apps.
 pub(crate) const CHUNK: usize = 16 * 1024;
 
 /// What an app did, whichever stack ran it. Fields that do not apply to
@@ -27,18 +29,19 @@ pub struct AppResult {
     pub completed: bool,
     /// Connections opened or accepted.
     pub connections: u64,
-    /// Bytes handed to TCP.
+    /// Bytes handed to TCP (UDP payload bytes sent, for `cbr`).
     pub bytes_sent: u64,
-    /// Bytes received.
+    /// Bytes received (UDP payload bytes, for `sink`).
     pub bytes_received: u64,
     /// Received bytes that differ from the stream the peer should send.
     pub bytes_corrupt: u64,
-    /// Request/response exchanges completed (exchange clients) or requests
-    /// answered (exchange servers).
+    /// Request/response exchanges completed (exchange clients), requests
+    /// answered (exchange servers) or responses received (message series
+    /// with responses).
     pub exchanges_completed: u64,
     /// Exchanges whose connection ended first.
     pub exchanges_failed: u64,
-    /// Messages released (message series).
+    /// Messages released (message series) or datagrams sent (`cbr`).
     pub messages_sent: u64,
     /// Shortest latency (exchange: connect to last response byte; message
     /// series: release to acknowledgment, where the stack can tell), ms.
@@ -48,7 +51,8 @@ pub struct AppResult {
     /// Longest latency, ms.
     pub latency_max_ms: Option<f64>,
     /// Bulk senders: from connecting until every byte was acknowledged
-    /// (rtolab) or the receiver closed in turn (Linux), ms.
+    /// (rtolab) or the receiver closed in turn (Linux); message series on
+    /// rtolab hosts: until the last message was acknowledged; ms.
     pub completion_time_ms: Option<f64>,
     /// SHA-256 of everything sent on the (first) connection, hex.
     pub sha256_sent: Option<String>,

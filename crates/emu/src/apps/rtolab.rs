@@ -1,229 +1,497 @@
 //! An rtolab host: the engine's [`Stack`] as a user-space host with its own
-//! IP address, driven by the emulator's clock, and the scenario's apps on
-//! top of it.
+//! IP address, driven by the emulator's clock, running the simulator's own
+//! apps ([`rtolab_sim::app`], built by [`rtolab_sim::app::build`]).
+//!
+//! The apps see the host through [`HostCx`], its implementation of
+//! [`AppCx`]: flow ids map to the stack's [`ConnId`]s, timers live in the
+//! host until the engine reaches their time, each app draws from the
+//! random stream the simulator would give it (`app/<name>`), and datagrams
+//! the apps build leave through the host's link like TCP segments. The
+//! context also hashes the bytes that bulk senders and TCP sinks pass
+//! through it, for the report's SHA-256 digests.
 //!
 //! Call order (the stack's own): hand it a datagram or a timeout, then
 //! [`RtolabHost::drive`] collects every datagram to send and lets the apps
 //! react to the connection events, until nothing more happens.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 
-use rtolab_sim::app::pattern;
-use rtolab_sim::app::REQUEST_HEADER_LEN;
-use rtolab_sim::scenario::{AppKindSpec, AppSpec, ExchangeServerSpec, TcpSinkSpec};
-use rtolab_sim::tcp::TcpCounts;
-use rtolab_tcp::{Config, ConnId, Event, Stack, State};
-use rtolab_time::{SimDuration, SimTime};
+use rtolab_sim::app::{AnyApp, App, AppCx, AppId, AppStats, BindError, Binding, Demux};
+use rtolab_sim::rng::{component_stream, SimRng};
+use rtolab_sim::scenario::{AppKindSpec, AppSpec};
+use rtolab_sim::tcp::{FlowId, TcpCounts, TcpError, TcpEvent};
+use rtolab_sim::trace::AppEvent;
+use rtolab_tcp::{Bytes, Config, ConnId, Connection, Event, Stack, State};
+use rtolab_time::SimTime;
+use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::WireError;
 use sha2::{Digest, Sha256};
 
-use super::{fill_request, hex_digest, parse_header, AppResult, CHUNK};
+use super::{hex_digest, AppResult};
+use crate::engine::EngineAppReport;
 
-/// One of the scenario's apps on an rtolab host.
+/// The connections of a host's apps: the flow ids the apps know them by,
+/// the [`ConnId`]s the stack does, and the app owning each.
+#[derive(Debug, Default)]
+pub(crate) struct Flows {
+    /// By flow id: the connection and its app, `None` once it is over.
+    slots: Vec<Option<(ConnId, usize)>>,
+    by_conn: BTreeMap<ConnId, FlowId>,
+}
+
+impl Flows {
+    /// A new flow for `conn`, owned by app `app`.
+    pub(crate) fn insert(&mut self, conn: ConnId, app: usize) -> FlowId {
+        let flow = FlowId(self.slots.len() as u32);
+        self.slots.push(Some((conn, app)));
+        self.by_conn.insert(conn, flow);
+        flow
+    }
+
+    /// The flow of connection `conn` and its app, while it is open.
+    pub(crate) fn of_conn(&self, conn: ConnId) -> Option<(FlowId, usize)> {
+        let flow = *self.by_conn.get(&conn)?;
+        let (_, app) = self.slots[flow.0 as usize]?;
+        Some((flow, app))
+    }
+
+    /// The connection of `flow` if it is an open flow of app `app`.
+    pub(crate) fn conn(&self, flow: FlowId, app: usize) -> Result<ConnId, TcpError> {
+        match self.slots.get(flow.0 as usize) {
+            Some(&Some((conn, owner))) if owner == app => Ok(conn),
+            _ => Err(TcpError::UnknownFlow(flow)),
+        }
+    }
+
+    /// Forgets a flow that is over; its id is never reused.
+    pub(crate) fn remove(&mut self, flow: FlowId) {
+        if let Some(slot) = self.slots.get_mut(flow.0 as usize) {
+            if let Some((conn, _)) = slot.take() {
+                self.by_conn.remove(&conn);
+            }
+        }
+    }
+
+    /// The open connections of app `app`.
+    pub(crate) fn of_app(&self, app: usize) -> impl Iterator<Item = ConnId> + '_ {
+        self.slots
+            .iter()
+            .flatten()
+            .filter(move |(_, owner)| *owner == app)
+            .map(|(conn, _)| *conn)
+    }
+}
+
+/// A timer an app set on an rtolab host, for cancelling it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostTimer(u64);
+
+/// The apps' timers of a host, fired in time order and, at one instant,
+/// in the order they were set (as the simulator's event queue does).
+#[derive(Debug, Default)]
+pub(crate) struct Timers {
+    /// (when, sequence number) to (app, token).
+    queue: BTreeMap<(SimTime, u64), (usize, u64)>,
+    next: u64,
+}
+
+impl Timers {
+    pub(crate) fn set(&mut self, at: SimTime, app: usize, token: u64) -> HostTimer {
+        let id = self.next;
+        self.next += 1;
+        self.queue.insert((at, id), (app, token));
+        HostTimer(id)
+    }
+
+    pub(crate) fn cancel(&mut self, timer: HostTimer) {
+        // Apps rarely cancel and hold few timers: a scan is enough.
+        self.queue.retain(|&(_, id), _| id != timer.0);
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<SimTime> {
+        self.queue.keys().next().map(|&(at, _)| at)
+    }
+
+    /// Takes the earliest timer due at `now`: (app, token).
+    pub(crate) fn pop_due(&mut self, now: SimTime) -> Option<(usize, u64)> {
+        let entry = self.queue.first_entry().filter(|e| e.key().0 <= now)?;
+        Some(entry.remove())
+    }
+
+    pub(crate) fn pending(&self, app: usize) -> bool {
+        self.queue.values().any(|&(a, _)| a == app)
+    }
+}
+
+/// The host's side of its apps' calls.
+struct Net {
+    stack: Stack,
+    addr: Ipv4Addr,
+    flows: Flows,
+    timers: Timers,
+    /// TCP port to the app listening on it.
+    listeners: BTreeMap<u16, usize>,
+    demux: Demux,
+    /// Datagrams apps built, to send; and emptied buffers for reuse.
+    outbox: Vec<Vec<u8>>,
+    spare: Vec<Vec<u8>>,
+}
+
+/// A connection an app accepted.
+struct Accepted {
+    flow: FlowId,
+    /// SHA-256 of what it delivered, for sinks.
+    hasher: Option<Sha256>,
+    /// The peer closed, or the connection ended.
+    ended: bool,
+}
+
+/// What the context saw of one app's calls, for its report.
+#[derive(Default)]
+struct Record {
+    connections: u64,
+    accepted: Vec<Accepted>,
+    /// Hash what accepted connections deliver (TCP sinks).
+    hash_received: bool,
+    /// The first connection opened and the SHA-256 of what was sent on it
+    /// (bulk senders).
+    sent: Option<(Option<FlowId>, Sha256)>,
+    /// Digests of accepted connections, in the order they ended.
+    received: Vec<String>,
+    /// Why an accepted connection ended badly.
+    failure: Option<&'static str>,
+}
+
+impl Record {
+    /// Notes that accepted connection `flow` saw `event`, after the app did.
+    fn accepted_event(&mut self, flow: FlowId, event: TcpEvent) {
+        let Some(i) = self.accepted.iter().position(|a| a.flow == flow) else {
+            return;
+        };
+        let a = &mut self.accepted[i];
+        if !a.ended && (event == TcpEvent::PeerClosed || event.is_final()) {
+            a.ended = true;
+            if let Some(hasher) = a.hasher.take() {
+                self.received.push(hex_digest(hasher));
+            }
+        }
+        if matches!(event, TcpEvent::Reset | TcpEvent::TimedOut) {
+            self.failure = Some(app_failure(event));
+        }
+        if event.is_final() {
+            self.accepted.remove(i);
+        }
+    }
+}
+
+fn app_failure(event: TcpEvent) -> &'static str {
+    match event {
+        TcpEvent::Reset => "reset",
+        TcpEvent::TimedOut => "timed_out",
+        _ => "closed_early",
+    }
+}
+
+/// An app's context on an rtolab host, for one hook call.
+pub struct HostCx<'a> {
+    now: SimTime,
+    app: usize,
+    net: &'a mut Net,
+    rng: &'a mut SimRng,
+    record: &'a mut Record,
+}
+
+impl AppCx for HostCx<'_> {
+    type Timer = HostTimer;
+
+    fn now(&self) -> SimTime {
+        self.now
+    }
+
+    fn app_id(&self) -> AppId {
+        AppId(self.app as u32)
+    }
+
+    fn addresses(&self) -> impl Iterator<Item = Ipv4Addr> + '_ {
+        std::iter::once(self.net.addr)
+    }
+
+    /// The host has one interface, and everything routes through it.
+    fn source_address_for(&self, _dst: Ipv4Addr) -> Option<Ipv4Addr> {
+        Some(self.net.addr)
+    }
+
+    fn send_with<E>(
+        &mut self,
+        build: impl FnOnce(&mut Vec<u8>) -> Result<usize, E>,
+    ) -> Result<(), E> {
+        let mut buf = self.net.spare.pop().unwrap_or_default();
+        buf.clear();
+        match build(&mut buf) {
+            Ok(len) => {
+                buf.truncate(len);
+                self.net.outbox.push(buf);
+                Ok(())
+            }
+            Err(e) => {
+                self.net.spare.push(buf);
+                Err(e)
+            }
+        }
+    }
+
+    fn bind(&mut self, binding: Binding) -> Result<(), BindError> {
+        self.net.demux.bind(binding, AppId(self.app as u32))
+    }
+
+    fn set_timer(&mut self, at: SimTime, token: u64) -> HostTimer {
+        self.net.timers.set(at.max(self.now), self.app, token)
+    }
+
+    fn cancel_timer(&mut self, timer: HostTimer) {
+        self.net.timers.cancel(timer);
+    }
+
+    fn rng(&mut self) -> &mut SimRng {
+        self.rng
+    }
+
+    /// The emulator writes no app traces.
+    fn tracing(&self) -> bool {
+        false
+    }
+
+    fn trace(&mut self, _detail: AppEvent) {}
+
+    fn tcp_listen(&mut self, port: u16) -> Result<(), TcpError> {
+        match self.net.listeners.get(&port) {
+            Some(&owner) if owner != self.app => Err(TcpError::PortInUse {
+                port,
+                owner: AppId(owner as u32),
+            }),
+            _ => {
+                self.net.listeners.insert(port, self.app);
+                self.net.stack.listen(port);
+                Ok(())
+            }
+        }
+    }
+
+    fn tcp_connect_from(
+        &mut self,
+        remote: SocketAddrV4,
+        port: Option<u16>,
+    ) -> Result<FlowId, TcpError> {
+        let stack = &mut self.net.stack;
+        // The stack picks ephemeral ports in turn, as the simulator's does:
+        // retry until it picks the one asked for.
+        for _ in 0..=u16::MAX {
+            let conn = stack.connect(self.now, remote);
+            let local = stack.conn(conn).map(|c| c.local().port());
+            if port.is_some_and(|want| Some(want) != local) {
+                let _ = stack.remove(conn);
+                continue;
+            }
+            let flow = self.net.flows.insert(conn, self.app);
+            self.record.connections += 1;
+            if let Some((first @ None, _)) = &mut self.record.sent {
+                *first = Some(flow);
+            }
+            return Ok(flow);
+        }
+        Err(TcpError::NoFreePort(remote))
+    }
+
+    fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
+        let conn = self.net.flows.conn(flow, self.app)?;
+        let taken = self
+            .net
+            .stack
+            .send(conn, data)
+            .ok_or(TcpError::UnknownFlow(flow))??;
+        if let Some((Some(first), hasher)) = &mut self.record.sent {
+            if *first == flow {
+                hasher.update(&data[..taken]);
+            }
+        }
+        Ok(taken)
+    }
+
+    fn tcp_send_shared(&mut self, flow: FlowId, data: Bytes) -> Result<usize, TcpError> {
+        let conn = self.net.flows.conn(flow, self.app)?;
+        let hashed = match &self.record.sent {
+            Some((Some(first), _)) if *first == flow => Some(data.clone()),
+            _ => None,
+        };
+        let taken = self
+            .net
+            .stack
+            .send_shared(conn, data)
+            .ok_or(TcpError::UnknownFlow(flow))??;
+        if let (Some(data), Some((_, hasher))) = (hashed, &mut self.record.sent) {
+            hasher.update(&data[..taken]);
+        }
+        Ok(taken)
+    }
+
+    fn tcp_recv(&mut self, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError> {
+        let conn = self.net.flows.conn(flow, self.app)?;
+        let n = self
+            .net
+            .stack
+            .recv(conn, buf)
+            .ok_or(TcpError::UnknownFlow(flow))?;
+        if self.record.hash_received && n > 0 {
+            if let Some(hasher) = self
+                .record
+                .accepted
+                .iter_mut()
+                .find(|a| a.flow == flow)
+                .and_then(|a| a.hasher.as_mut())
+            {
+                hasher.update(&buf[..n]);
+            }
+        }
+        Ok(n)
+    }
+
+    fn tcp_close(&mut self, flow: FlowId) -> Result<(), TcpError> {
+        let conn = self.net.flows.conn(flow, self.app)?;
+        let c = self.net.stack.conn_mut(conn);
+        c.ok_or(TcpError::UnknownFlow(flow))?.close(self.now);
+        Ok(())
+    }
+
+    fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError> {
+        let conn = self.net.flows.conn(flow, self.app)?;
+        let c = self.net.stack.conn_mut(conn);
+        c.ok_or(TcpError::UnknownFlow(flow))?.abort(self.now);
+        Ok(())
+    }
+
+    fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError> {
+        let conn = self.net.flows.conn(flow, self.app)?;
+        self.net.stack.conn(conn).ok_or(TcpError::UnknownFlow(flow))
+    }
+}
+
+/// One of the scenario's apps on an rtolab host: the simulator's app, its
+/// random stream and what its context recorded.
 pub struct RtolabApp {
     /// The scenario's app name.
     pub name: String,
-    kind: Kind,
-    result: AppResult,
-    latencies: Vec<u64>,
-}
-
-enum Kind {
-    Bulk(Bulk),
-    Sink(Sink),
-    Exchange(Exchange),
-    Server(Server),
-    Series(Series),
-}
-
-struct Bulk {
-    peer: SocketAddrV4,
-    bytes: Option<u64>,
-    start: Option<SimTime>,
-    stop: Option<SimTime>,
-    conn: Option<ConnId>,
-    opened: SimTime,
-    closing: bool,
-    ended: bool,
-    hasher: Option<Sha256>,
-}
-
-struct Sink {
-    port: u16,
-    conns: BTreeMap<ConnId, (u64, Sha256)>,
-}
-
-struct Exchange {
-    peer: SocketAddrV4,
-    request: u32,
-    response: u32,
-    count: u32,
-    gap: SimDuration,
-    /// Write the request only once the handshake completed.
-    connect_first: bool,
-    next_at: Option<SimTime>,
-    started: u32,
-    current: Option<Current>,
-    /// Finished exchanges' connections, until their close completes.
-    closing: Vec<ConnId>,
-}
-
-#[derive(Clone, Copy)]
-struct Current {
-    conn: ConnId,
-    opened: SimTime,
-    sent: u64,
-    received: u64,
-}
-
-struct Server {
-    port: u16,
-    conns: BTreeMap<ConnId, ServerConn>,
-}
-
-struct ServerConn {
-    header: [u8; REQUEST_HEADER_LEN],
-    received: u64,
-    lengths: Option<(u64, u64)>,
-    sent: u64,
-}
-
-struct Series {
-    peer: SocketAddrV4,
-    sizes: Vec<u32>,
-    gaps: Vec<SimDuration>,
-    next_at: Option<SimTime>,
-    conn: Option<ConnId>,
-    released: usize,
-    /// Stream offset up to which messages are released.
-    queued: u64,
-    sent: u64,
-    /// (end offset, release time) of messages not yet acknowledged.
-    unacked: VecDeque<(u64, SimTime)>,
-    closing: bool,
-    ended: bool,
+    app: AnyApp,
+    rng: SimRng,
+    record: Record,
+    /// Exchanges asked for (exchange clients), for `completed`.
+    exchanges: u64,
 }
 
 impl RtolabApp {
-    /// The app a scenario entry describes; `None` for kinds an rtolab host
-    /// does not run (validation rejects them first).
-    pub fn from_spec(spec: &AppSpec) -> Option<RtolabApp> {
-        let at = |d: SimDuration| SimTime::ZERO + d;
-        let kind = match &spec.kind {
-            AppKindSpec::TcpBulk(b) => Kind::Bulk(Bulk {
-                peer: b.peer,
-                bytes: b.bytes,
-                start: Some(at(b.start)),
-                stop: b.stop.map(at),
-                conn: None,
-                opened: SimTime::ZERO,
-                closing: false,
-                ended: false,
-                hasher: Some(Sha256::new()),
-            }),
-            AppKindSpec::TcpSink(TcpSinkSpec { port }) => Kind::Sink(Sink {
-                port: *port,
-                conns: BTreeMap::new(),
-            }),
-            AppKindSpec::Exchange(e) => Kind::Exchange(Exchange {
-                peer: e.peer,
-                request: e.request.max(REQUEST_HEADER_LEN as u32),
-                response: e.response,
-                count: e.count,
-                gap: e.gap,
-                connect_first: e.connect_first,
-                next_at: (e.count > 0).then(|| at(e.start)),
-                started: 0,
-                current: None,
-                closing: Vec::new(),
-            }),
-            AppKindSpec::ExchangeServer(ExchangeServerSpec { port }) => Kind::Server(Server {
-                port: *port,
-                conns: BTreeMap::new(),
-            }),
-            AppKindSpec::MessageSeries(m) => Kind::Series(Series {
-                peer: m.peer,
-                sizes: m.sizes.clone(),
-                gaps: m.gaps.clone(),
-                next_at: Some(at(m.start)),
-                conn: None,
-                released: 0,
-                queued: 0,
-                sent: 0,
-                unacked: VecDeque::new(),
-                closing: false,
-                ended: false,
-            }),
-            _ => return None,
+    /// The app a scenario entry describes, with the random stream the
+    /// simulator gives it in a run seeded `seed`.
+    pub fn new(spec: &AppSpec, seed: u64) -> RtolabApp {
+        let exchanges = match &spec.kind {
+            AppKindSpec::Exchange(e) => u64::from(e.count),
+            _ => 0,
         };
-        Some(RtolabApp {
+        let record = Record {
+            hash_received: matches!(spec.kind, AppKindSpec::TcpSink(_)),
+            sent: matches!(spec.kind, AppKindSpec::TcpBulk(_)).then(|| (None, Sha256::new())),
+            ..Record::default()
+        };
+        RtolabApp {
             name: spec.name.clone(),
-            kind,
-            result: AppResult::default(),
-            latencies: Vec::new(),
-        })
-    }
-
-    /// The port it accepts connections on, for servers.
-    fn listen_port(&self) -> Option<u16> {
-        match &self.kind {
-            Kind::Sink(s) => Some(s.port),
-            Kind::Server(s) => Some(s.port),
-            _ => None,
+            app: spec.kind.build(),
+            rng: component_stream(seed, &format!("app/{}", spec.name)),
+            record,
+            exchanges,
         }
     }
 
-    /// Whether it opens connections (and so can finish).
+    /// Whether it opens connections or sends on its own (and so can
+    /// finish), rather than serving.
     pub fn is_client(&self) -> bool {
-        self.listen_port().is_none()
+        matches!(
+            self.app,
+            AnyApp::TcpBulk(_) | AnyApp::Exchange(_) | AnyApp::MessageSeries(_) | AnyApp::Cbr(_)
+        )
     }
 
-    fn next_timer(&self) -> Option<SimTime> {
-        match &self.kind {
-            Kind::Bulk(b) => match (b.start, b.stop.filter(|_| !b.closing && b.conn.is_some())) {
-                (Some(a), _) => Some(a),
-                (None, stop) => stop,
-            },
-            Kind::Exchange(e) => e.next_at,
-            Kind::Series(s) => s.next_at,
-            Kind::Sink(_) | Kind::Server(_) => None,
-        }
+    /// The simulator app's counters.
+    pub fn stats(&self) -> AppStats {
+        self.app.stats()
     }
 
-    /// Whether a client has finished, its connections closed down.
-    fn is_done(&self, stack: &Stack) -> bool {
-        let gone = |c: ConnId| {
-            stack.conn(c).map_or(true, |c| {
-                matches!(c.state(), State::Closed | State::TimeWait)
-            })
+    /// What it did so far, in the emulator's terms; `timers_pending` says
+    /// whether it still has a timer set.
+    fn result(&self, timers_pending: bool) -> AppResult {
+        let rec = &self.record;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let served = rec.accepted.iter().all(|a| a.ended) && rec.failure.is_none();
+        let mut r = AppResult {
+            connections: rec.connections,
+            sha256_sent: rec.sent.as_ref().map(|(_, h)| hex_digest(h.clone())),
+            sha256_received: rec.received.clone(),
+            failure: rec.failure.map(str::to_string),
+            ..AppResult::default()
         };
-        match &self.kind {
-            Kind::Bulk(b) => b.ended || (b.closing && b.conn.is_some_and(gone)),
-            Kind::Exchange(e) => {
-                e.started >= e.count && e.current.is_none() && e.closing.iter().all(|&c| gone(c))
+        match self.app.stats() {
+            AppStats::TcpBulk(s) => {
+                r.completed = s.completed;
+                r.bytes_sent = s.bytes_sent;
+                r.completion_time_ms = s.completion_time_ns.map(ms);
+                r.failure = s.failure.map(str::to_string);
             }
-            Kind::Series(s) => s.ended || (s.closing && s.conn.is_some_and(gone)),
-            Kind::Sink(s) => s.conns.is_empty(),
-            Kind::Server(s) => s.conns.is_empty(),
-        }
-    }
-
-    /// What it did so far.
-    pub fn result(&self, stack: &Stack) -> AppResult {
-        let mut r = self.result.clone();
-        r.set_latencies(&self.latencies);
-        r.completed = match &self.kind {
-            Kind::Bulk(_) => r.completion_time_ms.is_some(),
-            Kind::Exchange(e) => u64::from(e.count) == r.exchanges_completed,
-            Kind::Series(s) => s.released == s.sizes.len() && s.unacked.is_empty() && s.closing,
-            Kind::Sink(_) | Kind::Server(_) => self.is_done(stack) && r.failure.is_none(),
-        };
-        if let Kind::Bulk(b) = &self.kind {
-            if let Some(h) = &b.hasher {
-                r.sha256_sent = Some(hex_digest(h.clone()));
+            AppStats::TcpSink(s) => {
+                r.completed = served;
+                r.bytes_received = s.bytes_received;
+                r.bytes_corrupt = s.bytes_corrupt;
             }
+            AppStats::Exchange(s) => {
+                r.completed = s.exchanges_completed == self.exchanges;
+                r.bytes_sent = s.bytes_sent;
+                r.bytes_received = s.bytes_received;
+                r.bytes_corrupt = s.bytes_corrupt;
+                r.exchanges_completed = s.exchanges_completed;
+                r.exchanges_failed = s.exchanges_failed;
+                r.latency_min_ms = s.latency_min_ns.map(ms);
+                r.latency_mean_ms = s.latency_mean_ns.map(|ns| ns / 1e6);
+                r.latency_max_ms = s.latency_max_ns.map(ms);
+                r.failure = s.failure.map(str::to_string);
+            }
+            AppStats::ExchangeServer(s) => {
+                r.completed = served;
+                r.bytes_sent = s.bytes_sent;
+                r.bytes_received = s.bytes_received;
+                r.bytes_corrupt = s.bytes_corrupt;
+                r.exchanges_completed = s.requests_served;
+            }
+            AppStats::MessageSeries(s) => {
+                r.completed = s.messages_acked == s.messages;
+                r.messages_sent = s.messages_sent;
+                r.bytes_sent = s.bytes_sent;
+                r.bytes_received = s.response_bytes;
+                r.bytes_corrupt = s.bytes_corrupt;
+                r.exchanges_completed = s.responses_received;
+                r.latency_min_ms = s.latency_min_ns.map(ms);
+                r.latency_mean_ms = s.latency_mean_ns.map(|ns| ns / 1e6);
+                r.latency_max_ms = s.latency_max_ns.map(ms);
+                r.completion_time_ms = s.completion_time_ns.map(ms);
+                r.failure = s.failure.map(str::to_string);
+            }
+            AppStats::Cbr(s) => {
+                r.completed = !timers_pending;
+                r.messages_sent = s.sent_packets;
+                r.bytes_sent = s.sent_bytes;
+            }
+            AppStats::Sink(s) => {
+                r.completed = served;
+                r.bytes_received = s.received_bytes;
+            }
+            AppStats::Custom(_) => {}
         }
         r
     }
@@ -234,16 +502,31 @@ impl RtolabApp {
 pub struct RtolabHost {
     /// Host name.
     pub name: String,
-    stack: Stack,
+    net: Net,
     apps: Vec<RtolabApp>,
-    owners: BTreeMap<ConnId, usize>,
-    buf: Vec<u8>,
+    started: bool,
     counts: TcpCounts,
+    datagram: Vec<u8>,
+}
+
+/// The engine's event as the apps see it; `None` for traces.
+fn tcp_event(event: &Event) -> Option<TcpEvent> {
+    Some(match event {
+        Event::Connected => TcpEvent::Connected,
+        Event::Readable => TcpEvent::Readable,
+        Event::Writable => TcpEvent::Writable,
+        Event::PeerClosed => TcpEvent::PeerClosed,
+        Event::Closed => TcpEvent::Closed,
+        Event::Reset => TcpEvent::Reset,
+        Event::TimedOut => TcpEvent::TimedOut,
+        Event::Trace(_) => return None,
+    })
 }
 
 impl RtolabHost {
     /// A host at `addr` running `apps` on a stack configured by `config`;
-    /// `seed` makes its sequence numbers reproducible.
+    /// `seed` makes its sequence numbers reproducible. The apps start at
+    /// time zero.
     pub fn new(
         name: &str,
         addr: Ipv4Addr,
@@ -251,25 +534,28 @@ impl RtolabHost {
         seed: u64,
         apps: Vec<RtolabApp>,
     ) -> RtolabHost {
-        let mut stack = Stack::new(config, addr, seed);
-        for app in &apps {
-            if let Some(port) = app.listen_port() {
-                stack.listen(port);
-            }
-        }
         RtolabHost {
             name: name.to_string(),
-            stack,
+            net: Net {
+                stack: Stack::new(config, addr, seed),
+                addr,
+                flows: Flows::default(),
+                timers: Timers::default(),
+                listeners: BTreeMap::new(),
+                demux: Demux::default(),
+                outbox: Vec::new(),
+                spare: Vec::new(),
+            },
             apps,
-            owners: BTreeMap::new(),
-            buf: vec![0; CHUNK],
+            started: false,
             counts: TcpCounts::default(),
+            datagram: Vec::with_capacity(1536),
         }
     }
 
     /// The host's engine stack.
     pub fn stack(&self) -> &Stack {
-        &self.stack
+        &self.net.stack
     }
 
     /// Engine counters of all its connections, from their trace events.
@@ -282,127 +568,120 @@ impl RtolabHost {
         &self.apps
     }
 
-    /// Whether every client app has finished.
-    pub fn clients_done(&self) -> bool {
+    /// Its apps' reports.
+    pub fn app_reports(&self) -> Vec<EngineAppReport> {
         self.apps
             .iter()
-            .filter(|a| a.is_client())
-            .all(|a| a.is_done(&self.stack))
+            .enumerate()
+            .map(|(i, a)| EngineAppReport {
+                name: a.name.clone(),
+                host: self.name.clone(),
+                result: a.result(self.net.timers.pending(i)),
+                stats: a.stats(),
+            })
+            .collect()
+    }
+
+    /// Whether every client app has finished: started, no timer left, and
+    /// its connections closed down (TIME-WAIT or CLOSED).
+    pub fn clients_done(&self) -> bool {
+        let gone = |c: ConnId| {
+            self.net.stack.conn(c).map_or(true, |c| {
+                matches!(c.state(), State::Closed | State::TimeWait)
+            })
+        };
+        self.started
+            && self.apps.iter().enumerate().all(|(i, a)| {
+                !a.is_client()
+                    || (!self.net.timers.pending(i) && self.net.flows.of_app(i).all(gone))
+            })
     }
 
     /// When [`RtolabHost::handle_timeout`] must next be called.
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        self.apps
-            .iter()
-            .filter_map(RtolabApp::next_timer)
-            .chain(self.stack.poll_timeout())
-            .min()
+        if !self.started {
+            return Some(SimTime::ZERO);
+        }
+        [
+            self.net.timers.next_deadline(),
+            self.net.stack.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
-    /// Hands the stack a datagram delivered to the host. Malformed ones are
-    /// errors, and change nothing.
+    /// Runs `hook` on app `i` with its context at `now`.
+    fn call(&mut self, i: usize, now: SimTime, hook: impl FnOnce(&mut AnyApp, &mut HostCx<'_>)) {
+        let app = &mut self.apps[i];
+        let mut cx = HostCx {
+            now,
+            app: i,
+            net: &mut self.net,
+            rng: &mut app.rng,
+            record: &mut app.record,
+        };
+        hook(&mut app.app, &mut cx);
+    }
+
+    /// Hands the host a datagram delivered to it: to the app bound to its
+    /// protocol and port, else to the stack. Malformed ones are errors, and
+    /// change nothing.
     pub fn handle_datagram(&mut self, now: SimTime, datagram: &[u8]) -> Result<(), WireError> {
-        self.stack.handle_datagram(now, datagram)
-    }
-
-    /// Fires the apps' and the stack's timers due at `now`.
-    pub fn handle_timeout(&mut self, now: SimTime) {
-        for i in 0..self.apps.len() {
-            if self.apps[i].next_timer().is_some_and(|t| t <= now) {
-                self.on_timer(now, i);
+        if !self.net.demux.is_empty() {
+            let parsed = packet::parse(datagram)?;
+            let port = match &parsed.transport {
+                Transport::Tcp(t) => Some(t.dst_port),
+                Transport::Udp(u) => Some(u.dst_port),
+                Transport::Other { .. } => None,
+            };
+            let bound = (parsed.ip.dst == self.net.addr)
+                .then(|| self.net.demux.lookup(parsed.ip.protocol, port))
+                .flatten();
+            if let Some(app) = bound {
+                self.call(app.0 as usize, now, |a, cx| a.on_packet(cx, datagram));
+                return Ok(());
             }
         }
-        self.stack.handle_timeout(now);
+        self.net.stack.handle_datagram(now, datagram)
     }
 
-    /// Sends everything the stack has through `emit` and lets the apps
-    /// react to connection events, until both are quiet.
+    /// Starts the apps (the first time), then fires the apps' and the
+    /// stack's timers due at `now`.
+    pub fn handle_timeout(&mut self, now: SimTime) {
+        if !self.started {
+            self.started = true;
+            for i in 0..self.apps.len() {
+                self.call(i, now, |a, cx| a.on_start(cx));
+            }
+        }
+        while let Some((app, token)) = self.net.timers.pop_due(now) {
+            self.call(app, now, |a, cx| a.on_timer(cx, token));
+        }
+        self.net.stack.handle_timeout(now);
+    }
+
+    /// Sends everything the apps and the stack have through `emit` and
+    /// lets the apps react to connection events, until all are quiet.
     pub fn drive(&mut self, now: SimTime, mut emit: impl FnMut(&[u8])) {
-        let mut datagram = Vec::with_capacity(1536);
         loop {
-            while let Some(len) = self.stack.poll_transmit(now, &mut datagram) {
-                emit(&datagram[..len.min(datagram.len())]);
+            let mut outbox = std::mem::take(&mut self.net.outbox);
+            for datagram in outbox.drain(..) {
+                emit(&datagram);
+                self.net.spare.push(datagram);
+            }
+            self.net.outbox = outbox;
+            while let Some(len) = self.net.stack.poll_transmit(now, &mut self.datagram) {
+                emit(&self.datagram[..len.min(self.datagram.len())]);
             }
             let mut any = false;
-            while let Some((conn, event)) = self.stack.poll_event() {
+            while let Some((conn, event)) = self.net.stack.poll_event() {
                 any = true;
                 self.on_event(now, conn, event);
             }
-            if !any {
+            if !any && self.net.outbox.is_empty() {
                 break;
             }
-        }
-    }
-
-    fn on_timer(&mut self, now: SimTime, i: usize) {
-        let stack = &mut self.stack;
-        let app = &mut self.apps[i];
-        let mut opened = None;
-        match &mut app.kind {
-            Kind::Bulk(b) => {
-                if b.start.is_some_and(|t| t <= now) {
-                    b.start = None;
-                    let conn = stack.connect(now, b.peer);
-                    b.conn = Some(conn);
-                    b.opened = now;
-                    opened = Some(conn);
-                    app.result.connections += 1;
-                    bulk_fill(b, &mut app.result, stack, now, &mut self.buf);
-                } else if b.stop.is_some_and(|t| t <= now) {
-                    b.stop = None;
-                    if let Some(conn) = b.conn.filter(|_| !b.closing) {
-                        b.closing = true;
-                        if let Some(c) = stack.conn_mut(conn) {
-                            c.close(now);
-                        }
-                    }
-                }
-            }
-            Kind::Exchange(e) => {
-                e.next_at = None;
-                e.started += 1;
-                let conn = stack.connect(now, e.peer);
-                opened = Some(conn);
-                app.result.connections += 1;
-                e.current = Some(Current {
-                    conn,
-                    opened: now,
-                    sent: 0,
-                    received: 0,
-                });
-                if !e.connect_first {
-                    exchange_push(e, &mut app.result, stack, &mut self.buf);
-                }
-            }
-            Kind::Series(s) => {
-                if s.conn.is_none() {
-                    let conn = stack.connect(now, s.peer);
-                    s.conn = Some(conn);
-                    opened = Some(conn);
-                    app.result.connections += 1;
-                }
-                // Release every message due by now.
-                while let Some(t) = s.next_at.filter(|&t| t <= now) {
-                    let size = u64::from(s.sizes[s.released]);
-                    s.queued += size;
-                    s.unacked.push_back((s.queued, t));
-                    app.result.messages_sent += 1;
-                    s.released += 1;
-                    s.next_at = (s.released < s.sizes.len()).then(|| {
-                        let gap = if s.gaps.is_empty() {
-                            SimDuration::ZERO
-                        } else {
-                            s.gaps[(s.released - 1) % s.gaps.len()]
-                        };
-                        t + gap
-                    });
-                }
-                series_fill(s, &mut app.result, stack, now, &mut self.buf);
-            }
-            Kind::Sink(_) | Kind::Server(_) => {}
-        }
-        if let Some(conn) = opened {
-            self.owners.insert(conn, i);
         }
     }
 
@@ -411,402 +690,144 @@ impl RtolabHost {
             self.counts.record(&trace.event);
             return;
         }
-        let owner = match self.owners.get(&conn) {
-            Some(&i) => i,
-            None if event == Event::Connected => {
-                // A passive open: hand it to the app listening on its port.
-                let Some(port) = self.stack.conn(conn).map(|c| c.local().port()) else {
-                    return;
-                };
-                let Some(i) = self.apps.iter().position(|a| a.listen_port() == Some(port)) else {
-                    return;
-                };
-                // Keep the accept queue short: the connection is owned now.
-                while self.stack.accept(port).is_some() {}
-                self.owners.insert(conn, i);
-                self.apps[i].result.connections += 1;
-                match &mut self.apps[i].kind {
-                    Kind::Sink(s) => {
-                        s.conns.insert(conn, (0, Sha256::new()));
-                    }
-                    Kind::Server(s) => {
-                        s.conns.insert(
-                            conn,
-                            ServerConn {
-                                header: [0; REQUEST_HEADER_LEN],
-                                received: 0,
-                                lengths: None,
-                                sent: 0,
-                            },
-                        );
-                    }
-                    _ => {}
-                }
-                i
-            }
-            None => return,
+        let Some(event) = tcp_event(&event) else {
+            return;
         };
-        let finished = matches!(event, Event::Closed | Event::Reset | Event::TimedOut);
-        let failure = match event {
-            Event::Reset => Some("reset"),
-            Event::TimedOut => Some("timed_out"),
-            _ => None,
+        let (flow, owner) = match self.net.flows.of_conn(conn) {
+            Some(known) => known,
+            None => match self.accept(conn, event) {
+                Some(accepted) => accepted,
+                None => {
+                    if event.is_final() {
+                        let _ = self.net.stack.remove(conn);
+                    }
+                    return;
+                }
+            },
         };
-        let stack = &mut self.stack;
-        let buf = &mut self.buf;
-        let app = &mut self.apps[owner];
-        let result = &mut app.result;
-        match &mut app.kind {
-            Kind::Bulk(b) => {
-                match event {
-                    Event::Connected | Event::Writable => bulk_fill(b, result, stack, now, buf),
-                    Event::Readable => drain(stack, conn, buf),
-                    _ => {}
-                }
-                bulk_check_acked(b, result, stack, now);
-                if finished {
-                    b.ended = true;
-                    if result.completion_time_ms.is_none() {
-                        result.failure = Some(failure.unwrap_or("closed_early").to_string());
-                    }
-                }
-            }
-            Kind::Sink(s) => {
-                if matches!(event, Event::Readable | Event::PeerClosed) {
-                    if let Some((offset, hasher)) = s.conns.get_mut(&conn) {
-                        read_checked(stack, conn, buf, offset, hasher, result);
-                    }
-                }
-                if event == Event::PeerClosed {
-                    if let Some(c) = stack.conn_mut(conn) {
-                        c.close(now);
-                    }
-                }
-                if finished || event == Event::PeerClosed {
-                    if let Some((_, hasher)) = s.conns.remove(&conn) {
-                        result.sha256_received.push(hex_digest(hasher));
-                    }
-                    if let Some(f) = failure {
-                        result.failure = Some(f.to_string());
-                    }
-                }
-            }
-            Kind::Exchange(e) => {
-                let current = e.current.filter(|c| c.conn == conn);
-                if current.is_some() {
-                    match event {
-                        Event::Connected | Event::Writable => exchange_push(e, result, stack, buf),
-                        Event::Readable | Event::PeerClosed => {
-                            exchange_read(e, result, &mut app.latencies, stack, now, buf)
-                        }
-                        _ => {}
-                    }
-                    // Still current after reading: the exchange cannot finish.
-                    let stuck = e.current.is_some_and(|c| c.conn == conn)
-                        && (finished || event == Event::PeerClosed);
-                    if stuck {
-                        result.exchanges_failed += 1;
-                        result.failure = Some(failure.unwrap_or("peer_closed_early").to_string());
-                        if let Some(c) = stack.conn_mut(conn) {
-                            c.close(now);
-                        }
-                        e.current = None;
-                        e.closing.push(conn);
-                        schedule_next(e, now);
-                    }
-                }
-                if finished {
-                    e.closing.retain(|&c| c != conn);
-                }
-            }
-            Kind::Server(s) => {
-                if let Some(sc) = s.conns.get_mut(&conn) {
-                    match event {
-                        Event::Connected | Event::Readable | Event::Writable => {
-                            server_read(sc, result, stack, conn, buf);
-                            server_respond(sc, result, stack, conn, buf);
-                        }
-                        Event::PeerClosed => {
-                            server_read(sc, result, stack, conn, buf);
-                            server_respond(sc, result, stack, conn, buf);
-                            if let Some(c) = stack.conn_mut(conn) {
-                                c.close(now);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                if finished {
-                    s.conns.remove(&conn);
-                    if let Some(f) = failure {
-                        result.failure = Some(f.to_string());
-                    }
-                }
-            }
-            Kind::Series(s) => {
-                match event {
-                    Event::Connected | Event::Writable => series_fill(s, result, stack, now, buf),
-                    Event::Readable => drain(stack, conn, buf),
-                    _ => {}
-                }
-                series_acked(s, &mut app.latencies, stack, now);
-                if finished {
-                    s.ended = true;
-                    if !s.unacked.is_empty() || s.released < s.sizes.len() {
-                        result.failure = Some(failure.unwrap_or("closed_early").to_string());
-                    }
-                }
-            }
+        self.call(owner, now, |a, cx| a.on_tcp(cx, flow, event));
+        self.apps[owner].record.accepted_event(flow, event);
+        if event.is_final() {
+            self.net.flows.remove(flow);
+            let _ = self.net.stack.remove(conn);
         }
-        if finished {
-            self.owners.remove(&conn);
+    }
+
+    /// A passive open: a new flow of the app listening on its port.
+    fn accept(&mut self, conn: ConnId, event: TcpEvent) -> Option<(FlowId, usize)> {
+        if event != TcpEvent::Connected {
+            return None;
         }
+        let c = self.net.stack.conn(conn).filter(|c| !c.is_active_open())?;
+        let port = c.local().port();
+        let app = *self.net.listeners.get(&port)?;
+        // The flow is handed to the app directly: keep the accept queue
+        // empty.
+        let _ = self.net.stack.accept(port);
+        let flow = self.net.flows.insert(conn, app);
+        let record = &mut self.apps[app].record;
+        record.connections += 1;
+        record.accepted.push(Accepted {
+            flow,
+            hasher: record.hash_received.then(Sha256::new),
+            ended: false,
+        });
+        Some((flow, app))
     }
 }
 
-/// Reads and discards whatever arrived (senders' peers send nothing).
-fn drain(stack: &mut Stack, conn: ConnId, buf: &mut [u8]) {
-    if let Some(c) = stack.conn_mut(conn) {
-        while c.recv(buf) > 0 {}
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Reads what arrived, checking it against the pattern stream.
-fn read_checked(
-    stack: &mut Stack,
-    conn: ConnId,
-    buf: &mut [u8],
-    offset: &mut u64,
-    hasher: &mut Sha256,
-    result: &mut AppResult,
-) {
-    let Some(c) = stack.conn_mut(conn) else {
-        return;
-    };
-    loop {
-        let n = c.recv(buf);
-        if n == 0 {
-            break;
-        }
-        result.bytes_corrupt += pattern::mismatches(*offset, &buf[..n]);
-        hasher.update(&buf[..n]);
-        *offset += n as u64;
-        result.bytes_received += n as u64;
+    #[test]
+    fn flows_map_connections_both_ways_and_check_the_owner() {
+        let mut flows = Flows::default();
+        let a = flows.insert(ConnId(7), 0);
+        let b = flows.insert(ConnId(3), 1);
+        assert_eq!((a, b), (FlowId(0), FlowId(1)));
+        assert_eq!(flows.of_conn(ConnId(3)), Some((FlowId(1), 1)));
+        assert_eq!(flows.conn(a, 0), Ok(ConnId(7)));
+        // Another app's flow is unknown to this one.
+        assert_eq!(flows.conn(a, 1), Err(TcpError::UnknownFlow(a)));
+        assert_eq!(flows.of_app(1).collect::<Vec<_>>(), [ConnId(3)]);
+        flows.remove(a);
+        assert_eq!(flows.of_conn(ConnId(7)), None);
+        assert_eq!(flows.conn(a, 0), Err(TcpError::UnknownFlow(a)));
+        // Ids are not reused.
+        assert_eq!(flows.insert(ConnId(7), 0), FlowId(2));
     }
-}
 
-fn bulk_fill(
-    b: &mut Bulk,
-    result: &mut AppResult,
-    stack: &mut Stack,
-    now: SimTime,
-    buf: &mut [u8],
-) {
-    let Some(conn) = b.conn else { return };
-    let Some(c) = stack.conn_mut(conn) else {
-        return;
-    };
-    while !b.closing {
-        let remaining = b.bytes.map_or(u64::MAX, |n| n - result.bytes_sent.min(n));
-        if remaining == 0 {
-            b.closing = true;
-            c.close(now);
-            break;
-        }
-        let n = (remaining.min(CHUNK as u64) as usize).min(c.send_capacity());
-        if n == 0 {
-            break;
-        }
-        pattern::fill(result.bytes_sent, &mut buf[..n]);
-        let Ok(k) = c.send(&buf[..n]) else { break };
-        if let Some(h) = b.hasher.as_mut() {
-            h.update(&buf[..k]);
-        }
-        result.bytes_sent += k as u64;
-        if k < n {
-            break;
+    fn net() -> Net {
+        let config = Arc::new(Config::from_profile(rtolab_tcp::Profile::linux()));
+        let addr = Ipv4Addr::new(10, 0, 0, 1);
+        Net {
+            stack: Stack::new(config, addr, 1),
+            addr,
+            flows: Flows::default(),
+            timers: Timers::default(),
+            listeners: BTreeMap::new(),
+            demux: Demux::default(),
+            outbox: Vec::new(),
+            spare: Vec::new(),
         }
     }
-}
 
-fn bulk_check_acked(b: &Bulk, result: &mut AppResult, stack: &Stack, now: SimTime) {
-    let Some(c) = b.conn.and_then(|id| stack.conn(id)) else {
-        return;
-    };
-    if result.completion_time_ms.is_none()
-        && b.closing
-        && c.stats().bytes_acked >= result.bytes_sent
-    {
-        result.completion_time_ms = Some(now.saturating_since(b.opened).as_nanos() as f64 / 1e6);
+    #[test]
+    fn the_context_maps_an_apps_calls_onto_the_stack() {
+        let mut net = net();
+        let (mut rng, mut record) = (component_stream(1, "app/x"), Record::default());
+        let now = SimTime::from_millis(10);
+        let peer = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80);
+        let mut cx = HostCx {
+            now,
+            app: 1,
+            net: &mut net,
+            rng: &mut rng,
+            record: &mut record,
+        };
+        // A chosen source port, on the stack's connection of the new flow.
+        let flow = cx.tcp_connect_from(peer, Some(49_200)).unwrap();
+        assert_eq!(flow, FlowId(0));
+        assert_eq!(cx.tcp_connection(flow).unwrap().local().port(), 49_200);
+        assert_eq!(cx.tcp_send(flow, b"hello"), Ok(5));
+        cx.tcp_listen(80).unwrap();
+        // Timers in the past fire now.
+        cx.set_timer(SimTime::ZERO, 9);
+        assert_eq!(cx.net.timers.pop_due(now), Some((1, 9)));
+        // Another app neither sees the flow nor gets the port.
+        let mut other = HostCx { app: 0, ..cx };
+        assert_eq!(other.tcp_send(flow, b"x"), Err(TcpError::UnknownFlow(flow)));
+        assert_eq!(
+            other.tcp_listen(80),
+            Err(TcpError::PortInUse {
+                port: 80,
+                owner: AppId(1)
+            })
+        );
+        assert_eq!(record.connections, 1);
+        let (conn, app) = net.flows.slots[0].unwrap();
+        assert_eq!((net.flows.of_conn(conn), app), (Some((flow, 1)), 1));
+        assert_eq!(net.stack.conn(conn).unwrap().send_queue_len(), 5);
     }
-}
 
-fn schedule_next(e: &mut Exchange, now: SimTime) {
-    if e.started < e.count {
-        e.next_at = Some(now + e.gap);
-    }
-}
-
-fn exchange_push(e: &mut Exchange, result: &mut AppResult, stack: &mut Stack, buf: &mut [u8]) {
-    let Some(cur) = e.current.as_mut() else {
-        return;
-    };
-    let Some(c) = stack.conn_mut(cur.conn) else {
-        return;
-    };
-    let total = u64::from(e.request);
-    while cur.sent < total {
-        let n = ((total - cur.sent).min(CHUNK as u64) as usize).min(c.send_capacity());
-        if n == 0 {
-            return;
-        }
-        fill_request(cur.sent, e.request, e.response, &mut buf[..n]);
-        let Ok(k) = c.send(&buf[..n]) else { return };
-        cur.sent += k as u64;
-        result.bytes_sent += k as u64;
-        if k < n {
-            return;
-        }
-    }
-}
-
-fn exchange_read(
-    e: &mut Exchange,
-    result: &mut AppResult,
-    latencies: &mut Vec<u64>,
-    stack: &mut Stack,
-    now: SimTime,
-    buf: &mut [u8],
-) {
-    let Some(mut cur) = e.current else { return };
-    let Some(c) = stack.conn_mut(cur.conn) else {
-        return;
-    };
-    loop {
-        let n = c.recv(buf);
-        if n == 0 {
-            break;
-        }
-        result.bytes_corrupt += pattern::mismatches(cur.received, &buf[..n]);
-        cur.received += n as u64;
-        result.bytes_received += n as u64;
-    }
-    e.current = Some(cur);
-    if cur.received >= u64::from(e.response) {
-        latencies.push(now.saturating_since(cur.opened).as_nanos());
-        result.exchanges_completed += 1;
-        c.close(now);
-        e.current = None;
-        e.closing.push(cur.conn);
-        schedule_next(e, now);
-    }
-}
-
-fn server_read(
-    sc: &mut ServerConn,
-    result: &mut AppResult,
-    stack: &mut Stack,
-    conn: ConnId,
-    buf: &mut [u8],
-) {
-    let Some(c) = stack.conn_mut(conn) else {
-        return;
-    };
-    loop {
-        let n = c.recv(buf);
-        if n == 0 {
-            break;
-        }
-        result.bytes_received += n as u64;
-        let mut data = &buf[..n];
-        while sc.received < REQUEST_HEADER_LEN as u64 && !data.is_empty() {
-            sc.header[sc.received as usize] = data[0];
-            sc.received += 1;
-            data = &data[1..];
-        }
-        if sc.lengths.is_none() && sc.received == REQUEST_HEADER_LEN as u64 {
-            sc.lengths = Some(parse_header(&sc.header));
-        }
-        if !data.is_empty() {
-            result.bytes_corrupt += pattern::mismatches(sc.received, data);
-            sc.received += data.len() as u64;
-        }
-    }
-}
-
-fn server_respond(
-    sc: &mut ServerConn,
-    result: &mut AppResult,
-    stack: &mut Stack,
-    conn: ConnId,
-    buf: &mut [u8],
-) {
-    let Some((request, response)) = sc.lengths else {
-        return;
-    };
-    if sc.received < request || sc.sent >= response {
-        return;
-    }
-    let Some(c) = stack.conn_mut(conn) else {
-        return;
-    };
-    while sc.sent < response {
-        let n = ((response - sc.sent).min(CHUNK as u64) as usize).min(c.send_capacity());
-        if n == 0 {
-            return;
-        }
-        pattern::fill(sc.sent, &mut buf[..n]);
-        let Ok(k) = c.send(&buf[..n]) else { return };
-        sc.sent += k as u64;
-        result.bytes_sent += k as u64;
-        if sc.sent == response {
-            result.exchanges_completed += 1;
-        }
-        if k < n {
-            return;
-        }
-    }
-}
-
-fn series_fill(
-    s: &mut Series,
-    result: &mut AppResult,
-    stack: &mut Stack,
-    now: SimTime,
-    buf: &mut [u8],
-) {
-    let Some(c) = s.conn.and_then(|id| stack.conn_mut(id)) else {
-        return;
-    };
-    while s.sent < s.queued {
-        let n = ((s.queued - s.sent).min(CHUNK as u64) as usize).min(c.send_capacity());
-        if n == 0 {
-            return;
-        }
-        pattern::fill(s.sent, &mut buf[..n]);
-        let Ok(k) = c.send(&buf[..n]) else { return };
-        s.sent += k as u64;
-        result.bytes_sent += k as u64;
-        if k < n {
-            return;
-        }
-    }
-    if s.released == s.sizes.len() && !s.closing {
-        s.closing = true;
-        c.close(now);
-    }
-}
-
-fn series_acked(s: &mut Series, latencies: &mut Vec<u64>, stack: &Stack, now: SimTime) {
-    let Some(c) = s.conn.and_then(|id| stack.conn(id)) else {
-        return;
-    };
-    let acked = c.stats().bytes_acked;
-    while let Some(&(end, released)) = s.unacked.front() {
-        if acked < end {
-            break;
-        }
-        latencies.push(now.saturating_since(released).as_nanos());
-        s.unacked.pop_front();
+    #[test]
+    fn timers_fire_in_time_then_setting_order_and_cancel() {
+        let mut timers = Timers::default();
+        let t = |ms| SimTime::ZERO + rtolab_time::SimDuration::from_millis(ms);
+        timers.set(t(5), 0, 1);
+        let cancelled = timers.set(t(3), 1, 2);
+        timers.set(t(3), 0, 3);
+        timers.set(t(3), 1, 4);
+        timers.cancel(cancelled);
+        assert_eq!(timers.next_deadline(), Some(t(3)));
+        assert!(timers.pending(1));
+        assert_eq!(timers.pop_due(t(2)), None);
+        assert_eq!(timers.pop_due(t(4)), Some((0, 3)));
+        assert_eq!(timers.pop_due(t(4)), Some((1, 4)));
+        assert_eq!(timers.pop_due(t(4)), None);
+        assert!(!timers.pending(1));
+        assert_eq!(timers.pop_due(t(5)), Some((0, 1)));
+        assert_eq!(timers.next_deadline(), None);
     }
 }

@@ -8,7 +8,7 @@ use rtolab_wire::packet;
 use rtolab_wire::udp::UdpRepr;
 use serde::Serialize;
 
-use super::{App, AppContext, AppStats};
+use super::{App, AppCx, AppStats};
 use crate::trace::AppEvent;
 
 /// Bytes at the start of every payload: sequence number (u64, big endian)
@@ -79,7 +79,7 @@ impl CbrApp {
         self.config.stop.is_some_and(|stop| now >= stop)
     }
 
-    fn send(&mut self, cx: &mut AppContext<'_>) {
+    fn send<C: AppCx>(&mut self, cx: &mut C) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.payload[..8].copy_from_slice(&seq.to_be_bytes());
@@ -115,19 +115,24 @@ impl CbrApp {
             Err(_) => self.stats.send_errors += 1,
         }
     }
+
+    /// A snapshot of the app's counters.
+    pub fn stats(&self) -> AppStats {
+        AppStats::Cbr(self.stats)
+    }
 }
 
-impl App for CbrApp {
-    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+impl<C: AppCx> App<C> for CbrApp {
+    fn on_start(&mut self, cx: &mut C) {
         cx.trace(AppEvent::Started);
         if !self.stopped(self.config.start) {
             cx.set_timer(self.config.start, 0);
         }
     }
 
-    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+    fn on_packet(&mut self, _cx: &mut C, _datagram: &[u8]) {}
 
-    fn on_timer(&mut self, cx: &mut AppContext<'_>, _token: u64) {
+    fn on_timer(&mut self, cx: &mut C, _token: u64) {
         let now = cx.now();
         if self.stopped(now) {
             cx.trace(AppEvent::Stopped);
@@ -144,7 +149,7 @@ impl App for CbrApp {
     }
 
     fn stats(&self) -> AppStats {
-        AppStats::Cbr(self.stats)
+        CbrApp::stats(self)
     }
 }
 
@@ -191,8 +196,6 @@ pub struct CbrSpec {
 impl ScenarioApp for CbrSpec {
     const KIND: &'static str = "cbr";
     const TCP: bool = false;
-    // Rtolab hosts in the emulator run TCP only.
-    const EMULATED: bool = false;
     type Raw = RawCbr;
 
     fn validate(raw: RawCbr, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {

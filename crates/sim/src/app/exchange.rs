@@ -15,7 +15,7 @@ use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
 use super::tcp_bulk::CHUNK;
-use super::{failure_name, pattern, App, AppContext, AppStats, Latency};
+use super::{failure_name, pattern, App, AppCx, AppStats, Latency};
 use crate::tcp::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
@@ -109,7 +109,7 @@ impl ExchangeApp {
         }
     }
 
-    fn begin(&mut self, cx: &mut AppContext<'_>) {
+    fn begin<C: AppCx>(&mut self, cx: &mut C) {
         self.started += 1;
         let port = self.config.source_port.filter(|_| self.started == 1);
         match cx.tcp_connect_from(self.config.peer, port) {
@@ -133,7 +133,7 @@ impl ExchangeApp {
     }
 
     /// Schedules the next exchange, if any are left.
-    fn next(&mut self, cx: &mut AppContext<'_>) {
+    fn next<C: AppCx>(&mut self, cx: &mut C) {
         if self.started < self.config.count {
             let at = cx.now() + self.config.gap;
             cx.set_timer(at, 0);
@@ -142,7 +142,7 @@ impl ExchangeApp {
         }
     }
 
-    fn push_request(&mut self, cx: &mut AppContext<'_>) {
+    fn push_request<C: AppCx>(&mut self, cx: &mut C) {
         let Some(cur) = self.current.as_mut() else {
             return;
         };
@@ -181,7 +181,7 @@ impl ExchangeApp {
         }
     }
 
-    fn read_response(&mut self, cx: &mut AppContext<'_>) {
+    fn read_response<C: AppCx>(&mut self, cx: &mut C) {
         let Some(mut cur) = self.current else {
             return;
         };
@@ -218,7 +218,7 @@ impl ExchangeApp {
         }
     }
 
-    fn fail(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+    fn fail<C: AppCx>(&mut self, cx: &mut C, flow: FlowId, event: TcpEvent) {
         let reason = failure_name(event);
         self.stats.exchanges_failed += 1;
         self.stats.failure = Some(reason);
@@ -229,23 +229,33 @@ impl ExchangeApp {
         self.current = None;
         self.next(cx);
     }
+
+    /// A snapshot of the app's counters.
+    pub fn stats(&self) -> AppStats {
+        AppStats::Exchange(ExchangeStats {
+            latency_min_ns: self.latency.min_ns(),
+            latency_mean_ns: self.latency.mean_ns(),
+            latency_max_ns: self.latency.max_ns(),
+            ..self.stats
+        })
+    }
 }
 
-impl App for ExchangeApp {
-    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+impl<C: AppCx> App<C> for ExchangeApp {
+    fn on_start(&mut self, cx: &mut C) {
         cx.trace(AppEvent::Started);
         if self.config.count > 0 {
             cx.set_timer(self.config.start, 0);
         }
     }
 
-    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+    fn on_packet(&mut self, _cx: &mut C, _datagram: &[u8]) {}
 
-    fn on_timer(&mut self, cx: &mut AppContext<'_>, _token: u64) {
+    fn on_timer(&mut self, cx: &mut C, _token: u64) {
         self.begin(cx);
     }
 
-    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+    fn on_tcp(&mut self, cx: &mut C, flow: FlowId, event: TcpEvent) {
         if self.current.map(|c| c.flow) != Some(flow) {
             // A finished exchange's connection closing down.
             return;
@@ -265,12 +275,7 @@ impl App for ExchangeApp {
     }
 
     fn stats(&self) -> AppStats {
-        AppStats::Exchange(ExchangeStats {
-            latency_min_ns: self.latency.min_ns(),
-            latency_mean_ns: self.latency.mean_ns(),
-            latency_max_ns: self.latency.max_ns(),
-            ..self.stats
-        })
+        ExchangeApp::stats(self)
     }
 }
 
@@ -337,7 +342,7 @@ impl ExchangeServerApp {
         }
     }
 
-    fn read(&mut self, cx: &mut AppContext<'_>, index: usize) {
+    fn read<C: AppCx>(&mut self, cx: &mut C, index: usize) {
         let flow = self.conns[index].flow;
         loop {
             let n = match cx.tcp_recv(flow, &mut self.buf) {
@@ -396,7 +401,7 @@ impl ExchangeServerApp {
         self.respond(cx, index);
     }
 
-    fn respond(&mut self, cx: &mut AppContext<'_>, index: usize) {
+    fn respond<C: AppCx>(&mut self, cx: &mut C, index: usize) {
         let conn = &mut self.conns[index];
         while let Some(&response) = conn.answers.front() {
             while conn.sent < response {
@@ -424,20 +429,25 @@ impl ExchangeServerApp {
             conn.sent = 0;
         }
     }
+
+    /// A snapshot of the app's counters.
+    pub fn stats(&self) -> AppStats {
+        AppStats::ExchangeServer(self.stats)
+    }
 }
 
-impl App for ExchangeServerApp {
-    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+impl<C: AppCx> App<C> for ExchangeServerApp {
+    fn on_start(&mut self, cx: &mut C) {
         // A clash was rejected when the scenario was validated.
         let _ = cx.tcp_listen(self.config.port);
         cx.trace(AppEvent::Started);
     }
 
-    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+    fn on_packet(&mut self, _cx: &mut C, _datagram: &[u8]) {}
 
-    fn on_timer(&mut self, _cx: &mut AppContext<'_>, _token: u64) {}
+    fn on_timer(&mut self, _cx: &mut C, _token: u64) {}
 
-    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+    fn on_tcp(&mut self, cx: &mut C, flow: FlowId, event: TcpEvent) {
         if event == TcpEvent::Connected {
             self.stats.connections_accepted += 1;
             self.conns.push(ServerConn {
@@ -466,7 +476,7 @@ impl App for ExchangeServerApp {
     }
 
     fn stats(&self) -> AppStats {
-        AppStats::ExchangeServer(self.stats)
+        ExchangeServerApp::stats(self)
     }
 }
 

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::exchange::REQUEST_HEADER_LEN;
 use super::tcp_bulk::CHUNK;
-use super::{failure_name, pattern, App, AppContext, AppStats, Latency};
+use super::{failure_name, pattern, App, AppCx, AppStats, Latency};
 use crate::tcp::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
@@ -133,7 +133,7 @@ impl MessageSeriesApp {
         }
     }
 
-    fn release(&mut self, cx: &mut AppContext<'_>) {
+    fn release<C: AppCx>(&mut self, cx: &mut C) {
         let index = self.released_at.len();
         let Some(&end) = self.ends.get(index) else {
             return;
@@ -149,7 +149,7 @@ impl MessageSeriesApp {
 
     /// Queues released bytes as the send buffer allows; closes after the
     /// last message.
-    fn push(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+    fn push<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
         if self.config.connect_first && !self.connected {
             return;
         }
@@ -178,7 +178,7 @@ impl MessageSeriesApp {
 
     /// Closes once everything is released and queued and, with responses,
     /// every response has arrived.
-    fn maybe_close(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+    fn maybe_close<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
         let all_released = self.released_at.len() == self.ends.len();
         let answered = self.stats.responses_received as usize >= self.config.responses.len();
         if all_released && self.stats.bytes_sent >= self.released_to && answered && !self.closing {
@@ -217,7 +217,7 @@ impl MessageSeriesApp {
     }
 
     /// Reads and checks responses.
-    fn read_responses(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+    fn read_responses<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
         loop {
             let n = match cx.tcp_recv(flow, &mut self.chunk) {
                 Ok(n) if n > 0 => n,
@@ -253,7 +253,7 @@ impl MessageSeriesApp {
         self.maybe_close(cx, flow);
     }
 
-    fn update_acked(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+    fn update_acked<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
         if let Ok(c) = cx.tcp_connection(flow) {
             self.stats.bytes_acked = c.stats().bytes_acked;
         }
@@ -277,19 +277,29 @@ impl MessageSeriesApp {
             }
         }
     }
+
+    /// A snapshot of the app's counters.
+    pub fn stats(&self) -> AppStats {
+        AppStats::MessageSeries(MessageSeriesStats {
+            latency_min_ns: self.latency.min_ns(),
+            latency_mean_ns: self.latency.mean_ns(),
+            latency_max_ns: self.latency.max_ns(),
+            ..self.stats
+        })
+    }
 }
 
-impl App for MessageSeriesApp {
-    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+impl<C: AppCx> App<C> for MessageSeriesApp {
+    fn on_start(&mut self, cx: &mut C) {
         cx.trace(AppEvent::Started);
         if !self.ends.is_empty() {
             cx.set_timer(self.config.start, 0);
         }
     }
 
-    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+    fn on_packet(&mut self, _cx: &mut C, _datagram: &[u8]) {}
 
-    fn on_timer(&mut self, cx: &mut AppContext<'_>, _token: u64) {
+    fn on_timer(&mut self, cx: &mut C, _token: u64) {
         if self.flow.is_none() && self.released_at.is_empty() {
             match cx.tcp_connect_from(self.config.peer, self.config.source_port) {
                 Ok(flow) => {
@@ -308,7 +318,7 @@ impl App for MessageSeriesApp {
         }
     }
 
-    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+    fn on_tcp(&mut self, cx: &mut C, flow: FlowId, event: TcpEvent) {
         if Some(flow) != self.flow {
             return;
         }
@@ -343,12 +353,7 @@ impl App for MessageSeriesApp {
     }
 
     fn stats(&self) -> AppStats {
-        AppStats::MessageSeries(MessageSeriesStats {
-            latency_min_ns: self.latency.min_ns(),
-            latency_mean_ns: self.latency.mean_ns(),
-            latency_max_ns: self.latency.max_ns(),
-            ..self.stats
-        })
+        MessageSeriesApp::stats(self)
     }
 }
 

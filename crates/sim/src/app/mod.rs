@@ -2,20 +2,23 @@
 //!
 //! An app is told four things: that the run started, that a datagram
 //! addressed to one of its bindings arrived, that one of its timers fired,
-//! and what happened on its TCP connections. Each hook receives an
-//! [`AppContext`] through which it sends IPv4 datagrams, sets and cancels
+//! and what happened on its TCP connections. Each hook receives a context,
+//! an [`AppCx`], through which it sends IPv4 datagrams, sets and cancels
 //! timers, binds protocol/port pairs, opens and uses TCP connections and
-//! draws from its own random stream.
+//! draws from its own random stream. The simulator's context is
+//! [`AppContext`]; the emulator runs the same apps over an rtolab host's
+//! engine stack with its own.
 //!
 //! TCP runs in the kernel, one engine stack per host (see [`crate::tcp`]):
-//! apps call [`AppContext::tcp_connect`], [`AppContext::tcp_listen`],
-//! `tcp_send`, `tcp_recv` and `tcp_close`, and hear back through
-//! [`App::on_tcp`]. A custom transport can instead bind raw datagrams and
-//! drive its own sans-IO engine from `on_packet` and `on_timer`.
+//! apps call [`AppCx::tcp_connect`], [`AppCx::tcp_listen`], `tcp_send`,
+//! `tcp_recv` and `tcp_close`, and hear back through [`App::on_tcp`]. A
+//! custom transport can instead bind raw datagrams and drive its own
+//! sans-IO engine from `on_packet` and `on_timer`.
 //!
-//! The built-in apps are [`AnyApp`] variants dispatched by `match`; anything
-//! else is an [`AnyApp::Custom`] trait object. The TCP apps write and check
-//! the stream content given by [`pattern`], so receivers verify every byte
+//! The built-in apps are [`AnyApp`] variants dispatched by `match` and
+//! built from scenario entries by [`build`]; anything else is an
+//! [`AnyApp::Custom`] trait object. The TCP apps write and check the
+//! stream content given by [`pattern`], so receivers verify every byte
 //! without knowing the sender.
 
 mod cbr;
@@ -82,7 +85,8 @@ use crate::trace::{AppEvent, TraceEvent, Tracer};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AppId(pub u32);
 
-/// A timer set through [`AppContext::set_timer`], for cancelling it.
+/// A timer set through the simulator's [`AppCx::set_timer`], for
+/// cancelling it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TimerId(EventId);
 
@@ -107,14 +111,15 @@ pub struct BindError {
     pub owner: AppId,
 }
 
-/// Per-node table from (protocol, port) to app.
+/// Per-host table from (protocol, port) to app, for [`AppCx::bind`].
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Demux {
+pub struct Demux {
     bindings: Vec<(Binding, AppId)>,
 }
 
 impl Demux {
-    pub(crate) fn bind(&mut self, binding: Binding, app: AppId) -> Result<(), BindError> {
+    /// Gives `binding` to `app`, unless another app holds it.
+    pub fn bind(&mut self, binding: Binding, app: AppId) -> Result<(), BindError> {
         if let Some((_, owner)) = self.bindings.iter().find(|(b, _)| *b == binding) {
             return Err(BindError {
                 binding,
@@ -125,9 +130,14 @@ impl Demux {
         Ok(())
     }
 
+    /// Whether no app bound anything.
+    pub fn is_empty(&self) -> bool {
+        self.bindings.is_empty()
+    }
+
     /// The app for a datagram of `protocol` to `port` (ports are read from
     /// the transport header, so `None` for protocols without ports).
-    pub(crate) fn lookup(&self, protocol: u8, port: Option<u16>) -> Option<AppId> {
+    pub fn lookup(&self, protocol: u8, port: Option<u16>) -> Option<AppId> {
         let exact = self
             .bindings
             .iter()
@@ -142,27 +152,151 @@ impl Demux {
     }
 }
 
-/// An application's hooks. Every hook gets the context of its call; the
-/// current time is `cx.now()`.
-pub trait App: Send {
+/// Everything an app may do from its hooks, whoever runs it.
+///
+/// The simulator's [`AppContext`] implements it, and so does the
+/// emulator's context of an rtolab host (its engine stack on the wall
+/// clock): the built-in apps are written once against this trait and run
+/// unchanged in both. Apps are generic over it, so each runner calls them
+/// through static dispatch.
+pub trait AppCx {
+    /// A timer set with [`AppCx::set_timer`], for cancelling it.
+    type Timer: Copy + Eq + std::fmt::Debug;
+
+    /// The current time.
+    fn now(&self) -> SimTime;
+
+    /// This app's id (its index among the runner's apps).
+    fn app_id(&self) -> AppId;
+
+    /// The host's interface addresses.
+    fn addresses(&self) -> impl Iterator<Item = Ipv4Addr> + '_;
+
+    /// The source address for a datagram to `dst` (that of the outgoing
+    /// interface), `None` when there is no route.
+    fn source_address_for(&self, dst: Ipv4Addr) -> Option<Ipv4Addr>;
+
+    /// Sends one IPv4 datagram: `build` gets an empty buffer, writes the
+    /// whole datagram (header with checksum included) and returns its
+    /// length. The host routes it once the hook returns. On error nothing
+    /// is sent.
+    fn send_with<E>(
+        &mut self,
+        build: impl FnOnce(&mut Vec<u8>) -> Result<usize, E>,
+    ) -> Result<(), E>;
+
+    /// Receives datagrams matching `binding` from now on.
+    fn bind(&mut self, binding: Binding) -> Result<(), BindError>;
+
+    /// Calls `on_timer(token)` at `at` (now, if `at` is in the past).
+    fn set_timer(&mut self, at: SimTime, token: u64) -> Self::Timer;
+
+    /// Cancels a timer; cancelling one that fired already does nothing.
+    fn cancel_timer(&mut self, timer: Self::Timer);
+
+    /// The app's own random stream (`app/<name>` of the run's seed).
+    fn rng(&mut self) -> &mut SimRng;
+
+    /// Whether trace events are being recorded (skip building costly ones
+    /// when not).
+    fn tracing(&self) -> bool;
+
+    /// Records an app trace event.
+    fn trace(&mut self, detail: AppEvent);
+
+    /// Accepts TCP connections on `port` (of every address of the host),
+    /// with the app's TCP configuration. Each new connection shows up as a
+    /// [`TcpEvent::Connected`] of a new flow.
+    fn tcp_listen(&mut self, port: u16) -> Result<(), TcpError>;
+
+    /// Opens a TCP connection to `remote` from an ephemeral port of the
+    /// address that routes there. The SYN leaves once the hook returns;
+    /// data sent before [`TcpEvent::Connected`] follows the handshake.
+    fn tcp_connect(&mut self, remote: SocketAddrV4) -> Result<FlowId, TcpError> {
+        self.tcp_connect_from(remote, None)
+    }
+
+    /// Opens a connection to `remote` from local port `port` (an
+    /// ephemeral port if `None`); fails with [`TcpError::NoFreePort`] if
+    /// that port is taken towards `remote`.
+    fn tcp_connect_from(
+        &mut self,
+        remote: SocketAddrV4,
+        port: Option<u16>,
+    ) -> Result<FlowId, TcpError>;
+
+    /// Queues bytes on a connection; returns how many fit in its send
+    /// buffer.
+    fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError>;
+
+    /// Queues a shared chunk without copying it (the engine's
+    /// [`Connection::send_shared`]); returns how many of its bytes were
+    /// taken.
+    fn tcp_send_shared(&mut self, flow: FlowId, data: Bytes) -> Result<usize, TcpError>;
+
+    /// Moves received in-order bytes into `buf`; returns how many.
+    fn tcp_recv(&mut self, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError>;
+
+    /// Closes the sending direction: a FIN follows the queued data.
+    fn tcp_close(&mut self, flow: FlowId) -> Result<(), TcpError>;
+
+    /// Aborts a connection with a reset.
+    fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError>;
+
+    /// One of the app's open connections, to read its state, counters and
+    /// buffer levels.
+    fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError>;
+
+    /// Runs a hook of an [`AnyApp::Custom`] app. Custom apps are written
+    /// against the simulator's [`AppContext`], which runs them; other
+    /// contexts never get one (the built-in apps are all they build) and
+    /// ignore it.
+    fn call_custom(&mut self, app: &mut CustomApp, hook: Hook<'_>) {
+        let _ = (app, hook);
+    }
+}
+
+/// An application's hooks, over the context `C` of whoever runs it (the
+/// simulator's [`AppContext`], or any other [`AppCx`]). Every hook gets
+/// the context of its call; the current time is `cx.now()`.
+///
+/// The built-in apps implement it for every context; a custom app for the
+/// simulator implements `App<AppContext<'_>>`.
+pub trait App<C: AppCx>: Send {
     /// The run started (time zero, or when the app was added).
-    fn on_start(&mut self, cx: &mut AppContext<'_>);
+    fn on_start(&mut self, cx: &mut C);
 
     /// A datagram matching one of the app's bindings arrived: the whole IPv4
     /// datagram, header included.
-    fn on_packet(&mut self, cx: &mut AppContext<'_>, datagram: &[u8]);
+    fn on_packet(&mut self, cx: &mut C, datagram: &[u8]);
 
     /// A timer set with `token` fired.
-    fn on_timer(&mut self, cx: &mut AppContext<'_>, token: u64);
+    fn on_timer(&mut self, cx: &mut C, token: u64);
 
     /// Something happened on one of the app's TCP connections (opened with
-    /// [`AppContext::tcp_connect`] or accepted on a port it listens on).
-    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+    /// [`AppCx::tcp_connect`] or accepted on a port it listens on).
+    fn on_tcp(&mut self, cx: &mut C, flow: FlowId, event: TcpEvent) {
         let _ = (cx, flow, event);
     }
 
     /// A snapshot of the app's counters.
     fn stats(&self) -> AppStats;
+}
+
+/// A custom app: one written for the simulator's context.
+pub type CustomApp = dyn for<'a> App<AppContext<'a>>;
+
+/// One hook call, for [`AppCx::call_custom`].
+#[derive(Clone, Copy, Debug)]
+pub enum Hook<'d> {
+    /// [`App::on_start`].
+    Start,
+    /// [`App::on_packet`] with the datagram.
+    Packet(&'d [u8]),
+    /// [`App::on_timer`] with the token.
+    Timer(u64),
+    /// [`App::on_tcp`] with the flow and event.
+    Tcp(FlowId, TcpEvent),
 }
 
 /// Counters of an app, by kind. Reports write them as flat columns of the
@@ -217,21 +351,22 @@ pub enum AnyApp {
     ExchangeServer(ExchangeServerApp),
     /// TCP sender of a series of messages.
     MessageSeries(MessageSeriesApp),
-    /// Any other app.
-    Custom(Box<dyn App>),
+    /// Any other app (simulator only).
+    Custom(Box<CustomApp>),
 }
 
+/// `$builtin` for a built-in app bound to `$a`, `$custom` for a custom one.
 macro_rules! each_app {
-    ($self:expr, $a:ident => $body:expr) => {
+    ($self:expr, $a:ident => $builtin:expr, $c:ident => $custom:expr) => {
         match $self {
-            AnyApp::Cbr($a) => $body,
-            AnyApp::Sink($a) => $body,
-            AnyApp::TcpBulk($a) => $body,
-            AnyApp::TcpSink($a) => $body,
-            AnyApp::Exchange($a) => $body,
-            AnyApp::ExchangeServer($a) => $body,
-            AnyApp::MessageSeries($a) => $body,
-            AnyApp::Custom($a) => $body,
+            AnyApp::Cbr($a) => $builtin,
+            AnyApp::Sink($a) => $builtin,
+            AnyApp::TcpBulk($a) => $builtin,
+            AnyApp::TcpSink($a) => $builtin,
+            AnyApp::Exchange($a) => $builtin,
+            AnyApp::ExchangeServer($a) => $builtin,
+            AnyApp::MessageSeries($a) => $builtin,
+            AnyApp::Custom($c) => $custom,
         }
     };
 }
@@ -262,31 +397,48 @@ impl AnyApp {
                 | AnyApp::MessageSeries(_)
         )
     }
+
+    /// A snapshot of the app's counters.
+    pub fn stats(&self) -> AppStats {
+        each_app!(self, a => a.stats(), c => c.stats())
+    }
 }
 
-impl App for AnyApp {
-    fn on_start(&mut self, cx: &mut AppContext<'_>) {
-        each_app!(self, a => a.on_start(cx))
+impl<C: AppCx> App<C> for AnyApp {
+    fn on_start(&mut self, cx: &mut C) {
+        each_app!(self, a => a.on_start(cx), c => cx.call_custom(&mut **c, Hook::Start))
     }
 
-    fn on_packet(&mut self, cx: &mut AppContext<'_>, datagram: &[u8]) {
-        each_app!(self, a => a.on_packet(cx, datagram))
+    fn on_packet(&mut self, cx: &mut C, datagram: &[u8]) {
+        each_app!(
+            self,
+            a => a.on_packet(cx, datagram),
+            c => cx.call_custom(&mut **c, Hook::Packet(datagram))
+        )
     }
 
-    fn on_timer(&mut self, cx: &mut AppContext<'_>, token: u64) {
-        each_app!(self, a => a.on_timer(cx, token))
+    fn on_timer(&mut self, cx: &mut C, token: u64) {
+        each_app!(
+            self,
+            a => a.on_timer(cx, token),
+            c => cx.call_custom(&mut **c, Hook::Timer(token))
+        )
     }
 
-    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
-        each_app!(self, a => a.on_tcp(cx, flow, event))
+    fn on_tcp(&mut self, cx: &mut C, flow: FlowId, event: TcpEvent) {
+        each_app!(
+            self,
+            a => a.on_tcp(cx, flow, event),
+            c => cx.call_custom(&mut **c, Hook::Tcp(flow, event))
+        )
     }
 
     fn stats(&self) -> AppStats {
-        each_app!(self, a => a.stats())
+        AnyApp::stats(self)
     }
 }
 
-/// What an app can do during one of its hooks.
+/// The simulator's context of one hook call.
 pub struct AppContext<'a> {
     pub(crate) now: SimTime,
     pub(crate) app: AppId,
@@ -303,37 +455,33 @@ pub struct AppContext<'a> {
 }
 
 impl AppContext<'_> {
-    /// The current simulated time.
-    pub fn now(&self) -> SimTime {
-        self.now
-    }
-
-    /// This app's id.
-    pub fn app_id(&self) -> AppId {
-        self.app
-    }
-
     /// The node the app runs on.
     pub fn node_id(&self) -> NodeId {
         self.node_id
     }
+}
 
-    /// The node's interface addresses.
-    pub fn addresses(&self) -> impl Iterator<Item = Ipv4Addr> + '_ {
+impl AppCx for AppContext<'_> {
+    type Timer = TimerId;
+
+    fn now(&self) -> SimTime {
+        self.now
+    }
+
+    fn app_id(&self) -> AppId {
+        self.app
+    }
+
+    fn addresses(&self) -> impl Iterator<Item = Ipv4Addr> + '_ {
         self.node.interfaces.iter().map(|i| i.cidr.addr)
     }
 
-    /// The source address for a datagram to `dst` (that of the outgoing
-    /// interface), `None` when there is no route.
-    pub fn source_address_for(&self, dst: Ipv4Addr) -> Option<Ipv4Addr> {
+    fn source_address_for(&self, dst: Ipv4Addr) -> Option<Ipv4Addr> {
         self.node.source_address_for(dst)
     }
 
-    /// Sends one IPv4 datagram: `build` gets an empty pooled buffer, writes
-    /// the whole datagram (header with checksum included) and returns its
-    /// length. The node routes it once the hook returns. On error the
-    /// buffer goes back to the pool and nothing is sent.
-    pub fn send_with<E>(
+    /// The buffer comes from the packet pool and goes back to it on error.
+    fn send_with<E>(
         &mut self,
         build: impl FnOnce(&mut Vec<u8>) -> Result<usize, E>,
     ) -> Result<(), E> {
@@ -352,8 +500,11 @@ impl AppContext<'_> {
         }
     }
 
-    /// Calls `on_timer(token)` at `at` (now, if `at` is in the past).
-    pub fn set_timer(&mut self, at: SimTime, token: u64) -> TimerId {
+    fn bind(&mut self, binding: Binding) -> Result<(), BindError> {
+        self.demux.bind(binding, self.app)
+    }
+
+    fn set_timer(&mut self, at: SimTime, token: u64) -> TimerId {
         let at = at.max(self.now);
         TimerId(self.queue.push(
             at,
@@ -364,46 +515,37 @@ impl AppContext<'_> {
         ))
     }
 
-    /// Cancels a timer; cancelling one that fired already does nothing.
-    pub fn cancel_timer(&mut self, timer: TimerId) {
+    fn cancel_timer(&mut self, timer: TimerId) {
         self.queue.cancel(timer.0);
     }
 
-    /// Receives datagrams matching `binding` from now on.
-    pub fn bind(&mut self, binding: Binding) -> Result<(), BindError> {
-        self.demux.bind(binding, self.app)
-    }
-
-    /// The app's own random stream.
-    pub fn rng(&mut self) -> &mut SimRng {
+    fn rng(&mut self) -> &mut SimRng {
         self.rng
     }
 
-    /// Whether trace events are being recorded (skip building costly ones
-    /// when not).
-    pub fn tracing(&self) -> bool {
+    fn tracing(&self) -> bool {
         self.tracer.enabled()
     }
 
-    /// Accepts TCP connections on `port` (of every address of the host),
-    /// with the app's TCP configuration. Each new connection shows up as a
-    /// [`TcpEvent::Connected`] of a new flow.
-    pub fn tcp_listen(&mut self, port: u16) -> Result<(), TcpError> {
+    fn trace(&mut self, detail: AppEvent) {
+        if self.tracer.enabled() {
+            self.tracer.record(
+                self.now,
+                TraceEvent::App {
+                    node: self.node_id.0,
+                    app: self.app.0,
+                    detail,
+                },
+            );
+        }
+    }
+
+    fn tcp_listen(&mut self, port: u16) -> Result<(), TcpError> {
         let config = self.tcp.config_for(self.node_id, self.tcp_config);
         self.tcp.listen(self.node_id, self.app, config, port)
     }
 
-    /// Opens a TCP connection to `remote` from an ephemeral port of the
-    /// address that routes there. The SYN leaves once the hook returns;
-    /// data sent before [`TcpEvent::Connected`] follows the handshake.
-    pub fn tcp_connect(&mut self, remote: SocketAddrV4) -> Result<FlowId, TcpError> {
-        self.tcp_connect_from(remote, None)
-    }
-
-    /// Opens a connection to `remote` from local port `port` (an
-    /// ephemeral port if `None`); fails with [`TcpError::NoFreePort`] if
-    /// that port is taken towards `remote`.
-    pub fn tcp_connect_from(
+    fn tcp_connect_from(
         &mut self,
         remote: SocketAddrV4,
         port: Option<u16>,
@@ -425,59 +567,44 @@ impl AppContext<'_> {
         )
     }
 
-    /// Queues bytes on a connection; returns how many fit in its send
-    /// buffer.
-    pub fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
+    fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
         self.tcp.send(self.node_id, self.app, flow, |stack, conn| {
             stack.send(conn, data)
         })
     }
 
-    /// Queues a shared chunk without copying it (the engine's
-    /// [`Connection::send_shared`]); returns how many of its bytes were
-    /// taken.
-    pub fn tcp_send_shared(&mut self, flow: FlowId, data: Bytes) -> Result<usize, TcpError> {
+    fn tcp_send_shared(&mut self, flow: FlowId, data: Bytes) -> Result<usize, TcpError> {
         self.tcp.send(self.node_id, self.app, flow, |stack, conn| {
             stack.send_shared(conn, data)
         })
     }
 
-    /// Moves received in-order bytes into `buf`; returns how many.
-    pub fn tcp_recv(&mut self, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError> {
+    fn tcp_recv(&mut self, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError> {
         self.tcp.recv(self.node_id, self.app, flow, buf)
     }
 
-    /// Closes the sending direction: a FIN follows the queued data.
-    pub fn tcp_close(&mut self, flow: FlowId) -> Result<(), TcpError> {
+    fn tcp_close(&mut self, flow: FlowId) -> Result<(), TcpError> {
         let now = self.now;
         self.tcp.conn_mut(self.node_id, self.app, flow)?.close(now);
         Ok(())
     }
 
-    /// Aborts a connection with a reset.
-    pub fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError> {
+    fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError> {
         let now = self.now;
         self.tcp.conn_mut(self.node_id, self.app, flow)?.abort(now);
         Ok(())
     }
 
-    /// One of the app's open connections, to read its state, counters and
-    /// buffer levels.
-    pub fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError> {
+    fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError> {
         self.tcp.conn(self.node_id, self.app, flow)
     }
 
-    /// Records an app trace event.
-    pub fn trace(&mut self, detail: AppEvent) {
-        if self.tracer.enabled() {
-            self.tracer.record(
-                self.now,
-                TraceEvent::App {
-                    node: self.node_id.0,
-                    app: self.app.0,
-                    detail,
-                },
-            );
+    fn call_custom(&mut self, app: &mut CustomApp, hook: Hook<'_>) {
+        match hook {
+            Hook::Start => app.on_start(self),
+            Hook::Packet(datagram) => app.on_packet(self, datagram),
+            Hook::Timer(token) => app.on_timer(self, token),
+            Hook::Tcp(flow, event) => app.on_tcp(self, flow, event),
         }
     }
 }

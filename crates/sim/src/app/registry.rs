@@ -93,8 +93,6 @@ pub trait ScenarioApp: Sized + Clone + std::fmt::Debug + PartialEq {
     const KIND: &'static str;
     /// Whether it runs over TCP: it then also takes `profile` and `tcp`.
     const TCP: bool;
-    /// Whether the real-time emulator can run it on its hosts.
-    const EMULATED: bool = true;
     /// The fields of its table (besides `kind`, `name`, `host`, and
     /// `profile` and `tcp` for TCP apps); a struct with
     /// `#[serde(deny_unknown_fields)]`.
@@ -188,13 +186,6 @@ macro_rules! app_registry {
             pub fn uses_tcp(&self) -> bool {
                 match self {
                     $( AppKindSpec::$variant(_) => <$spec as ScenarioApp>::TCP, )+
-                }
-            }
-
-            /// Whether the real-time emulator can run it.
-            pub fn emulated(&self) -> bool {
-                match self {
-                    $( AppKindSpec::$variant(_) => <$spec as ScenarioApp>::EMULATED, )+
                 }
             }
 

@@ -6,7 +6,7 @@ use rtolab_wire::ipv4::protocol;
 use rtolab_wire::packet::{self, Transport};
 use serde::Serialize;
 
-use super::{App, AppContext, AppStats, Binding, PAYLOAD_HEADER_LEN};
+use super::{App, AppCx, AppStats, Binding, PAYLOAD_HEADER_LEN};
 use crate::trace::AppEvent;
 
 /// How far (in 64-datagram words) a sequence number may jump ahead of the
@@ -80,10 +80,15 @@ impl SinkApp {
         self.seen[word] |= 1 << bit;
         was
     }
+
+    /// A snapshot of the app's counters.
+    pub fn stats(&self) -> AppStats {
+        AppStats::Sink(self.stats)
+    }
 }
 
-impl App for SinkApp {
-    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+impl<C: AppCx> App<C> for SinkApp {
+    fn on_start(&mut self, cx: &mut C) {
         let binding = Binding {
             protocol: protocol::UDP,
             port: Some(self.config.port),
@@ -94,7 +99,7 @@ impl App for SinkApp {
         cx.trace(AppEvent::Started);
     }
 
-    fn on_packet(&mut self, cx: &mut AppContext<'_>, datagram: &[u8]) {
+    fn on_packet(&mut self, cx: &mut C, datagram: &[u8]) {
         let payload = match packet::parse(datagram) {
             Ok(packet::ParsedPacket {
                 transport: Transport::Udp(udp),
@@ -144,10 +149,10 @@ impl App for SinkApp {
         });
     }
 
-    fn on_timer(&mut self, _cx: &mut AppContext<'_>, _token: u64) {}
+    fn on_timer(&mut self, _cx: &mut C, _token: u64) {}
 
     fn stats(&self) -> AppStats {
-        AppStats::Sink(self.stats)
+        SinkApp::stats(self)
     }
 }
 
@@ -174,8 +179,6 @@ pub struct SinkSpec {
 impl ScenarioApp for SinkSpec {
     const KIND: &'static str = "sink";
     const TCP: bool = false;
-    // Rtolab hosts in the emulator run TCP only.
-    const EMULATED: bool = false;
     type Raw = RawSink;
 
     fn validate(raw: RawSink, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {

@@ -7,7 +7,7 @@ use std::net::SocketAddrV4;
 use rtolab_time::SimTime;
 use serde::Serialize;
 
-use super::{failure_name, pattern, App, AppContext, AppStats};
+use super::{failure_name, pattern, App, AppCx, AppStats};
 use crate::tcp::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
@@ -81,7 +81,7 @@ impl TcpBulkApp {
 
     /// Queues as much as the send buffer takes; closes once everything is
     /// queued.
-    fn fill(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+    fn fill<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
         while !self.closing {
             if self.remaining() == 0 {
                 self.closing = true;
@@ -108,7 +108,7 @@ impl TcpBulkApp {
         }
     }
 
-    fn update_acked(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+    fn update_acked<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
         if let Ok(c) = cx.tcp_connection(flow) {
             self.stats.bytes_acked = c.stats().bytes_acked;
         }
@@ -127,10 +127,15 @@ impl TcpBulkApp {
             });
         }
     }
+
+    /// A snapshot of the app's counters.
+    pub fn stats(&self) -> AppStats {
+        AppStats::TcpBulk(self.stats)
+    }
 }
 
-impl App for TcpBulkApp {
-    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+impl<C: AppCx> App<C> for TcpBulkApp {
+    fn on_start(&mut self, cx: &mut C) {
         cx.trace(AppEvent::Started);
         cx.set_timer(self.config.start, TOKEN_START);
         if let Some(stop) = self.config.stop {
@@ -138,9 +143,9 @@ impl App for TcpBulkApp {
         }
     }
 
-    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+    fn on_packet(&mut self, _cx: &mut C, _datagram: &[u8]) {}
 
-    fn on_timer(&mut self, cx: &mut AppContext<'_>, token: u64) {
+    fn on_timer(&mut self, cx: &mut C, token: u64) {
         match token {
             TOKEN_START => match cx.tcp_connect(self.config.peer) {
                 Ok(flow) => {
@@ -162,7 +167,7 @@ impl App for TcpBulkApp {
         }
     }
 
-    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+    fn on_tcp(&mut self, cx: &mut C, flow: FlowId, event: TcpEvent) {
         if Some(flow) != self.flow {
             return;
         }
@@ -193,7 +198,7 @@ impl App for TcpBulkApp {
     }
 
     fn stats(&self) -> AppStats {
-        AppStats::TcpBulk(self.stats)
+        TcpBulkApp::stats(self)
     }
 }
 
@@ -244,7 +249,7 @@ impl TcpSinkApp {
         }
     }
 
-    fn read(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+    fn read<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
         let Some(index) = self.conns.iter().position(|(f, _)| *f == flow) else {
             return;
         };
@@ -273,20 +278,25 @@ impl TcpSinkApp {
                 (now > first).then(|| s.bytes_received as f64 * 8e9 / (now - first) as f64);
         }
     }
+
+    /// A snapshot of the app's counters.
+    pub fn stats(&self) -> AppStats {
+        AppStats::TcpSink(self.stats)
+    }
 }
 
-impl App for TcpSinkApp {
-    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+impl<C: AppCx> App<C> for TcpSinkApp {
+    fn on_start(&mut self, cx: &mut C) {
         // A clash was rejected when the scenario was validated.
         let _ = cx.tcp_listen(self.config.port);
         cx.trace(AppEvent::Started);
     }
 
-    fn on_packet(&mut self, _cx: &mut AppContext<'_>, _datagram: &[u8]) {}
+    fn on_packet(&mut self, _cx: &mut C, _datagram: &[u8]) {}
 
-    fn on_timer(&mut self, _cx: &mut AppContext<'_>, _token: u64) {}
+    fn on_timer(&mut self, _cx: &mut C, _token: u64) {}
 
-    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+    fn on_tcp(&mut self, cx: &mut C, flow: FlowId, event: TcpEvent) {
         match event {
             TcpEvent::Connected => {
                 self.stats.connections_accepted += 1;
@@ -308,7 +318,7 @@ impl App for TcpSinkApp {
     }
 
     fn stats(&self) -> AppStats {
-        AppStats::TcpSink(self.stats)
+        TcpSinkApp::stats(self)
     }
 }
 
