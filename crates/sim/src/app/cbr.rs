@@ -156,7 +156,6 @@ impl<C: AppCx> App<C> for CbrApp {
 // ----- scenario side: `kind = "cbr"` -----
 
 use super::registry::{AppCheck, ScenarioApp};
-use super::AnyApp;
 use crate::config::{required, Duration, Rate, ScenarioError};
 
 /// Largest UDP payload in an IPv4 datagram.
@@ -197,6 +196,8 @@ impl ScenarioApp for CbrSpec {
     const KIND: &'static str = "cbr";
     const TCP: bool = false;
     type Raw = RawCbr;
+    type App = CbrApp;
+    type Stats = CbrStats;
 
     fn validate(raw: RawCbr, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
         let (start, stop) = cx.start_stop(raw.start.map(|d| d.0), raw.stop.map(|d| d.0))?;
@@ -225,14 +226,14 @@ impl ScenarioApp for CbrSpec {
         })
     }
 
-    fn build(&self) -> AnyApp {
-        AnyApp::Cbr(CbrApp::new(CbrConfig {
+    fn build(&self) -> CbrApp {
+        CbrApp::new(CbrConfig {
             destination: self.destination,
             source_port: self.source_port,
             payload_size: self.size,
             rate_bps: self.rate_bps,
             start: SimTime::ZERO + self.start,
             stop: self.stop.map(|stop| SimTime::ZERO + stop),
-        }))
+        })
     }
 }

@@ -484,7 +484,6 @@ impl<C: AppCx> App<C> for ExchangeServerApp {
 
 use super::registry::{AppCheck, ScenarioApp};
 use super::tcp_bulk::RawListener;
-use super::AnyApp;
 use crate::config::{required, Duration, ScenarioError};
 
 /// The `[[app]]` fields of a request/response client.
@@ -526,6 +525,8 @@ impl ScenarioApp for ExchangeSpec {
     const KIND: &'static str = "exchange";
     const TCP: bool = true;
     type Raw = RawExchange;
+    type App = ExchangeApp;
+    type Stats = ExchangeStats;
 
     fn validate(raw: RawExchange, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
         let (start, _) = cx.start_stop(raw.start.map(|d| d.0), None)?;
@@ -559,8 +560,8 @@ impl ScenarioApp for ExchangeSpec {
         })
     }
 
-    fn build(&self) -> AnyApp {
-        AnyApp::Exchange(ExchangeApp::new(ExchangeConfig {
+    fn build(&self) -> ExchangeApp {
+        ExchangeApp::new(ExchangeConfig {
             peer: self.peer,
             request: self.request,
             response: self.response,
@@ -569,7 +570,7 @@ impl ScenarioApp for ExchangeSpec {
             gap: self.gap,
             source_port: self.source_port,
             connect_first: self.connect_first,
-        }))
+        })
     }
 
     fn server(&self) -> Option<(SocketAddrV4, &'static str)> {
@@ -589,6 +590,8 @@ impl ScenarioApp for ExchangeServerSpec {
     const KIND: &'static str = "exchange-server";
     const TCP: bool = true;
     type Raw = RawListener;
+    type App = ExchangeServerApp;
+    type Stats = ExchangeServerStats;
 
     fn validate(raw: RawListener, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
         Ok(ExchangeServerSpec {
@@ -596,10 +599,8 @@ impl ScenarioApp for ExchangeServerSpec {
         })
     }
 
-    fn build(&self) -> AnyApp {
-        AnyApp::ExchangeServer(ExchangeServerApp::new(ExchangeServerConfig {
-            port: self.port,
-        }))
+    fn build(&self) -> ExchangeServerApp {
+        ExchangeServerApp::new(ExchangeServerConfig { port: self.port })
     }
 
     fn listen_port(&self) -> Option<u16> {

@@ -362,7 +362,6 @@ impl<C: AppCx> App<C> for MessageSeriesApp {
 use super::exchange::ExchangeServerSpec;
 use super::registry::{AppCheck, ScenarioApp};
 use super::tcp_bulk::TcpSinkSpec;
-use super::AnyApp;
 use crate::config::{required, Duration, ScenarioError};
 
 /// The `[[app]]` fields of a message series.
@@ -403,6 +402,8 @@ impl ScenarioApp for MessageSeriesSpec {
     const KIND: &'static str = "message-series";
     const TCP: bool = true;
     type Raw = RawMessageSeries;
+    type App = MessageSeriesApp;
+    type Stats = MessageSeriesStats;
 
     fn validate(raw: RawMessageSeries, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
         let (start, _) = cx.start_stop(raw.start.map(|d| d.0), None)?;
@@ -452,8 +453,8 @@ impl ScenarioApp for MessageSeriesSpec {
         })
     }
 
-    fn build(&self) -> AnyApp {
-        AnyApp::MessageSeries(MessageSeriesApp::new(MessageSeriesConfig {
+    fn build(&self) -> MessageSeriesApp {
+        MessageSeriesApp::new(MessageSeriesConfig {
             peer: self.peer,
             sizes: self.sizes.clone(),
             gaps: self.gaps.clone(),
@@ -461,7 +462,7 @@ impl ScenarioApp for MessageSeriesSpec {
             responses: self.responses.clone(),
             source_port: self.source_port,
             connect_first: self.connect_first,
-        }))
+        })
     }
 
     fn server(&self) -> Option<(SocketAddrV4, &'static str)> {

@@ -16,10 +16,19 @@
 //! sans-IO engine from `on_packet` and `on_timer`.
 //!
 //! The built-in apps are [`AnyApp`] variants dispatched by `match` and
-//! built from scenario entries by [`build`]; anything else is an
-//! [`AnyApp::Custom`] trait object. The TCP apps write and check the
+//! built from scenario entries by [`AppKindSpec::build`]; anything else is
+//! an [`AnyApp::Custom`] trait object. The TCP apps write and check the
 //! stream content given by [`pattern`], so receivers verify every byte
 //! without knowing the sender.
+//!
+//! # Adding an app
+//!
+//! One file in this folder: the app (a type implementing [`App`] for every
+//! [`AppCx`], so it runs in the simulator and the emulator alike) and its
+//! scenario side (a type implementing [`ScenarioApp`]: the `kind` name, the
+//! fields of its `[[app]]` table, their validation, its stats type and how
+//! to build it). Then one line in the [`app_registry!`] call below, whose
+//! variant name is the one the app's `stats()` reports under.
 
 mod cbr;
 mod exchange;
@@ -48,7 +57,20 @@ pub use tcp_bulk::{
     TcpSinkStats,
 };
 
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use rtolab_tcp::{Bytes, Connection};
+use rtolab_time::SimTime;
+use serde::{Serialize, Serializer};
+
 use crate::config::ScenarioError;
+use crate::node::{Node, NodeId};
+use crate::pool::{PacketId, PacketPool};
+use crate::queue::{EventId, EventQueue};
+use crate::rng::SimRng;
+use crate::sim::Event;
+use crate::tcp::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
+use crate::trace::{AppEvent, TraceEvent, Tracer};
 
 app_registry! {
     /// Constant-bit-rate UDP source.
@@ -66,20 +88,6 @@ app_registry! {
     /// TCP sender of a message series.
     MessageSeries => MessageSeriesSpec,
 }
-
-use std::net::{Ipv4Addr, SocketAddrV4};
-
-use rtolab_tcp::{Bytes, Connection};
-use rtolab_time::SimTime;
-use serde::{Serialize, Serializer};
-
-use crate::node::{Node, NodeId};
-use crate::pool::{PacketId, PacketPool};
-use crate::queue::{EventId, EventQueue};
-use crate::rng::SimRng;
-use crate::sim::Event;
-use crate::tcp::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
-use crate::trace::{AppEvent, TraceEvent, Tracer};
 
 /// Index of an app in a simulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -299,31 +307,10 @@ pub enum Hook<'d> {
     Tcp(FlowId, TcpEvent),
 }
 
-/// Counters of an app, by kind. Reports write them as flat columns of the
-/// app's row, so every kind keeps to scalar fields.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum AppStats {
-    /// See [`CbrStats`].
-    Cbr(CbrStats),
-    /// See [`SinkStats`].
-    Sink(SinkStats),
-    /// See [`TcpBulkStats`].
-    TcpBulk(TcpBulkStats),
-    /// See [`TcpSinkStats`].
-    TcpSink(TcpSinkStats),
-    /// See [`ExchangeStats`].
-    Exchange(ExchangeStats),
-    /// See [`ExchangeServerStats`].
-    ExchangeServer(ExchangeServerStats),
-    /// See [`MessageSeriesStats`].
-    MessageSeries(MessageSeriesStats),
-    /// Whatever a custom app reports: an object's fields become columns,
-    /// any other value a column named `value`.
-    Custom(#[serde(serialize_with = "custom_as_object")] serde_json::Value),
-}
-
-fn custom_as_object<S: Serializer>(value: &serde_json::Value, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn custom_as_object<S: Serializer>(
+    value: &serde_json::Value,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     match value {
         serde_json::Value::Object(_) => value.serialize(s),
@@ -332,109 +319,6 @@ fn custom_as_object<S: Serializer>(value: &serde_json::Value, s: S) -> Result<S:
             map.serialize_entry("value", other)?;
             map.end()
         }
-    }
-}
-
-/// The apps the simulator knows, plus custom ones.
-pub enum AnyApp {
-    /// Constant-bit-rate UDP source.
-    Cbr(CbrApp),
-    /// UDP sink with loss and delay statistics.
-    Sink(SinkApp),
-    /// TCP bulk sender.
-    TcpBulk(TcpBulkApp),
-    /// TCP receiver that counts and checks bytes.
-    TcpSink(TcpSinkApp),
-    /// TCP request/response client.
-    Exchange(ExchangeApp),
-    /// TCP request/response server.
-    ExchangeServer(ExchangeServerApp),
-    /// TCP sender of a series of messages.
-    MessageSeries(MessageSeriesApp),
-    /// Any other app (simulator only).
-    Custom(Box<CustomApp>),
-}
-
-/// `$builtin` for a built-in app bound to `$a`, `$custom` for a custom one.
-macro_rules! each_app {
-    ($self:expr, $a:ident => $builtin:expr, $c:ident => $custom:expr) => {
-        match $self {
-            AnyApp::Cbr($a) => $builtin,
-            AnyApp::Sink($a) => $builtin,
-            AnyApp::TcpBulk($a) => $builtin,
-            AnyApp::TcpSink($a) => $builtin,
-            AnyApp::Exchange($a) => $builtin,
-            AnyApp::ExchangeServer($a) => $builtin,
-            AnyApp::MessageSeries($a) => $builtin,
-            AnyApp::Custom($c) => $custom,
-        }
-    };
-}
-
-impl AnyApp {
-    /// Short name of the kind, as in scenario files.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            AnyApp::Cbr(_) => "cbr",
-            AnyApp::Sink(_) => "sink",
-            AnyApp::TcpBulk(_) => "tcp-bulk",
-            AnyApp::TcpSink(_) => "tcp-sink",
-            AnyApp::Exchange(_) => "exchange",
-            AnyApp::ExchangeServer(_) => "exchange-server",
-            AnyApp::MessageSeries(_) => "message-series",
-            AnyApp::Custom(_) => "custom",
-        }
-    }
-
-    /// Whether the app is one of the built-in TCP apps.
-    pub fn uses_tcp(&self) -> bool {
-        matches!(
-            self,
-            AnyApp::TcpBulk(_)
-                | AnyApp::TcpSink(_)
-                | AnyApp::Exchange(_)
-                | AnyApp::ExchangeServer(_)
-                | AnyApp::MessageSeries(_)
-        )
-    }
-
-    /// A snapshot of the app's counters.
-    pub fn stats(&self) -> AppStats {
-        each_app!(self, a => a.stats(), c => c.stats())
-    }
-}
-
-impl<C: AppCx> App<C> for AnyApp {
-    fn on_start(&mut self, cx: &mut C) {
-        each_app!(self, a => a.on_start(cx), c => cx.call_custom(&mut **c, Hook::Start))
-    }
-
-    fn on_packet(&mut self, cx: &mut C, datagram: &[u8]) {
-        each_app!(
-            self,
-            a => a.on_packet(cx, datagram),
-            c => cx.call_custom(&mut **c, Hook::Packet(datagram))
-        )
-    }
-
-    fn on_timer(&mut self, cx: &mut C, token: u64) {
-        each_app!(
-            self,
-            a => a.on_timer(cx, token),
-            c => cx.call_custom(&mut **c, Hook::Timer(token))
-        )
-    }
-
-    fn on_tcp(&mut self, cx: &mut C, flow: FlowId, event: TcpEvent) {
-        each_app!(
-            self,
-            a => a.on_tcp(cx, flow, event),
-            c => cx.call_custom(&mut **c, Hook::Tcp(flow, event))
-        )
-    }
-
-    fn stats(&self) -> AppStats {
-        AnyApp::stats(self)
     }
 }
 

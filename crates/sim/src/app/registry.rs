@@ -8,7 +8,6 @@ use std::net::SocketAddrV4;
 use rtolab_time::SimDuration;
 use serde::de::DeserializeOwned;
 
-use super::AnyApp;
 use crate::config::{ScenarioError, Topology};
 
 /// What an app kind's validation sees.
@@ -97,12 +96,17 @@ pub trait ScenarioApp: Sized + Clone + std::fmt::Debug + PartialEq {
     /// `profile` and `tcp` for TCP apps); a struct with
     /// `#[serde(deny_unknown_fields)]`.
     type Raw: DeserializeOwned;
+    /// The app it builds: one type that runs in any [`AppCx`](super::AppCx)
+    /// (the simulator's and the emulator's).
+    type App;
+    /// Its counters, reported as the columns of its row.
+    type Stats: Clone + std::fmt::Debug + PartialEq + serde::Serialize;
 
     /// Checks the fields and returns the validated description.
     fn validate(raw: Self::Raw, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError>;
 
-    /// The simulator's app.
-    fn build(&self) -> AnyApp;
+    /// The app, in its initial state.
+    fn build(&self) -> Self::App;
 
     /// For a client: the address it connects to and the kind of app that
     /// must listen there.
@@ -116,10 +120,90 @@ pub trait ScenarioApp: Sized + Clone + std::fmt::Debug + PartialEq {
     }
 }
 
-/// Registers the app kinds: generates [`AppKindSpec`](super::AppKindSpec)
-/// (the validated `[[app]]` tables) and [`APP_KINDS`](super::APP_KINDS).
+/// Registers the app kinds: generates [`AnyApp`](super::AnyApp) (the apps,
+/// dispatched by `match`), [`AppStats`](super::AppStats),
+/// [`AppKindSpec`](super::AppKindSpec) (the validated `[[app]]` tables) and
+/// [`APP_KINDS`](super::APP_KINDS).
 macro_rules! app_registry {
     ($( $(#[$doc:meta])* $variant:ident => $spec:ty ),+ $(,)?) => {
+        /// The registered apps, plus custom ones.
+        pub enum AnyApp {
+            $( $(#[$doc])* $variant(<$spec as ScenarioApp>::App), )+
+            /// Any other app (simulator only).
+            Custom(Box<CustomApp>),
+        }
+
+        /// Counters of an app, by kind. Reports write them as flat columns
+        /// of the app's row, so every kind keeps to scalar fields.
+        #[derive(Clone, Debug, PartialEq, serde::Serialize)]
+        #[serde(untagged)]
+        pub enum AppStats {
+            $( $(#[$doc])* $variant(<$spec as ScenarioApp>::Stats), )+
+            /// Whatever a custom app reports: an object's fields become
+            /// columns, any other value a column named `value`.
+            Custom(#[serde(serialize_with = "custom_as_object")] serde_json::Value),
+        }
+
+        impl AnyApp {
+            /// Short name of the kind, as in scenario files.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $( AnyApp::$variant(_) => <$spec as ScenarioApp>::KIND, )+
+                    AnyApp::Custom(_) => "custom",
+                }
+            }
+
+            /// Whether the app is one of the built-in TCP apps.
+            pub fn uses_tcp(&self) -> bool {
+                match self {
+                    $( AnyApp::$variant(_) => <$spec as ScenarioApp>::TCP, )+
+                    AnyApp::Custom(_) => false,
+                }
+            }
+
+            /// A snapshot of the app's counters.
+            pub fn stats(&self) -> AppStats {
+                match self {
+                    $( AnyApp::$variant(a) => App::<AppContext<'_>>::stats(a), )+
+                    AnyApp::Custom(c) => c.stats(),
+                }
+            }
+        }
+
+        impl<C: AppCx> App<C> for AnyApp {
+            fn on_start(&mut self, cx: &mut C) {
+                match self {
+                    $( AnyApp::$variant(a) => a.on_start(cx), )+
+                    AnyApp::Custom(c) => cx.call_custom(&mut **c, Hook::Start),
+                }
+            }
+
+            fn on_packet(&mut self, cx: &mut C, datagram: &[u8]) {
+                match self {
+                    $( AnyApp::$variant(a) => a.on_packet(cx, datagram), )+
+                    AnyApp::Custom(c) => cx.call_custom(&mut **c, Hook::Packet(datagram)),
+                }
+            }
+
+            fn on_timer(&mut self, cx: &mut C, token: u64) {
+                match self {
+                    $( AnyApp::$variant(a) => a.on_timer(cx, token), )+
+                    AnyApp::Custom(c) => cx.call_custom(&mut **c, Hook::Timer(token)),
+                }
+            }
+
+            fn on_tcp(&mut self, cx: &mut C, flow: FlowId, event: TcpEvent) {
+                match self {
+                    $( AnyApp::$variant(a) => a.on_tcp(cx, flow, event), )+
+                    AnyApp::Custom(c) => cx.call_custom(&mut **c, Hook::Tcp(flow, event)),
+                }
+            }
+
+            fn stats(&self) -> AppStats {
+                AnyApp::stats(self)
+            }
+        }
+
         /// A validated `[[app]]` table, by kind.
         #[derive(Clone, Debug, PartialEq)]
         pub enum AppKindSpec {
@@ -189,10 +273,10 @@ macro_rules! app_registry {
                 }
             }
 
-            /// The simulator's app.
+            /// The app, in its initial state.
             pub fn build(&self) -> AnyApp {
                 match self {
-                    $( AppKindSpec::$variant(s) => s.build(), )+
+                    $( AppKindSpec::$variant(s) => AnyApp::$variant(s.build()), )+
                 }
             }
 

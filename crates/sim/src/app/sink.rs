@@ -159,7 +159,6 @@ impl<C: AppCx> App<C> for SinkApp {
 // ----- scenario side: `kind = "sink"` -----
 
 use super::registry::{AppCheck, ScenarioApp};
-use super::AnyApp;
 use crate::config::{required, ScenarioError};
 
 /// The `[[app]]` fields of a UDP sink.
@@ -180,6 +179,8 @@ impl ScenarioApp for SinkSpec {
     const KIND: &'static str = "sink";
     const TCP: bool = false;
     type Raw = RawSink;
+    type App = SinkApp;
+    type Stats = SinkStats;
 
     fn validate(raw: RawSink, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
         let port = required(&raw.port, cx.at("port"), &cx.what)?;
@@ -188,7 +189,7 @@ impl ScenarioApp for SinkSpec {
         })
     }
 
-    fn build(&self) -> AnyApp {
-        AnyApp::Sink(SinkApp::new(SinkConfig { port: self.port }))
+    fn build(&self) -> SinkApp {
+        SinkApp::new(SinkConfig { port: self.port })
     }
 }

@@ -327,7 +327,6 @@ impl<C: AppCx> App<C> for TcpSinkApp {
 use rtolab_time::SimDuration;
 
 use super::registry::{AppCheck, ScenarioApp};
-use super::AnyApp;
 use crate::config::{required, Duration, ScenarioError};
 
 /// The `[[app]]` fields of a TCP bulk sender.
@@ -357,6 +356,8 @@ impl ScenarioApp for TcpBulkSpec {
     const KIND: &'static str = "tcp-bulk";
     const TCP: bool = true;
     type Raw = RawTcpBulk;
+    type App = TcpBulkApp;
+    type Stats = TcpBulkStats;
 
     fn validate(raw: RawTcpBulk, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
         let (start, stop) = cx.start_stop(raw.start.map(|d| d.0), raw.stop.map(|d| d.0))?;
@@ -373,13 +374,13 @@ impl ScenarioApp for TcpBulkSpec {
         })
     }
 
-    fn build(&self) -> AnyApp {
-        AnyApp::TcpBulk(TcpBulkApp::new(TcpBulkConfig {
+    fn build(&self) -> TcpBulkApp {
+        TcpBulkApp::new(TcpBulkConfig {
             peer: self.peer,
             bytes: self.bytes,
             start: SimTime::ZERO + self.start,
             stop: self.stop.map(|stop| SimTime::ZERO + stop),
-        }))
+        })
     }
 
     fn server(&self) -> Option<(SocketAddrV4, &'static str)> {
@@ -414,6 +415,8 @@ impl ScenarioApp for TcpSinkSpec {
     const KIND: &'static str = "tcp-sink";
     const TCP: bool = true;
     type Raw = RawListener;
+    type App = TcpSinkApp;
+    type Stats = TcpSinkStats;
 
     fn validate(raw: RawListener, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
         Ok(TcpSinkSpec {
@@ -421,8 +424,8 @@ impl ScenarioApp for TcpSinkSpec {
         })
     }
 
-    fn build(&self) -> AnyApp {
-        AnyApp::TcpSink(TcpSinkApp::new(TcpSinkConfig { port: self.port }))
+    fn build(&self) -> TcpSinkApp {
+        TcpSinkApp::new(TcpSinkConfig { port: self.port })
     }
 
     fn listen_port(&self) -> Option<u16> {
