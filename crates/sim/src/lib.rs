@@ -34,6 +34,7 @@ pub mod app;
 pub mod capture;
 pub mod cidr;
 pub mod config;
+mod event;
 pub mod link;
 pub mod middlebox;
 pub mod node;

@@ -23,6 +23,7 @@ use rtolab_wire::pcap::PcapWriter;
 use crate::app::{AnyApp, App, AppContext, AppId, AppStats, Demux};
 use crate::capture::{CaptureDirection, Tap};
 use crate::cidr::Ipv4Cidr;
+use crate::event::Event;
 use crate::link::{
     BroadcastConfig, BroadcastMedium, Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkModel,
     LinkModelSpec, LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig, P2pLink, Position,
@@ -35,22 +36,6 @@ use crate::queue::EventQueue;
 use crate::rng::{component_stream, SimRng};
 use crate::tcp::{Drained, FlowId, FlowInfo, TcpAppMetrics, TcpConfigId, TcpLayer};
 use crate::trace::{DropReason, TcpTrace, TraceEvent, TraceSink, Tracer};
-
-/// A scheduled event. Small and `Copy`: the heap moves these around.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Event {
-    /// A link's deadline; stale unless `generation` is the link's current one.
-    LinkWakeup { link: u32, generation: u32 },
-    /// Call an app's `on_start`.
-    AppStart { app: u32 },
-    /// Call an app's `on_timer`.
-    AppTimer { app: u32, token: u64 },
-    /// A host's TCP deadline; stale unless `generation` is the host's
-    /// current one.
-    TcpTimer { node: u32, generation: u32 },
-    /// A middlebox's deadline; stale unless `generation` is its current one.
-    MiddleboxWakeup { middlebox: u32, generation: u32 },
-}
 
 /// Work generated while handling an event, done before the next one.
 enum Work {

@@ -29,7 +29,7 @@ use rtolab_wire::ipv4::Ipv4Repr;
 use rtolab_wire::tcp::{TcpFlags, TcpRepr};
 use serde::Serialize;
 
-use crate::app::AppId;
+use crate::node::AppId;
 use crate::node::NodeId;
 use crate::rng::component_stream;
 

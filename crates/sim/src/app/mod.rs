@@ -64,11 +64,11 @@ use rtolab_time::SimTime;
 use serde::{Serialize, Serializer};
 
 use crate::config::ScenarioError;
+use crate::event::Event;
 use crate::node::{Node, NodeId};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::{EventId, EventQueue};
 use crate::rng::SimRng;
-use crate::sim::Event;
 use crate::tcp::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
 use crate::trace::{AppEvent, TraceEvent, Tracer};
 
@@ -89,9 +89,7 @@ app_registry! {
     MessageSeries => MessageSeriesSpec,
 }
 
-/// Index of an app in a simulation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AppId(pub u32);
+pub use crate::node::AppId;
 
 /// A timer set through the simulator's [`AppCx::set_timer`], for
 /// cancelling it.
