@@ -28,6 +28,7 @@
 
 mod broadcast;
 mod ends;
+mod gilbert_elliott;
 mod half_duplex;
 mod nfc;
 mod p2p;
@@ -38,6 +39,9 @@ pub use broadcast::{
     BroadcastConfig, BroadcastMedium, BroadcastSpec, BroadcastStats, MemberSpec, MemberStats,
 };
 pub use ends::{EndSpec, RawEnd};
+pub use gilbert_elliott::{
+    GilbertElliott, GilbertElliottLink, GilbertElliottSpec, GilbertElliottStats,
+};
 pub use half_duplex::{
     HalfDuplexConfig, HalfDuplexLink, HalfDuplexSpec, HalfDuplexStats, MediumTiming, Occupancy,
     RateDelay,
@@ -202,4 +206,7 @@ link_registry! {
     Broadcast => BroadcastSpec,
     /// Time-slotted NFC link with UART and MCU at each end ([`NfcLink`]).
     Nfc => NfcSpec,
+    /// Point-to-point with bursty (Gilbert–Elliott) losses
+    /// ([`GilbertElliottLink`]).
+    GilbertElliott => GilbertElliottSpec,
 }

@@ -320,11 +320,11 @@ impl<P: Copy> LinkModel<P> for P2pLink<P> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWired {
-    ends: Option<Vec<RawEnd>>,
-    rate: Option<Rate>,
-    delay: Option<Duration>,
-    queue: Option<usize>,
-    loss: Option<f64>,
+    pub(super) ends: Option<Vec<RawEnd>>,
+    pub(super) rate: Option<Rate>,
+    pub(super) delay: Option<Duration>,
+    pub(super) queue: Option<usize>,
+    pub(super) loss: Option<f64>,
 }
 
 /// A validated wired link: two ends, a rate, a delay, a queue per end and
