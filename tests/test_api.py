@@ -327,3 +327,35 @@ def test_invalid_python_scenario_names_the_field() -> None:
     with pytest.raises(rtolab.ScenarioError) as info:
         rtolab.run(bad)
     assert info.value.path == "link[0].loss"
+
+
+def test_builder_writes_middleboxes_that_the_core_runs(tmp_path):
+    from rtolab import App, Host, Link, Middlebox, Route, Scenario
+
+    s = Scenario(name="mb", duration="5s")
+    s.hosts += [Host("a"), Host("r"), Host("b")]
+    s.links += [
+        Link("ar", ends=[("a", "10.0.1.1/24"), ("r", "10.0.1.2/24")], rate="10Mbps", delay="5ms"),
+        Link("rb", ends=[("r", "10.0.2.1/24"), ("b", "10.0.2.2/24")], rate="10Mbps", delay="5ms"),
+    ]
+    s.routes += [Route("a", "default", "10.0.1.2"), Route("b", "default", "10.0.2.1")]
+    s.apps += [
+        App("tcp-sink", "b", name="sink", port=5001),
+        App("tcp-bulk", "a", name="bulk", peer="10.0.2.2:5001", bytes=100_000),
+    ]
+    s.middleboxes.append(
+        Middlebox(
+            "drop-list", "r", name="loss", drop=[2], match_={"protocol": "tcp", "payload": True}
+        )
+    )
+    assert "[[middlebox]]" in s.to_toml()
+    result = rtolab.run(s, out=tmp_path / "mb")
+    row = result.report["middleboxes"][0]
+    assert (row["name"], row["kind"], row["dropped"]) == ("loss", "drop-list", 1)
+    sink = next(a for a in result.report["apps"] if a["name"] == "sink")
+    assert (sink["bytes_received"], sink["bytes_corrupt"]) == (100_000, 0)
+    bulk = next(a for a in result.report["apps"] if a["name"] == "bulk")
+    assert bulk["retransmissions"] >= 1
+    metrics = result.metrics
+    dropped = metrics[(metrics["scope"] == "middlebox") & (metrics["metric"] == "dropped")]
+    assert list(dropped["value"]) == [1.0]

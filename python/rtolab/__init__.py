@@ -31,7 +31,7 @@ from rtolab.errors import (
     SweepError,
 )
 from rtolab.frames import read_capture
-from rtolab.scenario import App, Capture, Host, Link, Route, Scenario
+from rtolab.scenario import App, Capture, Host, Link, Middlebox, Route, Scenario
 from rtolab.sweeps import Sweep, load_results, sweep
 
 
@@ -50,6 +50,7 @@ __all__ = [
     "ExperimentError",
     "Host",
     "Link",
+    "Middlebox",
     "Policy",
     "Result",
     "Route",

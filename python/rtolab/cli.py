@@ -148,7 +148,7 @@ def _print_summary(report: dict[str, Any], seconds: float, files: list[Path]) ->
         f"{_scalar(report.get('duration_s', 0.0))} s simulated, "
         f"{report.get('events_processed', 0)} events in {seconds:.2f} s"
     )
-    for key in ("links", "apps", "flows"):
+    for key in ("links", "apps", "middleboxes", "flows"):
         rows = report.get(key, [])
         if key == "flows" and len(rows) > 8:
             out_console.print(f"flows: {len(rows)} TCP connections (see metrics.json)")

@@ -218,6 +218,10 @@ def _stat_rows(
                     yield from _stat_rows(item, prefix, sub)
             elif isinstance(value, Mapping):
                 yield from _stat_rows(value, f"{prefix}{key}.", part)
+            elif isinstance(value, list) and value and all(_numeric(v) is not None for v in value):
+                # Per-port counters such as a link's ``bad_spells``.
+                for i, item in enumerate(value):
+                    yield part, f"{prefix}{key}[{i}]", float(_numeric(item) or 0.0)
             else:
                 number = _numeric(value)
                 if number is not None:
@@ -243,7 +247,14 @@ def metric_records(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                         "value": number,
                     }
                 )
-    for scope, key in (("node", "nodes"), ("link", "links"), ("app", "apps"), ("flow", "flows")):
+    scopes = (
+        ("node", "nodes"),
+        ("link", "links"),
+        ("app", "apps"),
+        ("middlebox", "middleboxes"),
+        ("flow", "flows"),
+    )
+    for scope, key in scopes:
         for i, item in enumerate(report.get(key, [])):
             if not isinstance(item, Mapping):
                 continue

@@ -52,6 +52,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("route", "routes"),
     ("capture", "captures"),
     ("app", "apps"),
+    ("middlebox", "middleboxes"),
 )
 
 
@@ -260,12 +261,37 @@ class App(_Table):
         self.extra = extra
 
 
+@dataclass(init=False)
+class Middlebox(_Table):
+    """A middlebox of ``kind`` (``drop-list``, ``stall``, ...) on ``host``: it
+    sees every packet the host receives from a link; its parameters are
+    keyword arguments, as in the file (``match`` is a Python keyword, so the
+    packet filter is ``match_`` or ``**{"match": ...}``)."""
+
+    kind: str
+    host: str
+    name: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, kind: str, host: str, name: str | None = None, **extra: Any) -> None:
+        self.kind = kind
+        self.host = host
+        self.name = name
+        if "match_" in extra:
+            extra["match"] = extra.pop("match_")
+        for key in ("start", "end"):
+            if key in extra:
+                extra[key] = duration_text(extra[key])
+        self.extra = extra
+
+
 _SECTION_TYPES: dict[str, type[_Table]] = {
     "host": Host,
     "link": Link,
     "route": Route,
     "capture": Capture,
     "app": App,
+    "middlebox": Middlebox,
 }
 
 
@@ -286,6 +312,7 @@ class Scenario:
     routes: list[Route] = field(default_factory=list)
     captures: list[Capture] = field(default_factory=list)
     apps: list[App] = field(default_factory=list)
+    middleboxes: list[Middlebox] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
