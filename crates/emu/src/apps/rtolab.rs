@@ -416,7 +416,11 @@ impl RtolabApp {
     pub fn is_client(&self) -> bool {
         matches!(
             self.app,
-            AnyApp::TcpBulk(_) | AnyApp::Exchange(_) | AnyApp::MessageSeries(_) | AnyApp::Cbr(_)
+            AnyApp::TcpBulk(_)
+                | AnyApp::TcpOnOff(_)
+                | AnyApp::Exchange(_)
+                | AnyApp::MessageSeries(_)
+                | AnyApp::Cbr(_)
         )
     }
 
@@ -443,6 +447,11 @@ impl RtolabApp {
                 r.completed = s.completed;
                 r.bytes_sent = s.bytes_sent;
                 r.completion_time_ms = s.completion_time_ns.map(ms);
+                r.failure = s.failure.map(str::to_string);
+            }
+            AppStats::TcpOnOff(s) => {
+                r.completed = s.completed;
+                r.bytes_sent = s.bytes_sent;
                 r.failure = s.failure.map(str::to_string);
             }
             AppStats::TcpSink(s) => {
