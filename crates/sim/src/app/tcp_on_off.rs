@@ -3,8 +3,10 @@
 //!
 //! During an ON period it queues data as fast as the connection takes it,
 //! like `tcp-bulk`; when the period ends it stops queuing, waits until
-//! every byte of the burst is acknowledged, and then stays silent for the
-//! OFF period with the connection left open. Because the OFF period only
+//! every byte of the burst is acknowledged (what the send buffer still
+//! holds drains first, so a burst outlasts `on` by about a buffer's worth
+//! of transmission time), and then stays silent for the OFF period with
+//! the connection left open. Because the OFF period only
 //! starts once nothing is outstanding, the connection is genuinely idle
 //! for `off`: the next burst is what exercises a sender's behaviour after
 //! idle, such as the restart window of RFC 5681 §4.1, congestion window
