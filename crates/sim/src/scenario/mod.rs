@@ -113,6 +113,18 @@
 //! connect_first = true        # optional (also for exchange): write only
 //!                             # after the handshake, like a blocking
 //!                             # socket client; default false
+//!
+//! [[app]]
+//! kind = "tcp-on-off"         # bursts and silences over one connection
+//! host = "a"
+//! peer = "10.0.0.2:5001"      # a tcp-sink
+//! on = "500ms"                # each burst queues data this long (as fast as
+//!                             # TCP takes it), then drains
+//! off = "2s"                  # idle time, connection open, from the burst's
+//!                             # last byte being acknowledged to the next
+//! bursts = 5                  # optional; without it, bursts until stop
+//! start = "1s"                # optional, default 0s
+//! stop = "30s"                # optional
 //! ```
 //!
 //! TCP apps use the app's `profile` (with its `[app.tcp]` overrides), or
