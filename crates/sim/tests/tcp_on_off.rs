@@ -1,6 +1,7 @@
 //! The on/off TCP sender: every byte of every burst arrives intact over
 //! one connection, it sends the bursts it was asked for, and the sender
-//! puts no data on the wire while it is idle.
+//! puts no data on the wire while it is idle. The apps are those of the
+//! example in docs/extending.md, read from the document.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -16,9 +17,8 @@ use rtolab_wire::pcap::PcapWriter;
 
 const OFF_NS: u64 = 1_000_000_000;
 
-/// A sink on `b` (app 0) and an on/off sender on `a` (app 1); `sender`
-/// holds the sender's fields besides `peer`.
-fn scenario(loss: f64, sender: &str) -> String {
+/// Two hosts on a 2 Mbit/s link losing `loss` of the packets, then `apps`.
+fn topology(loss: f64, apps: &str) -> String {
     format!(
         r#"
 name = "on-off"
@@ -42,7 +42,15 @@ delay = "10ms"
 queue = 100
 loss = {loss}
 
-[[app]]
+{apps}"#
+    )
+}
+
+/// A sink on `b` (app 0) and an on/off sender on `a` (app 1); `sender`
+/// holds the sender's fields besides `peer`.
+fn scenario(loss: f64, sender: &str) -> String {
+    let apps = format!(
+        r#"[[app]]
 kind = "tcp-sink"
 name = "sink"
 host = "b"
@@ -55,10 +63,21 @@ host = "a"
 peer = "10.0.0.2:5001"
 {sender}
 "#
-    )
+    );
+    topology(loss, &apps)
 }
 
-const FOUR_BURSTS: &str = "on = \"200ms\"\noff = \"1s\"\nbursts = 4\nstart = \"10ms\"";
+/// The apps of docs/extending.md, as the ```toml block after the
+/// `scenario-fragment` marker naming this file shows them: the same sink
+/// and a sender of four bursts of 200 ms, 1 s apart.
+fn documented(loss: f64) -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/extending.md");
+    let doc = std::fs::read_to_string(path).expect("docs/extending.md");
+    let marker = "<!-- scenario-fragment: crates/sim/tests/tcp_on_off.rs -->\n```toml\n";
+    let start = doc.find(marker).expect("the fragment is marked") + marker.len();
+    let len = doc[start..].find("```").expect("the block ends");
+    topology(loss, &doc[start..start + len])
+}
 
 fn stats(
     report: &RunReport,
@@ -78,7 +97,7 @@ fn stats(
 
 #[test]
 fn every_burst_is_delivered_intact_over_one_connection() {
-    let scenario = Scenario::from_toml_str(&scenario(0.02, FOUR_BURSTS)).unwrap();
+    let scenario = Scenario::from_toml_str(&documented(0.02)).unwrap();
     for seed in 1..=3 {
         let opts = RunOptions {
             seed: Some(seed),
@@ -148,7 +167,7 @@ fn data_segment_times(pcap: &[u8]) -> Vec<u64> {
 #[test]
 fn nothing_is_sent_while_off_and_each_burst_starts_off_after_the_last_ack() {
     for seed in [1, 2] {
-        let scenario = Scenario::from_toml_str(&scenario(0.02, FOUR_BURSTS)).unwrap();
+        let scenario = Scenario::from_toml_str(&documented(0.02)).unwrap();
         let mut sim = build_simulator(&scenario, seed).unwrap();
         let trace = MemorySink::new();
         sim.set_trace_sink(Box::new(trace.clone()));
@@ -232,7 +251,7 @@ fn rejected(sender: &str) -> String {
 
 #[test]
 fn bad_fields_are_named() {
-    assert!(Scenario::from_toml_str(&scenario(0.0, FOUR_BURSTS)).is_ok());
+    assert!(Scenario::from_toml_str(&scenario(0.0, "on = \"1s\"\noff = \"1s\"")).is_ok());
     let cases = [
         ("off = \"1s\"", "app[1].on: required for tcp-on-off apps"),
         ("on = \"1s\"", "app[1].off: required for tcp-on-off apps"),
@@ -255,7 +274,7 @@ fn bad_fields_are_named() {
         assert_eq!(rejected(sender), expected, "{sender}");
     }
     // The peer must be a tcp-sink.
-    let text = scenario(0.0, FOUR_BURSTS).replace("10.0.0.2:5001", "10.0.0.2:5009");
+    let text = documented(0.0).replace("10.0.0.2:5001", "10.0.0.2:5009");
     let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
     assert!(e.starts_with("app[1].peer"), "{e}");
 }

@@ -162,7 +162,8 @@ impl TcpOnOffApp {
         if self.phase == Phase::Draining {
             self.end_burst(cx, flow);
         }
-        if self.closing && !self.stats.completed {
+        // Finished and nothing outstanding.
+        if self.closing {
             self.stats.completed = true;
         }
     }
