@@ -241,6 +241,24 @@ fn without_a_burst_count_it_sends_until_stop() {
     assert_eq!(sink.connections_finished, 1);
 }
 
+#[test]
+fn a_stop_during_an_on_period_drains_the_burst_and_closes() {
+    let sender = "on = \"10s\"\noff = \"1s\"\nstop = \"2s\"";
+    let scenario = Scenario::from_toml_str(&scenario(0.0, sender)).unwrap();
+    let report = run_scenario(&scenario, &RunOptions::default()).unwrap();
+    let (sender, sink) = stats(&report);
+    assert_eq!(
+        (sender.bursts_started, sender.bursts_completed),
+        (1, 1),
+        "{sender:?}"
+    );
+    assert!(sender.completed && sender.failure.is_none(), "{sender:?}");
+    // About 2 s at 2 Mbit/s, plus what the send buffer held at the stop.
+    assert!(sender.bytes_acked > 400_000, "{sender:?}");
+    assert_eq!(sink.bytes_received, sender.bytes_acked);
+    assert_eq!((sink.bytes_corrupt, sink.connections_finished), (0, 1));
+}
+
 #[track_caller]
 fn rejected(sender: &str) -> String {
     match Scenario::from_toml_str(&scenario(0.0, sender)) {
