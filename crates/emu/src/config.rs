@@ -261,11 +261,17 @@ impl EmuScenario {
             ));
         }
         for (i, app) in s.apps.iter().enumerate() {
-            let udp = !app.kind.uses_tcp();
-            if udp && self.kind_of(&app.host) != Some(HostKind::Rtolab) {
+            let kind = app.kind.kind();
+            let linux = self.kind_of(&app.host) == Some(HostKind::Linux);
+            if linux && !crate::apps::linux::LINUX_KINDS.contains(&kind) {
+                let hint = if app.kind.uses_tcp() {
+                    "put it on a host with stack = \"rtolab\""
+                } else {
+                    "on a Linux host, run a UDP program with `ip netns exec`"
+                };
                 return Err(error(
                     format!("app[{i}].kind"),
-                    "UDP apps run on rtolab hosts only: on a Linux host, run a UDP program with `ip netns exec`",
+                    format!("{kind} apps run on rtolab hosts only: {hint}"),
                 ));
             }
         }
@@ -415,6 +421,28 @@ delay = "1ms"
         // An rtolab host runs the simulator's UDP apps itself.
         let text = format!("{BASE}\n[[app]]\nkind = \"sink\"\nhost = \"a\"\nport = 9000\n");
         EmuScenario::from_toml_str(&text).unwrap();
+    }
+
+    #[test]
+    fn apps_without_a_linux_program_run_on_rtolab_hosts_only() {
+        let app = "[[app]]\nkind = \"tcp-sink\"\nhost = \"{sink}\"\nport = 5001\n\n\
+                   [[app]]\nkind = \"tcp-on-off\"\nhost = \"{sender}\"\n\
+                   peer = \"{peer}:5001\"\non = \"100ms\"\noff = \"1s\"\n";
+        let on = |sender: &str, sink: &str, peer: &str| {
+            let apps = app
+                .replace("{sink}", sink)
+                .replace("{sender}", sender)
+                .replace("{peer}", peer);
+            EmuScenario::from_toml_str(&format!("{BASE}\n{apps}"))
+        };
+        let e = on("b", "a", "10.0.0.1").unwrap_err();
+        assert_eq!(e.path, "app[1].kind");
+        assert!(
+            e.message
+                .starts_with("tcp-on-off apps run on rtolab hosts only"),
+            "{e}"
+        );
+        on("a", "b", "10.0.0.2").unwrap();
     }
 
     #[test]

@@ -7,13 +7,18 @@
 //!   sequence) with lazy cancellation;
 //! * [`rng`]: one seeded ChaCha stream per component, chosen by name;
 //! * [`pool`]: reusable packet buffers behind `Copy` handles;
-//! * [`link`]: sans-IO link models (point-to-point, half-duplex,
-//!   broadcast medium) that are told the time and answer with outputs and
-//!   their next deadline;
+//! * [`link`]: sans-IO link models (point-to-point, half-duplex, NFC,
+//!   broadcast medium, gilbert-elliott) that are told the time and answer
+//!   with outputs and their next deadline, registered in one place;
 //! * [`node`]: interfaces, static routes, counters;
 //! * [`app`]: the app hooks (start, packet, timer, TCP event), the
 //!   built-in UDP `cbr` source and `sink`, and the TCP apps (`tcp-bulk`,
-//!   `tcp-sink`, `exchange`, `exchange-server`, `message-series`);
+//!   `tcp-sink`, `tcp-on-off`, `exchange`, `exchange-server`,
+//!   `message-series`), registered in one place;
+//! * [`middlebox`]: hooks in a node's forwarding path (`drop-list`,
+//!   `stall`), registered in one place;
+//! * [`config`]: what every kind's scenario table is read with: errors
+//!   naming the field, values with units, the topology;
 //! * [`tcp`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
 //!   drives, and the per-connection counters computed from their traces;
 //! * [`trace`]: typed trace events and sinks;

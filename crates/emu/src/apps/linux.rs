@@ -128,6 +128,16 @@ pub fn spawn(spec: &AppSpec, netns: PathBuf, env: AppEnv) -> io::Result<LinuxApp
     }
 }
 
+/// The app kinds a Linux host runs as real socket programs; the others run
+/// on rtolab hosts only (validation says so first).
+pub const LINUX_KINDS: &[&str] = &[
+    "tcp-sink",
+    "exchange-server",
+    "tcp-bulk",
+    "exchange",
+    "message-series",
+];
+
 fn run(kind: AppKindSpec, env: &AppEnv, ready: mpsc::Sender<io::Result<()>>) -> AppResult {
     match kind {
         AppKindSpec::TcpSink(TcpSinkSpec { port })
@@ -167,10 +177,10 @@ fn run(kind: AppKindSpec, env: &AppEnv, ready: mpsc::Sender<io::Result<()>>) -> 
             let _ = ready.send(Ok(()));
             series(m.peer, &m.sizes, &m.gaps, at(m.start), env)
         }
-        _ => {
+        other => {
             let _ = ready.send(Err(io::Error::new(
                 ErrorKind::Unsupported,
-                "UDP apps are not emulated",
+                format!("a Linux host has no program for {} apps", other.kind()),
             )));
             AppResult::default()
         }

@@ -1,6 +1,6 @@
 //! An rtolab host: the engine's [`Stack`] as a user-space host with its own
 //! IP address, driven by the emulator's clock, running the simulator's own
-//! apps ([`rtolab_sim::app`], built by [`rtolab_sim::app::build`]).
+//! apps ([`rtolab_sim::app`], built by [`rtolab_sim::app::AppKindSpec::build`]).
 //!
 //! The apps see the host through [`HostCx`], its implementation of
 //! [`AppCx`]: flow ids map to the stack's [`ConnId`]s, timers live in the
@@ -383,6 +383,8 @@ pub struct RtolabApp {
     /// The scenario's app name.
     pub name: String,
     app: AnyApp,
+    /// Whether it finishes on its own (see [`AppKindSpec::is_client`]).
+    client: bool,
     rng: SimRng,
     record: Record,
     /// Exchanges asked for (exchange clients), for `completed`.
@@ -404,6 +406,7 @@ impl RtolabApp {
         };
         RtolabApp {
             name: spec.name.clone(),
+            client: spec.kind.is_client(),
             app: spec.kind.build(),
             rng: component_stream(seed, &format!("app/{}", spec.name)),
             record,
@@ -414,10 +417,7 @@ impl RtolabApp {
     /// Whether it opens connections or sends on its own (and so can
     /// finish), rather than serving.
     pub fn is_client(&self) -> bool {
-        matches!(
-            self.app,
-            AnyApp::TcpBulk(_) | AnyApp::Exchange(_) | AnyApp::MessageSeries(_) | AnyApp::Cbr(_)
-        )
+        self.client
     }
 
     /// The simulator app's counters.
@@ -491,7 +491,20 @@ impl RtolabApp {
                 r.completed = served;
                 r.bytes_received = s.received_bytes;
             }
-            AppStats::Custom(_) => {}
+            other => {
+                // Apps without an arm of their own (any app added since):
+                // the columns the emulator reports, where the app's
+                // counters have them under the same names.
+                let columns = serde_json::to_value(&other).unwrap_or_default();
+                let count = |name: &str| columns[name].as_u64().unwrap_or(0);
+                r.completed = columns["completed"].as_bool().unwrap_or(false);
+                r.bytes_sent = count("bytes_sent");
+                r.bytes_received = count("bytes_received");
+                r.bytes_corrupt = count("bytes_corrupt");
+                if let Some(failure) = columns["failure"].as_str() {
+                    r.failure = Some(failure.to_string());
+                }
+            }
         }
         r
     }

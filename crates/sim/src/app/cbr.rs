@@ -226,6 +226,11 @@ impl ScenarioApp for CbrSpec {
         })
     }
 
+    fn is_client(&self) -> bool {
+        // A source with no server: it sends until its stop time.
+        true
+    }
+
     fn build(&self) -> CbrApp {
         CbrApp::new(CbrConfig {
             destination: self.destination,

@@ -27,7 +27,7 @@
 //! [`AppCx`], so it runs in the simulator and the emulator alike) and its
 //! scenario side (a type implementing [`ScenarioApp`]: the `kind` name, the
 //! fields of its `[[app]]` table, their validation, its stats type and how
-//! to build it). Then one line in the [`app_registry!`] call below, whose
+//! to build it). Then one line in the `app_registry!` call below, whose
 //! variant name is the one the app's `stats()` reports under.
 
 mod cbr;
@@ -38,6 +38,7 @@ pub mod pattern;
 mod registry;
 mod sink;
 mod tcp_bulk;
+mod tcp_on_off;
 
 pub use cbr::{
     CbrApp, CbrConfig, CbrSpec, CbrStats, DEFAULT_SOURCE_PORT_BASE, MAX_UDP_PAYLOAD,
@@ -56,6 +57,7 @@ pub use tcp_bulk::{
     TcpBulkApp, TcpBulkConfig, TcpBulkSpec, TcpBulkStats, TcpSinkApp, TcpSinkConfig, TcpSinkSpec,
     TcpSinkStats,
 };
+pub use tcp_on_off::{TcpOnOffApp, TcpOnOffConfig, TcpOnOffSpec, TcpOnOffStats};
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -87,6 +89,8 @@ app_registry! {
     ExchangeServer => ExchangeServerSpec,
     /// TCP sender of a message series.
     MessageSeries => MessageSeriesSpec,
+    /// TCP sender alternating bursts and idle periods.
+    TcpOnOff => TcpOnOffSpec,
 }
 
 pub use crate::node::AppId;

@@ -118,6 +118,13 @@ pub trait ScenarioApp: Sized + Clone + std::fmt::Debug + PartialEq {
     fn listen_port(&self) -> Option<u16> {
         None
     }
+
+    /// Whether it opens connections or sends on its own, and so finishes,
+    /// rather than serving: the runs that wait for apps to finish (the
+    /// emulator's) wait for these. By default, an app with a server.
+    fn is_client(&self) -> bool {
+        self.server().is_some()
+    }
 }
 
 /// Registers the app kinds: generates [`AnyApp`](super::AnyApp) (the apps,
@@ -284,6 +291,13 @@ macro_rules! app_registry {
             pub fn server(&self) -> Option<(std::net::SocketAddrV4, &'static str)> {
                 match self {
                     $( AppKindSpec::$variant(s) => s.server(), )+
+                }
+            }
+
+            /// See [`ScenarioApp::is_client`].
+            pub fn is_client(&self) -> bool {
+                match self {
+                    $( AppKindSpec::$variant(s) => s.is_client(), )+
                 }
             }
 

@@ -23,7 +23,7 @@
 //! implements [`LinkModel`]) and its scenario side (a type that implements
 //! [`ScenarioLink`]: the `kind` name, the fields of its `[[link]]` table,
 //! their validation, the interfaces it attaches and how to build the
-//! model). Then one line in the [`link_registry!`] call below registers it
+//! model). Then one line in the `link_registry!` call below registers it
 //! for scenario files, the simulator, the emulator and reports.
 
 mod broadcast;

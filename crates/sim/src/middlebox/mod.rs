@@ -14,7 +14,7 @@
 //!
 //! One file in this folder: the middlebox (a type implementing
 //! [`Middlebox`]) and its scenario side (a type implementing
-//! [`ScenarioMiddlebox`]), then one line in the [`middlebox_registry!`]
+//! [`ScenarioMiddlebox`]), then one line in the `middlebox_registry!`
 //! call below. `docs/extending.md` walks through [`drop_list`].
 
 pub mod drop_list;

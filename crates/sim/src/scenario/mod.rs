@@ -113,6 +113,18 @@
 //! connect_first = true        # optional (also for exchange): write only
 //!                             # after the handshake, like a blocking
 //!                             # socket client; default false
+//!
+//! [[app]]
+//! kind = "tcp-on-off"         # bursts and silences over one connection
+//! host = "a"
+//! peer = "10.0.0.2:5001"      # a tcp-sink
+//! on = "500ms"                # each burst queues data this long (as fast as
+//!                             # TCP takes it), then drains
+//! off = "2s"                  # idle time, connection open, from the burst's
+//!                             # last byte being acknowledged to the next
+//! bursts = 5                  # optional; without it, bursts until stop
+//! start = "1s"                # optional, default 0s
+//! stop = "30s"                # optional
 //! ```
 //!
 //! TCP apps use the app's `profile` (with its `[app.tcp]` overrides), or
@@ -131,11 +143,11 @@
 //!
 //! # Layout
 //!
-//! * [`raw`]: the file format's top-level tables as read;
-//! * [`validate`]: hosts, routes and captures, and the dispatch of each
+//! * `raw`: the file format's top-level tables as read;
+//! * `validate`: hosts, routes and captures, and the dispatch of each
 //!   `[[link]]` and `[[app]]` table to its kind, which validates itself
 //!   (see [`crate::link::ScenarioLink`] and [`crate::app::ScenarioApp`]);
-//! * [`profiles`]: named TCP profiles and their overrides;
+//! * `profiles`: named TCP profiles and their overrides;
 //! * errors and values with units live in [`crate::config`], below every
 //!   kind.
 
