@@ -17,6 +17,8 @@
 //!   `message-series`), registered in one place;
 //! * [`middlebox`]: hooks in a node's forwarding path (`drop-list`,
 //!   `stall`), registered in one place;
+//! * [`mac`]: channel access of a shared medium's members (`aloha`,
+//!   `csma-ca`), registered in one place;
 //! * [`config`]: what every kind's scenario table is read with: errors
 //!   naming the field, values with units, the topology;
 //! * [`tcp`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
@@ -41,6 +43,7 @@ pub mod cidr;
 pub mod config;
 mod event;
 pub mod link;
+pub mod mac;
 pub mod middlebox;
 pub mod node;
 pub mod pool;

@@ -42,6 +42,8 @@ pub enum DropReason {
     McuBusy,
     /// A middlebox at the node discarded it.
     Middlebox,
+    /// The MAC gave up sending it: the channel stayed busy.
+    ChannelAccessFailure,
 }
 
 /// What an app reports about itself.

@@ -9,10 +9,11 @@
 //! (which still collides with what they receive and makes them sense the
 //! medium busy).
 //!
-//! There is no MAC yet: a member with nothing on air transmits at once
-//! (ALOHA), otherwise the frame waits in its drop-tail queue.
-//! [`BroadcastMedium::carrier_sense`] is the query future MACs (802.15.4,
-//! 802.11 DCF) will build on.
+//! Channel access is a plug-in ([`crate::mac`]): by default a member with
+//! nothing on air transmits at once (ALOHA), otherwise the frame waits in
+//! its drop-tail queue; with `mac = { kind = "csma-ca" }` it backs off and
+//! senses the carrier first ([`BroadcastMedium::carrier_sense`]).
+//! Acknowledgements, retries and duty cycling are not modelled yet.
 
 use std::collections::VecDeque;
 
@@ -22,9 +23,10 @@ use serde::{Deserialize, Serialize};
 use super::{admit, Frame, LinkCheck, LinkModel, LinkOutput, Port, ScenarioLink, DEFAULT_QUEUE};
 use crate::cidr::Ipv4Cidr;
 use crate::config::{check_position, required, Attachment, Rate, ScenarioError};
+use crate::mac::{AnyMac, Mac, MacSpec, MacStep};
 use crate::pool::PacketId;
 use crate::position::Position;
-use crate::rng::SimRng;
+use crate::rng::{component_stream, SimRng};
 use crate::trace::DropReason;
 
 /// Speed of light in vacuum, m/s, for propagation delays.
@@ -71,6 +73,17 @@ pub struct MemberStats {
     pub max_queue_len: u64,
     /// Time spent transmitting, in ns.
     pub busy_ns: u64,
+    /// Clear channel assessments that found the medium busy (left out of
+    /// reports while zero, as under ALOHA).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub busy_channels: u64,
+    /// Frames dropped because the MAC gave up on a busy channel.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub channel_access_failures: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Counters of a [`BroadcastMedium`], one entry per member (port).
@@ -88,7 +101,18 @@ struct Member<P> {
     on_air_until: Option<SimTime>,
     /// A frame sent to an addressee out of range, dropped when sending ends.
     unreachable: Option<Frame<P>>,
+    /// Channel access for the frame at the head of the queue.
+    mac: AnyMac,
+    /// The MAC's next step for that frame, and when.
+    access: Option<(SimTime, Access)>,
     stats: MemberStats,
+}
+
+/// A pending step of a member's channel access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    Sense,
+    Transmit,
 }
 
 /// A signal arriving at one receiver.
@@ -117,17 +141,28 @@ impl<P> Signal<P> {
 #[derive(Debug)]
 pub struct BroadcastMedium<P> {
     config: BroadcastConfig,
+    mac: MacSpec,
     members: Vec<Member<P>>,
     signals: Vec<Signal<P>>,
+    rng: SimRng,
 }
 
 impl<P: Copy> BroadcastMedium<P> {
-    /// A medium with no members yet.
+    /// A medium with no members yet, whose members send at once (ALOHA).
     pub fn new(config: BroadcastConfig) -> Self {
+        // ALOHA draws nothing, so any stream will do.
+        BroadcastMedium::with_mac(config, MacSpec::default(), component_stream(0, "aloha"))
+    }
+
+    /// A medium whose members access the channel with `mac`, drawing their
+    /// backoffs from `rng`.
+    pub fn with_mac(config: BroadcastConfig, mac: MacSpec, rng: SimRng) -> Self {
         BroadcastMedium {
             config,
+            mac,
             members: Vec::new(),
             signals: Vec::new(),
+            rng,
         }
     }
 
@@ -143,6 +178,8 @@ impl<P: Copy> BroadcastMedium<P> {
             queue: VecDeque::new(),
             on_air_until: None,
             unreachable: None,
+            mac: self.mac.build(),
+            access: None,
             stats: MemberStats::default(),
         });
         (self.members.len() - 1) as Port
@@ -193,18 +230,20 @@ impl<P: Copy> BroadcastMedium<P> {
         }
         member.queue.push_back((to, frame));
         if idle {
-            self.start(now, from, out);
+            self.ready(now, from, out);
         }
         let member = &mut self.members[from as usize];
         member.stats.max_queue_len = member.stats.max_queue_len.max(member.queue.len() as u64);
     }
 
     /// Ends transmissions and receptions due at or before `now`, in time
-    /// order, and starts queued frames.
+    /// order, and takes channel access steps (starting queued frames).
     pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
         loop {
-            // Signal ends go before transmission ends at the same instant
-            // (kind 0 < 1); ties within a kind go to the lowest index.
+            // Signal ends go before transmission ends at the same instant,
+            // and both before channel access steps (kinds 0 < 1 < 2), so a
+            // carrier sensed as a signal ends finds it gone; ties within a
+            // kind go to the lowest index.
             let signal_end = self
                 .signals
                 .iter()
@@ -217,9 +256,16 @@ impl<P: Copy> BroadcastMedium<P> {
                 .enumerate()
                 .filter_map(|(i, m)| m.on_air_until.map(|t| (t, 1u8, i)))
                 .min();
-            match signal_end.into_iter().chain(tx_end).min() {
+            let access = self
+                .members
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| m.access.map(|(t, _)| (t, 2u8, i)))
+                .min();
+            match signal_end.into_iter().chain(tx_end).chain(access).min() {
                 Some((t, 0, i)) if t <= now => self.end_signal(i, out),
-                Some((t, _, i)) if t <= now => self.end_transmission(t, i as Port, out),
+                Some((t, 1, i)) if t <= now => self.end_transmission(t, i as Port, out),
+                Some((t, _, i)) if t <= now => self.access_step(t, i as Port, out),
                 _ => break,
             }
         }
@@ -229,7 +275,8 @@ impl<P: Copy> BroadcastMedium<P> {
     pub fn poll_timeout(&self) -> Option<SimTime> {
         let signals = self.signals.iter().map(|s| s.end);
         let sending = self.members.iter().filter_map(|m| m.on_air_until);
-        signals.chain(sending).min()
+        let access = self.members.iter().filter_map(|m| m.access.map(|(t, _)| t));
+        signals.chain(sending).chain(access).min()
     }
 
     /// A snapshot of the counters.
@@ -322,7 +369,66 @@ impl<P: Copy> BroadcastMedium<P> {
             });
         }
         if !member.queue.is_empty() {
-            self.start(at, port, out);
+            self.ready(at, port, out);
+        }
+    }
+
+    /// The frame at the head of `port`'s queue is ready to go, the radio
+    /// being free: asks the MAC how.
+    fn ready(&mut self, now: SimTime, port: Port, out: &mut Vec<LinkOutput<P>>) {
+        let step = self.members[port as usize].mac.ready(now, &mut self.rng);
+        self.follow(now, port, step, out);
+    }
+
+    /// Carries out a MAC step for the frame at the head of `port`'s queue.
+    fn follow(
+        &mut self,
+        now: SimTime,
+        port: Port,
+        mut step: MacStep,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        loop {
+            let member = &mut self.members[port as usize];
+            match step {
+                MacStep::Transmit(at) if at <= now => return self.start(now, port, out),
+                MacStep::Transmit(at) => member.access = Some((at, Access::Transmit)),
+                MacStep::Sense(at) => member.access = Some((at, Access::Sense)),
+                MacStep::Fail => {
+                    if let Some((_, frame)) = member.queue.pop_front() {
+                        member.stats.channel_access_failures += 1;
+                        out.push(LinkOutput::Dropped {
+                            port,
+                            frame,
+                            reason: DropReason::ChannelAccessFailure,
+                        });
+                    }
+                    if !member.queue.is_empty() {
+                        step = member.mac.ready(now, &mut self.rng);
+                        continue;
+                    }
+                }
+            }
+            return;
+        }
+    }
+
+    /// A channel access step of `port` is due at `at`.
+    fn access_step(&mut self, at: SimTime, port: Port, out: &mut Vec<LinkOutput<P>>) {
+        let Some((_, access)) = self.members[port as usize].access.take() else {
+            return;
+        };
+        match access {
+            Access::Transmit => self.start(at, port, out),
+            Access::Sense => {
+                let busy = self.carrier_sense(port, at);
+                let member = &mut self.members[port as usize];
+                if busy {
+                    member.stats.busy_channels += 1;
+                }
+                let step = member.mac.sensed(at, busy, &mut self.rng);
+                self.follow(at, port, step, out);
+            }
         }
     }
 
@@ -423,6 +529,7 @@ pub struct RawBroadcast {
     tx_range: Option<f64>,
     interference_range: Option<f64>,
     queue: Option<usize>,
+    mac: Option<toml::Table>,
 }
 
 /// A member of a broadcast medium.
@@ -449,6 +556,8 @@ pub struct BroadcastSpec {
     pub interference_range: f64,
     /// Packets that may wait at each member.
     pub queue: usize,
+    /// Channel access of every member.
+    pub mac: MacSpec,
 }
 
 impl ScenarioLink for BroadcastSpec {
@@ -536,6 +645,10 @@ impl ScenarioLink for BroadcastSpec {
             tx_range,
             interference_range,
             queue: raw.queue.unwrap_or(DEFAULT_QUEUE),
+            mac: match raw.mac {
+                Some(table) => MacSpec::parse(table, &cx.at("mac"))?,
+                None => MacSpec::default(),
+            },
         })
     }
 
@@ -550,13 +663,17 @@ impl ScenarioLink for BroadcastSpec {
             .collect()
     }
 
-    fn build(&self, _rng: SimRng) -> BroadcastMedium<PacketId> {
-        BroadcastMedium::new(BroadcastConfig {
-            rate_bps: self.rate_bps,
-            tx_range: self.tx_range,
-            interference_range: self.interference_range,
-            queue_capacity: self.queue,
-        })
+    fn build(&self, rng: SimRng) -> BroadcastMedium<PacketId> {
+        BroadcastMedium::with_mac(
+            BroadcastConfig {
+                rate_bps: self.rate_bps,
+                tx_range: self.tx_range,
+                interference_range: self.interference_range,
+                queue_capacity: self.queue,
+            },
+            self.mac.clone(),
+            rng,
+        )
     }
 }
 
