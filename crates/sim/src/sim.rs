@@ -850,12 +850,17 @@ impl Simulator {
                         len: frame.len,
                     }
                 );
-                self.arrive(Held {
-                    packet: frame.packet,
-                    iface,
-                    next: 0,
-                    since: self.now,
-                });
+                if self.node_middleboxes[iface.node.0 as usize].is_empty() {
+                    // The common case, kept as direct as before middleboxes.
+                    self.bridge_or_route(iface, frame.packet);
+                } else {
+                    self.arrive(Held {
+                        packet: frame.packet,
+                        iface,
+                        next: 0,
+                        since: self.now,
+                    });
+                }
             }
             LinkOutput::Dropped { frame, reason, .. } => {
                 trace!(
@@ -976,10 +981,17 @@ impl Simulator {
             };
             held = passed;
         }
-        if self.nodes[node].bridge {
-            self.bridge_forward(held.iface, held.packet);
+        self.bridge_or_route(held.iface, held.packet);
+    }
+
+    /// A packet past the node's middleboxes: a bridge passes it on, any
+    /// other node delivers or forwards it.
+    #[inline]
+    fn bridge_or_route(&mut self, iface: IfaceId, packet: PacketId) {
+        if self.nodes[iface.node.0 as usize].bridge {
+            self.bridge_forward(iface, packet);
         } else {
-            self.ip_input(held.iface, held.packet);
+            self.ip_input(iface, packet);
         }
     }
 

@@ -50,6 +50,46 @@ pub struct TcpBulkStats {
     pub failure: Option<&'static str>,
 }
 
+/// Queues up to `limit` bytes of the pattern stream on `flow`, continuing
+/// at stream offset `offset`, as far as the send buffer takes them; returns
+/// how many it queued. `chunk` is the caller's reusable buffer.
+pub(crate) fn send_pattern<C: AppCx>(
+    cx: &mut C,
+    flow: FlowId,
+    offset: u64,
+    limit: u64,
+    chunk: &mut [u8],
+) -> u64 {
+    let mut queued = 0;
+    while queued < limit {
+        let Ok(room) = cx.tcp_connection(flow).map(|c| c.send_capacity()) else {
+            break;
+        };
+        let n = ((limit - queued).min(chunk.len() as u64) as usize).min(room);
+        if n == 0 {
+            break;
+        }
+        pattern::fill(offset + queued, &mut chunk[..n]);
+        match cx.tcp_send(flow, &chunk[..n]) {
+            Ok(k) => {
+                queued += k as u64;
+                if k < n {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    queued
+}
+
+/// Reads and throws away whatever the peer sent on `flow` (a sink sends
+/// nothing, but a sender must not let its receive buffer fill).
+pub(crate) fn discard_input<C: AppCx>(cx: &mut C, flow: FlowId) {
+    let mut scratch = [0u8; 256];
+    while cx.tcp_recv(flow, &mut scratch).is_ok_and(|n| n > 0) {}
+}
+
 /// Sends a byte stream over one TCP connection.
 pub struct TcpBulkApp {
     config: TcpBulkConfig,
@@ -82,29 +122,15 @@ impl TcpBulkApp {
     /// Queues as much as the send buffer takes; closes once everything is
     /// queued.
     fn fill<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
-        while !self.closing {
-            if self.remaining() == 0 {
-                self.closing = true;
-                let _ = cx.tcp_close(flow);
-                break;
-            }
-            let Ok(room) = cx.tcp_connection(flow).map(|c| c.send_capacity()) else {
-                return;
-            };
-            let n = (self.remaining().min(CHUNK as u64) as usize).min(room);
-            if n == 0 {
-                break;
-            }
-            pattern::fill(self.stats.bytes_sent, &mut self.chunk[..n]);
-            match cx.tcp_send(flow, &self.chunk[..n]) {
-                Ok(k) => {
-                    self.stats.bytes_sent += k as u64;
-                    if k < n {
-                        break;
-                    }
-                }
-                Err(_) => return,
-            }
+        if self.closing {
+            return;
+        }
+        let remaining = self.remaining();
+        let queued = send_pattern(cx, flow, self.stats.bytes_sent, remaining, &mut self.chunk);
+        self.stats.bytes_sent += queued;
+        if queued == remaining {
+            self.closing = true;
+            let _ = cx.tcp_close(flow);
         }
     }
 
@@ -177,9 +203,7 @@ impl<C: AppCx> App<C> for TcpBulkApp {
                 self.update_acked(cx, flow);
             }
             TcpEvent::Readable => {
-                // The sink sends nothing; discard anything that arrives.
-                let mut scratch = [0u8; 256];
-                while cx.tcp_recv(flow, &mut scratch).is_ok_and(|n| n > 0) {}
+                discard_input(cx, flow);
             }
             TcpEvent::PeerClosed => {}
             TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => {

@@ -18,8 +18,8 @@ use std::net::SocketAddrV4;
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
-use super::tcp_bulk::CHUNK;
-use super::{failure_name, pattern, App, AppCx, AppStats};
+use super::tcp_bulk::{discard_input, send_pattern, CHUNK};
+use super::{failure_name, App, AppCx, AppStats};
 use crate::tcp::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
@@ -119,24 +119,9 @@ impl TcpOnOffApp {
 
     /// Queues as much as the send buffer takes.
     fn fill<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
-        while self.phase == Phase::On {
-            let Ok(room) = cx.tcp_connection(flow).map(|c| c.send_capacity()) else {
-                return;
-            };
-            let n = room.min(CHUNK);
-            if n == 0 {
-                break;
-            }
-            pattern::fill(self.stats.bytes_sent, &mut self.chunk[..n]);
-            match cx.tcp_send(flow, &self.chunk[..n]) {
-                Ok(k) => {
-                    self.stats.bytes_sent += k as u64;
-                    if k < n {
-                        break;
-                    }
-                }
-                Err(_) => return,
-            }
+        if self.phase == Phase::On {
+            let sent = self.stats.bytes_sent;
+            self.stats.bytes_sent += send_pattern(cx, flow, sent, u64::MAX, &mut self.chunk);
         }
     }
 
@@ -255,9 +240,7 @@ impl<C: AppCx> App<C> for TcpOnOffApp {
                 self.update_acked(cx, flow);
             }
             TcpEvent::Readable => {
-                // The sink sends nothing; discard anything that arrives.
-                let mut scratch = [0u8; 256];
-                while cx.tcp_recv(flow, &mut scratch).is_ok_and(|n| n > 0) {}
+                discard_input(cx, flow);
             }
             TcpEvent::PeerClosed => {}
             TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => {

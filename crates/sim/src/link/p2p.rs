@@ -211,6 +211,7 @@ impl<P: Copy> P2pLink<P> {
     }
 
     /// When `handle_timeout` must next be called.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<SimTime> {
         let notices = self.start_notices;
         match (
