@@ -25,6 +25,7 @@ from rtolab.catalog import Policy, policies
 from rtolab.errors import (
     CaptureError,
     ExperimentError,
+    ResultError,
     RtolabError,
     RunError,
     ScenarioError,
@@ -52,6 +53,7 @@ __all__ = [
     "Link",
     "Policy",
     "Result",
+    "ResultError",
     "Route",
     "RtolabError",
     "RunError",
