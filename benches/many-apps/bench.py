@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 import rtolab
 from rtolab import cli
 
@@ -58,16 +60,17 @@ def measure(apps: int, duration_s: float) -> dict[str, float]:
     times: dict[str, float] = {"apps": apps}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        times["simulation_s"], result = timed(
-            lambda: rtolab.run(text, out=out, traces=False)
-        )
+        times["simulation_s"], result = timed(lambda: rtolab.run(text, out=out, traces=False))
         times["metrics_s"], frame = timed(lambda: result.metrics)
         times["parquet_s"], _ = timed(lambda: frame.to_parquet(out / "m.parquet", index=False))
         times["flat_metrics_s"], _ = timed(result.flat_metrics)
         # The summary ``rtolab run`` prints, into a buffer instead of a terminal.
-        cli.out_console.file = io.StringIO()
-        times["summary_s"], _ = timed(lambda: cli._print_summary(result.report, 0.0, []))
-        cli.out_console.file = None  # type: ignore[assignment]
+        saved = cli.out_console
+        cli.out_console = Console(file=io.StringIO(), highlight=False)
+        try:
+            times["summary_s"], _ = timed(lambda: cli._print_summary(result.report, 0.0, []))
+        finally:
+            cli.out_console = saved
     outside = sum(v for k, v in times.items() if k.endswith("_s") and k != "simulation_s")
     times["outside_s"] = outside
     times["outside_over_simulation"] = outside / times["simulation_s"]
@@ -86,7 +89,8 @@ def main() -> None:
             print(json.dumps(times))
         else:
             steps = ", ".join(f"{k} {v:.3f}" for k, v in times.items() if k.endswith("_s"))
-            print(f"{apps} apps: {steps}; outside/simulation {times['outside_over_simulation']:.1f}")
+            ratio = times["outside_over_simulation"]
+            print(f"{apps} apps: {steps}; outside/simulation {ratio:.1f}")
 
 
 if __name__ == "__main__":
