@@ -370,9 +370,8 @@ def test_cli_resume_names_the_runs_it_redid(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     warning = done.stderr.strip().splitlines()
-    assert len(warning) == 1 and warning[0].startswith(
-        f"warning: 1 result files did not verify, their runs ran again: {plan[0].run_id} (unreadable"
-    )
+    expected = f"warning: 1 result files did not verify, their runs ran again: {plan[0].run_id}"
+    assert len(warning) == 1 and warning[0].startswith(expected + " (unreadable")
     assert "4 runs: 1 ran (0 failed), 3 already done" in done.stdout
     assert " ± " in done.stdout  # means come with their spread over seeds
 
