@@ -95,6 +95,7 @@ GARBLED = {
     "a list": b"[1, 2, 3]",
     "deep nesting": nested(100_000).removeprefix("a = ").encode(),
     "no seed": b'{"name": "x", "files": []}',
+    "apps not objects": b'{"name": "x", "seed": 1, "files": [], "apps": [1, 2]}',
 }
 
 
@@ -240,3 +241,29 @@ def test_many_apps_draw_a_bounded_bar_chart() -> None:
     assert len(lat_ax.get_xticklabels()) == plots.MAX_BARS
     assert lat_ax.get_title() == f"Latency (first {plots.MAX_BARS} of 60)"
     plots.plt.close(fig)
+
+
+def test_progress_labels_are_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    monkeypatch.setattr(cli, "err_console", Console(file=buffer, force_terminal=True, width=80))
+    with cli._progress(quiet=False) as progress:
+        task = progress.add_task("sweep x[/] [bold]y", total=2)
+        progress.advance(task)
+        progress.refresh()
+    assert "sweep x[/] [bold]y" in buffer.getvalue()
+
+
+def test_a_sweep_with_markup_in_its_names_runs(tmp_path: Path) -> None:
+    scenario = p2p(tmp_path, **MARKUP)
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(
+        f'name = "sw[/]"\nscenario = "{scenario.name}"\n[set]\nduration = "0.2s"\n'
+        '[grid]\n"app.s[/red].port" = [9000]\n"app.cbr.size" = [100, 200]\n'
+    )
+    done = rtolab_cli("sweep", str(spec), "--out", str(tmp_path / "out"), "--workers", "0")
+    assert done.returncode == 0, done.stderr
+    assert "app.s[/red]" in done.stdout and "2 runs" in done.stdout

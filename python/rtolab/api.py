@@ -92,6 +92,10 @@ class Result:
             raise ResultError(str(metrics_path), "garbled: files is not a list of names")
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ResultError(str(metrics_path), "garbled: no integer seed")
+        for key in ("nodes", "links", "apps", "flows"):
+            items = report.get(key, [])
+            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+                raise ResultError(str(metrics_path), f"garbled: {key} is not a list of objects")
         files = [out / f for f in names]
         scenario_path = out / SCENARIO_FILE
         scenario = None
