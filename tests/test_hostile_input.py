@@ -225,9 +225,11 @@ def test_post_processing_is_linear_in_the_number_of_apps(tmp_path: Path) -> None
         assert len(result.report["apps"]) == 2 * pairs
         measured[pairs] = post_processing(result)
     calls = {pairs: m[0] for pairs, m in measured.items()}
-    # Linear: twice the apps, at most a little more than twice the calls
-    # (quadratic work would give four times as many).
-    assert calls[200] / calls[100] < 2.2 and calls[400] / calls[200] < 2.2, calls
+    # The cost of 200 more apps is about twice that of 100 more when the work
+    # is linear, and four times when it is quadratic; differences cancel the
+    # fixed cost, which dominates at these sizes.
+    growth = (calls[400] - calls[200]) / (calls[200] - calls[100])
+    assert 1.5 < growth < 2.5, calls
     # The summary does not grow with the apps at all.
     lines = {m[1] for m in measured.values()}
     assert len(lines) == 1, measured
