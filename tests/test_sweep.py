@@ -393,3 +393,5 @@ def test_report_counts_unverified_files_apart_and_warns(tmp_path: Path) -> None:
     page = (out / "report.html").read_text()
     assert "3 runs (3 ok, 0 failed)" in page
     assert "1 result files did not verify" in page and plan[0].run_id in page
+    assert "1 of 4 planned runs have no verified result" in page
+    assert "n (ok runs)" in page  # means come with the number of runs behind them

@@ -258,6 +258,7 @@ def sweep_report(directory: Path) -> str:
         f"{_esc(', '.join(str(s) for s in seeds))}. "
         "Each row of the tables below names the parameters and seed of its run.</p>",
         *_rejected_html(read.rejected),
+        *_unfinished_html(spec, len(results)),
         "<h2>Grid</h2>",
         table_html(
             pd.DataFrame(
@@ -276,6 +277,8 @@ def sweep_report(directory: Path) -> str:
     if params and key and len(ok):
         summary = ok.groupby(params)[key].agg(["mean", "std"])
         summary.columns = [f"{m} ({stat})" for m, stat in summary.columns]
+        # How many runs each mean stands on, next to it.
+        summary.insert(0, "n (ok runs)", ok.groupby(params).size())
         body += [
             "<h2>Mean and spread over seeds</h2>",
             table_html(summary.reset_index()),
@@ -331,6 +334,22 @@ def _rejected_html(rejected: dict[str, str]) -> list[str]:
         f'<p class="fail">{len(rejected)} result files did not verify and are left out of '
         "every count, table and figure on this page; run the sweep again to redo them.</p>",
         table_html(rows),
+    ]
+
+
+def _unfinished_html(spec: dict[str, Any], found: int) -> list[str]:
+    """A warning when fewer runs have a verified result than the sweep plans."""
+    seeds = spec.get("seeds")
+    grid = spec.get("grid")
+    if not isinstance(seeds, list) or not isinstance(grid, dict):
+        return []
+    planned = len(seeds) * math.prod(len(v) for v in grid.values() if isinstance(v, list))
+    if found >= planned:
+        return []
+    return [
+        f'<p class="fail">{planned - found} of {planned} planned runs have no verified '
+        "result (not finished, or left out above): the numbers below cover the "
+        f"{found} that do. Run the sweep again to finish them.</p>"
     ]
 
 
