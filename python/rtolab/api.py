@@ -78,7 +78,10 @@ class Result:
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> Result:
-        """The result of an earlier run, read back from its output directory."""
+        """The result of an earlier run, read back from its output directory.
+
+        Raises :class:`rtolab.ResultError` naming the file when
+        ``metrics.json`` is missing or garbled."""
         out = Path(directory)
         metrics_path = out / METRICS_FILE
         if not metrics_path.is_file():
