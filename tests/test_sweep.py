@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import rtolab
@@ -272,3 +274,124 @@ def test_a_worker_that_dies_loses_nothing(tmp_path: Path, monkeypatch: pytest.Mo
     results = rtolab.load_results(tmp_path / "out")
     assert len(results) == 4 and set(results["status"]) == {"ok"}
     assert str(killed[0]) not in " ".join(results["worker"])
+
+
+# ----- verified results -----
+
+QUICK = """
+scenario = "p2p-cbr"
+seeds = 2
+[set]
+duration = "0.5s"
+[grid]
+"link.ab.loss" = [0.0, 0.05]
+"""
+
+
+def quick_sweep(tmp_path: Path) -> tuple[Path, Path, list[sweeps.RunSpec]]:
+    """A finished 4-run sweep: its file, its output directory and its plan."""
+    spec = write_sweep(tmp_path, QUICK)
+    out = tmp_path / "out"
+    outcome = rtolab.sweep(spec, out, workers=0)
+    assert len(outcome.ran) == 4 and not outcome.failed
+    return spec, out, sweeps.Sweep.load(spec).runs()
+
+
+def assert_one_row_per_planned_run(out: Path, plan: list[sweeps.RunSpec]) -> pd.DataFrame:
+    results = pd.read_parquet(out / "results.parquet")
+    assert sorted(results["run_id"]) == sorted(r.run_id for r in plan)
+    return results
+
+
+def test_each_result_file_carries_its_run_key_and_checksum(tmp_path: Path) -> None:
+    _, out, plan = quick_sweep(tmp_path)
+    for run in plan:
+        metadata = pq.read_schema(out / "runs" / f"{run.run_id}.parquet").metadata
+        key = json.loads(metadata[sweeps.KEY_METADATA])
+        assert key == {"run_id": run.run_id, "params": run.params, "seed": run.seed}
+        assert len(metadata[sweeps.DIGEST_METADATA]) == 64
+
+
+def test_another_runs_file_in_place_of_a_run_is_redone(tmp_path: Path) -> None:
+    spec, out, plan = quick_sweep(tmp_path)
+    victim, other = plan[0].run_id, plan[1].run_id
+    runs = out / "runs"
+    (runs / f"{victim}.parquet").write_bytes((runs / f"{other}.parquet").read_bytes())
+    again = rtolab.sweep(spec, out, workers=0)
+    assert again.ran == [victim]
+    assert again.redone == {victim: f"holds the result of run {other}"}
+    results = assert_one_row_per_planned_run(out, plan)
+    assert results["run_id"].is_unique
+
+
+def test_a_flipped_value_is_caught_and_the_run_redone(tmp_path: Path) -> None:
+    spec, out, plan = quick_sweep(tmp_path)
+    path = out / "runs" / f"{plan[0].run_id}.parquet"
+    table = pq.read_table(path)
+    column = "app.sink.received_packets"
+    good = table.column(column)[0].as_py()
+    # Change one value but keep the file's metadata (key and old checksum).
+    flipped = table.set_column(
+        table.schema.get_field_index(column), column, pa.array([86.3], pa.float64())
+    ).replace_schema_metadata(table.schema.metadata)
+    pq.write_table(flipped, path)
+    again = rtolab.sweep(spec, out, workers=0)
+    assert again.redone == {plan[0].run_id: "checksum does not match the values"}
+    results = assert_one_row_per_planned_run(out, plan)
+    assert results.set_index("run_id").loc[plan[0].run_id, column] == good
+
+
+def test_result_files_without_key_or_checksum_are_redone(tmp_path: Path) -> None:
+    spec, out, plan = quick_sweep(tmp_path)
+    path = out / "runs" / f"{plan[3].run_id}.parquet"
+    pq.write_table(pq.read_table(path).replace_schema_metadata(None), path)
+    (out / "runs" / f"{plan[2].run_id}.parquet").write_bytes(b"PAR1 garbage")
+    again = rtolab.sweep(spec, out, workers=0)
+    assert sorted(again.ran) == sorted([plan[2].run_id, plan[3].run_id])
+    assert again.redone[plan[3].run_id] == "no run key or checksum"
+    assert again.redone[plan[2].run_id].startswith("unreadable")
+    assert_one_row_per_planned_run(out, plan)
+
+
+def test_results_without_a_row_for_a_planned_run_are_refused(tmp_path: Path) -> None:
+    _, out, plan = quick_sweep(tmp_path)
+    (out / "runs" / f"{plan[1].run_id}.parquet").unlink()
+    expected = f"1 planned runs have no verified row: {plan[1].run_id}"
+    with pytest.raises(rtolab.SweepError, match=expected):
+        sweeps._gather(out, plan)
+
+
+def test_cli_resume_names_the_runs_it_redid(tmp_path: Path) -> None:
+    spec, out, plan = quick_sweep(tmp_path)
+    (out / "runs" / f"{plan[0].run_id}.parquet").write_bytes(b"not parquet")
+    command = [sys.executable, "-m", "rtolab", "sweep", str(spec), "--out", str(out)]
+    done = subprocess.run(
+        [*command, "--workers", "0", "--no-report"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    warning = done.stderr.strip().splitlines()
+    expected = f"warning: 1 result files did not verify, their runs ran again: {plan[0].run_id}"
+    assert len(warning) == 1 and warning[0].startswith(expected + " (unreadable")
+    assert "4 runs: 1 ran (0 failed), 3 already done" in done.stdout
+    assert " ± " in done.stdout  # means come with their spread over seeds
+
+
+def test_report_counts_unverified_files_apart_and_warns(tmp_path: Path) -> None:
+    _, out, plan = quick_sweep(tmp_path)
+    (out / "runs" / f"{plan[0].run_id}.parquet").write_bytes(b"\xff" * 100)
+    done = subprocess.run(
+        [sys.executable, "-m", "rtolab", "report", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().startswith(
+        f"warning: 1 result files did not verify, left out of the report: {plan[0].run_id}"
+    )
+    assert list(json.loads(done.stdout)["rejected"]) == [f"{plan[0].run_id}.parquet"]
+    page = (out / "report.html").read_text()
+    assert "3 runs (3 ok, 0 failed)" in page
+    assert "1 result files did not verify" in page and plan[0].run_id in page
+    assert "1 of 4 planned runs have no verified result" in page
+    assert "n (ok runs)" in page  # means come with the number of runs behind them

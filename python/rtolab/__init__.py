@@ -25,6 +25,7 @@ from rtolab.catalog import Policy, policies
 from rtolab.errors import (
     CaptureError,
     ExperimentError,
+    ResultError,
     RtolabError,
     RunError,
     ScenarioError,
@@ -53,6 +54,7 @@ __all__ = [
     "Middlebox",
     "Policy",
     "Result",
+    "ResultError",
     "Route",
     "RtolabError",
     "RunError",

@@ -16,7 +16,7 @@ import pandas as pd
 import tomllib
 
 from rtolab import _native, _rtolab, frames
-from rtolab.errors import RunError, ScenarioError, native_errors
+from rtolab.errors import ResultError, ScenarioError, native_errors, read_json_file
 from rtolab.scenario import Scenario
 
 #: What :func:`run` and :func:`validate` accept: a path to a TOML file, TOML
@@ -78,18 +78,35 @@ class Result:
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> Result:
-        """The result of an earlier run, read back from its output directory."""
+        """The result of an earlier run, read back from its output directory.
+
+        Raises :class:`rtolab.ResultError` naming the file when
+        ``metrics.json`` is missing or garbled."""
         out = Path(directory)
         metrics_path = out / METRICS_FILE
-        try:
-            report = json.loads(metrics_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise RunError(f"{out}: no {METRICS_FILE}: not the output of a run") from None
-        except (OSError, json.JSONDecodeError) as err:
-            raise RunError(f"{metrics_path}: unreadable: {err}") from None
-        files = [out / f for f in report.get("files", [])]
+        if not metrics_path.is_file():
+            raise ResultError(str(out), f"no {METRICS_FILE}: not the output of a run")
+        report = read_json_file(metrics_path)
+        names = report.get("files", [])
+        seed = report.get("seed")
+        # The fields a Result relies on, checked here so that a garbled file
+        # is named now rather than failing somewhere later.
+        if not isinstance(names, list) or not all(isinstance(f, str) for f in names):
+            raise ResultError(str(metrics_path), "garbled: files is not a list of names")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ResultError(str(metrics_path), "garbled: no integer seed")
+        for key in ("nodes", "links", "apps", "flows"):
+            items = report.get(key, [])
+            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+                raise ResultError(str(metrics_path), f"garbled: {key} is not a list of objects")
+        files = [out / f for f in names]
         scenario_path = out / SCENARIO_FILE
-        scenario = scenario_path.read_text(encoding="utf-8") if scenario_path.is_file() else None
+        scenario = None
+        if scenario_path.is_file():
+            try:
+                scenario = scenario_path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                raise ResultError(str(scenario_path), "unreadable or not UTF-8 text") from None
         if scenario is not None and scenario_path not in files:
             files.append(scenario_path)
         return cls(report=report, out_dir=out, files=files, scenario=scenario)
@@ -131,7 +148,7 @@ class Result:
             return {}
         try:
             data = tomllib.loads(self.scenario)
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):
             return {}
         return {
             str(c["file"]): dict(c)

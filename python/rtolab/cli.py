@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +20,6 @@ from typing import Annotated, Any, TypeVar
 import tomllib
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -46,8 +46,19 @@ list_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(list_app, name="list")
-out_console = Console()
-err_console = Console(stderr=True)
+# Highlighting is off: what is printed is mostly data (names, values, paths),
+# and rich's highlighter costs time quadratic in the length of a line.
+out_console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+#: Longest name shown in a summary or a table; longer ones end in "…" (the
+#: whole name is in the output files).
+MAX_SHOWN = 60
+#: Longest error line printed; the field path comes first, so it survives.
+MAX_ERROR = 2000
+#: Most items (links, apps, flows) shown as columns of a summary table; more
+#: are counted, and listed in metrics.json and metrics.parquet.
+MAX_TABLE_ITEMS = 8
 
 EXIT_BAD_INPUT = 2
 EXIT_RUN_FAILED = 1
@@ -66,6 +77,34 @@ def _options(
     _State.debug = debug
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _visible(text: str) -> str:
+    """Control characters (newlines included) as escapes, so that user text
+    stays on its line and cannot drive the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _shown(value: Any, limit: int = MAX_SHOWN) -> str:
+    """User text as displayed: control characters escaped, cut to ``limit``."""
+    text = str(value)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return _visible(text)
+
+
+def _cell(value: Any) -> Text:
+    """A table cell or header: data, never markup."""
+    return Text(_shown(_scalar(value)))
+
+
+def _print_error(message: str, label: str = "error:") -> None:
+    # Text, not a markup string: the message holds user text ("x[/]").
+    line = Text.assemble((label, "bold red"), " ", _shown(message, MAX_ERROR))
+    err_console.print(line, soft_wrap=True)
+
+
 @contextmanager
 def _user_errors() -> Iterator[None]:
     """Turn rtolab's errors into one line on stderr and a non-zero exit."""
@@ -75,12 +114,18 @@ def _user_errors() -> Iterator[None]:
         if _State.debug:
             raise
         code = EXIT_RUN_FAILED if isinstance(err, RunError) else EXIT_BAD_INPUT
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        _print_error(str(err))
         raise typer.Exit(code) from None
+    except RecursionError:
+        # Python's TOML and JSON readers recurse once per nesting level.
+        if _State.debug:
+            raise
+        _print_error("input nested too deeply (more levels than rtolab reads)")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
 def _bad_input(message: str) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    _print_error(message)
     return typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -121,37 +166,42 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Table | None:
     if not rows:
         return None
     labels = [
-        " ".join(str(row[k]) for k in ("name", "#") if k in row) or str(i)
+        " ".join(_shown(row[k]) for k in ("name", "#") if k in row) or str(i)
         for i, row in enumerate(rows)
     ]
-    metrics: list[str] = []
+    # A dict keeps first-seen order and finds a key in constant time.
+    metrics: dict[str, None] = {}
     for row in rows:
         for key, value in row.items():
-            if (
-                key not in metrics
-                and key not in ("name", "#")
-                and not isinstance(value, dict | list)
-            ):
-                metrics.append(key)
+            if key not in ("name", "#") and not isinstance(value, dict | list):
+                metrics.setdefault(key)
     table = Table(title=title, title_justify="left")
     table.add_column("")
     for label in labels:
-        table.add_column(label, justify="right")
+        table.add_column(Text(label), justify="right")
     for metric in metrics:
-        table.add_row(metric, *(_scalar(row.get(metric, "")) for row in rows))
+        table.add_row(_cell(metric), *(_cell(row.get(metric, "")) for row in rows))
     return table
 
 
 def _print_summary(report: dict[str, Any], seconds: float, files: list[Path]) -> None:
     out_console.print(
-        f"[bold]{report.get('name', 'scenario')}[/]: seed {report.get('seed')}, "
-        f"{_scalar(report.get('duration_s', 0.0))} s simulated, "
-        f"{report.get('events_processed', 0)} events in {seconds:.2f} s"
+        Text.assemble(
+            (_shown(report.get("name", "scenario")), "bold"),
+            f": seed {_shown(report.get('seed'))}, "
+            f"{_shown(_scalar(report.get('duration_s', 0.0)))} s simulated, "
+            f"{_shown(report.get('events_processed', 0))} events in {seconds:.2f} s",
+        ),
+        soft_wrap=True,
     )
     for key in ("links", "apps", "middleboxes", "flows"):
         rows = report.get(key, [])
-        if key == "flows" and len(rows) > 8:
-            out_console.print(f"flows: {len(rows)} TCP connections (see metrics.json)")
+        if not isinstance(rows, list):
+            continue
+        if len(rows) > MAX_TABLE_ITEMS:
+            # A column per item stops being readable long before it gets slow.
+            what = "TCP connections" if key == "flows" else key
+            out_console.print(f"{key}: {len(rows)} {what} (see metrics.json and metrics.parquet)")
             continue
         table = _table(key, rows)
         if table is not None:
@@ -159,9 +209,9 @@ def _print_summary(report: dict[str, Any], seconds: float, files: list[Path]) ->
     if files:
         by_kind: dict[str, list[str]] = {}
         for f in files:
-            by_kind.setdefault(_file_kind(f), []).append(str(f))
+            by_kind.setdefault(_file_kind(f), []).append(_visible(str(f)))
         for kind, names in by_kind.items():
-            out_console.print(f"{kind}: " + ", ".join(names), highlight=False, soft_wrap=True)
+            out_console.print(Text(f"{kind}: " + ", ".join(names)), soft_wrap=True)
 
 
 def _file_kind(path: Path) -> str:
@@ -188,7 +238,7 @@ def _with_spinner(label: str, work: Callable[[], T], quiet: bool = False) -> T:
 
 def _progress(quiet: bool) -> Progress:
     return Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -253,7 +303,8 @@ def run(
 def _is_sweep_file(path: str) -> bool:
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        # Not readable as a sweep: the scenario check says what is wrong.
         return False
     return "scenario" in data and "duration" not in data
 
@@ -281,8 +332,10 @@ def validate(
     if as_json:
         typer.echo(json.dumps(summary))
     else:
-        parts = ", ".join(f"{k}: {_scalar(v)}" for k, v in summary.items())
-        out_console.print(f"[green]ok[/] {file} ({parts})", highlight=False)
+        parts = ", ".join(f"{_shown(k)}: {_shown(_scalar(v))}" for k, v in summary.items())
+        out_console.print(
+            Text.assemble(("ok", "green"), f" {_visible(file)} ({parts})"), soft_wrap=True
+        )
 
 
 def _toml_value(value: Any) -> str:
@@ -316,8 +369,7 @@ def list_policies(
     from rtolab.catalog import FAMILIES, policies
 
     if family is not None and family not in FAMILIES:
-        got = escape(repr(family))
-        raise _bad_input(f"--family: expected one of {', '.join(FAMILIES)}, got {got}")
+        raise _bad_input(f"--family: expected one of {', '.join(FAMILIES)}, got {family!r}")
     found = policies(family)
     if as_json:
         typer.echo(json.dumps([dataclasses.asdict(p) for p in found]))
@@ -363,7 +415,7 @@ def sweep(
         spec = _with_spinner("checking the sweep", lambda: Sweep.load(file), as_json)
         target = out if out is not None else Path("results/sweep") / spec.name
         with _progress(as_json) as progress:
-            task = progress.add_task(f"sweep {spec.name}", total=None)
+            task = progress.add_task(f"sweep {_shown(spec.name)}", total=None)
 
             def on_start(todo: int, total: int) -> None:
                 progress.update(task, total=todo)
@@ -395,12 +447,37 @@ def sweep(
             raise typer.Exit(EXIT_RUN_FAILED)
 
 
+def _warn(message: str) -> None:
+    err_console.print(
+        Text.assemble(("warning:", "bold yellow"), " ", _shown(message, MAX_ERROR)),
+        soft_wrap=True,
+    )
+
+
+def _warn_rejected(rejected: dict[str, str], what: str) -> None:
+    """One warning line naming the result files that did not verify."""
+    if not rejected:
+        return
+    names = [f"{name} ({why})" for name, why in sorted(rejected.items())]
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    _warn(f"{len(rejected)} result files did not verify, {what}: {shown}")
+
+
+def _mean_spread(values: Any) -> str:
+    """Mean ± sample standard deviation (just the mean for one value)."""
+    mean = _scalar(float(values.mean()))
+    return f"{mean} ± {_scalar(float(values.std()))}" if len(values) > 1 else mean
+
+
 def _print_sweep(results: Any, outcome: dict[str, Any], page: Path | None) -> None:
+    _warn_rejected(outcome.get("redone", {}), "their runs ran again")
     out_console.print(
-        f"[bold]{outcome['total']} runs[/]: {len(outcome['ran'])} ran "
-        f"({len(outcome['failed'])} failed), {len(outcome['skipped'])} already done; "
-        f"{outcome['wall_s']:.1f} s on {outcome['workers']} workers",
-        highlight=False,
+        Text.assemble(
+            (f"{outcome['total']} runs", "bold"),
+            f": {len(outcome['ran'])} ran ({len(outcome['failed'])} failed), "
+            f"{len(outcome['skipped'])} already done; "
+            f"{outcome['wall_s']:.1f} s on {outcome['workers']} workers",
+        )
     )
     if len(results):
         params = [c for c in results.columns if str(c).startswith("param.")]
@@ -411,21 +488,24 @@ def _print_sweep(results: Any, outcome: dict[str, Any], page: Path | None) -> No
             and str(c).rsplit(".", 1)[-1]
             in ("goodput_bps", "received_packets", "lost", "retransmissions")
         ][:4]
-        table = Table(title="runs by parameters (means over seeds)", title_justify="left")
+        table = Table(
+            title="runs by parameters (mean ± sd over seeds of the ok runs)",
+            title_justify="left",
+        )
         for name in [*params, "runs", "failed", *key]:
-            table.add_column(name.removeprefix("param."), justify="right")
+            table.add_column(Text(_shown(name.removeprefix("param."))), justify="right")
         grouped = results.groupby(params, dropna=False) if params else [((), results)]
         for values, group in list(grouped)[:20]:
             values = values if isinstance(values, tuple) else (values,)
             ok = group[group["status"] == "ok"]
-            cells = [_scalar(v) for v in values]
-            cells += [str(len(group)), str(int((group["status"] != "ok").sum()))]
-            cells += [_scalar(float(ok[c].mean())) if len(ok) else "" for c in key]
+            cells = [_cell(v) for v in values]
+            cells += [Text(str(len(group))), Text(str(int((group["status"] != "ok").sum())))]
+            cells += [Text(_mean_spread(ok[c])) if len(ok) else Text("") for c in key]
             table.add_row(*cells)
         out_console.print(table)
-    out_console.print(f"results: {outcome['results']}", highlight=False, soft_wrap=True)
+    out_console.print(Text(f"results: {_visible(str(outcome['results']))}"), soft_wrap=True)
     if page is not None:
-        out_console.print(f"report: {page}", highlight=False, soft_wrap=True)
+        out_console.print(Text(f"report: {_visible(str(page))}"), soft_wrap=True)
 
 
 @app.command()
@@ -463,13 +543,13 @@ def reproduce(
             for name in ("system", "experiment", "runs", "title"):
                 table.add_column(name)
             for e in found:
-                table.add_row(e.system, e.name, str(len(e.runs())), e.title)
+                table.add_row(Text(e.system), Text(e.name), str(len(e.runs())), Text(e.title))
             out_console.print(table)
             out_console.print("run one with: rtolab reproduce SYSTEM (or all)")
             return
         registry.select(target)  # unknown names fail here, before any output
         with _progress(as_json) as progress:
-            task = progress.add_task(f"reproduce {target}", total=None)
+            task = progress.add_task(f"reproduce {_shown(target)}", total=None)
             outcome = registry.reproduce(
                 target,
                 out,
@@ -486,14 +566,14 @@ def reproduce(
             data["report"] = str(page) if page else None
             typer.echo(json.dumps(data, default=str))
         else:
-            table = Table(title=f"reproduce {target}", title_justify="left")
+            table = Table(title=Text(f"reproduce {_shown(target)}"), title_justify="left")
             for name in ("experiment", "runs", "failed", "checks", "failed checks"):
                 table.add_column(name, justify="right")
             for key in dict.fromkeys(f"{r.system}/{r.experiment}" for r in outcome.runs):
                 runs = [r for r in outcome.runs if f"{r.system}/{r.experiment}" == key]
                 checks = outcome.checks.get(key, [])
                 table.add_row(
-                    key,
+                    Text(_shown(key)),
                     str(len(runs)),
                     str(sum(r.status != "ok" for r in runs)),
                     str(len(checks)),
@@ -501,9 +581,10 @@ def reproduce(
                 )
             out_console.print(table)
             for key, check in outcome.failed_checks:
-                out_console.print(f"[red]FAIL[/] {key}: {check.name} ({check.detail})")
+                detail = f" {_visible(key)}: {_visible(check.name)} ({_visible(check.detail)})"
+                out_console.print(Text.assemble(("FAIL", "red"), detail), soft_wrap=True)
             if page is not None:
-                out_console.print(f"report: {page}", highlight=False, soft_wrap=True)
+                out_console.print(Text(f"report: {_visible(str(page))}"), soft_wrap=True)
         if outcome.failed or outcome.failed_checks:
             raise typer.Exit(EXIT_RUN_FAILED)
 
@@ -522,15 +603,28 @@ def report_command(
     from rtolab.reports import kind_of
     from rtolab.reports import report as write_report
 
+    rejected: dict[str, str] = {}
     with _user_errors():
         if not directory.is_dir():
             raise RtolabError(f"{directory}: no such directory")
         kind = kind_of(directory)
+        if kind == "sweep":
+            from rtolab.sweeps import read_results
+
+            rejected = read_results(directory).rejected
         page = _with_spinner("writing the report", lambda: write_report(directory, out), as_json)
+    # Left out of the page's counts and tables, and said so here as well.
+    _warn_rejected(rejected, "left out of the report")
     if as_json:
-        typer.echo(json.dumps({"kind": kind, "report": str(page), "bytes": page.stat().st_size}))
+        data = {"kind": kind, "report": str(page), "bytes": page.stat().st_size}
+        if kind == "sweep":
+            data["rejected"] = rejected
+        typer.echo(json.dumps(data))
     else:
-        out_console.print(f"[green]wrote[/] {page} ({kind} report)", highlight=False)
+        out_console.print(
+            Text.assemble(("wrote", "green"), f" {_visible(str(page))} ({kind} report)"),
+            soft_wrap=True,
+        )
 
 
 def _emulator_binary() -> str:
@@ -617,11 +711,7 @@ def main() -> None:
         # unless the user asked for the traceback.
         if _State.debug:
             raise
-        err_console.print(
-            f"[bold red]internal error:[/] {type(err).__name__}: {err} (rerun with --debug)",
-            highlight=False,
-            soft_wrap=True,
-        )
+        _print_error(f"{type(err).__name__}: {err} (rerun with --debug)", "internal error:")
         sys.exit(EXIT_RUN_FAILED)
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 from rtolab import _rtolab
 
@@ -44,8 +47,40 @@ class SweepError(RtolabError, ValueError):
         self.message = message
 
 
+class ResultError(RtolabError, ValueError):
+    """A file that a run, sweep or reproduction wrote is missing, unreadable
+    or garbled. ``path`` names the file."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
 class ExperimentError(RtolabError, ValueError):
     """An unknown experiment or system was asked for."""
+
+
+def read_json_file(path: Path, kind: type = dict) -> Any:
+    """The JSON value in ``path``, which must be a ``kind`` (an object by
+    default); raises :class:`ResultError` naming the file otherwise, whatever
+    is wrong with it (missing, not UTF-8, not JSON, nested too deeply)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultError(str(path), "no such file") from None
+    except OSError as err:
+        raise ResultError(str(path), f"cannot read: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ResultError(str(path), "garbled: not UTF-8 text") from None
+    except json.JSONDecodeError as err:
+        where = f"{err.msg} at line {err.lineno}"
+        raise ResultError(str(path), f"garbled: not JSON ({where})") from None
+    except RecursionError:
+        raise ResultError(str(path), "garbled: nested too deeply") from None
+    if not isinstance(data, kind):
+        raise ResultError(str(path), f"garbled: expected a JSON {kind.__name__}")
+    return data
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from rtolab import _rtolab
-from rtolab.errors import native_errors
+from rtolab.errors import ResultError, native_errors
 
 #: Columns of :func:`packets`, in order (more may follow when the core adds fields).
 PACKET_COLUMNS: tuple[str, ...] = (
@@ -157,8 +157,7 @@ def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> 
         return pd.DataFrame(
             {c: pd.Series(dtype="object") for c in ("t_ns", "t_s", "event", "kind")}
         )
-    with open(trace_file, encoding="utf-8") as f:
-        records = [flatten_record(json.loads(line)) for line in f if line.strip()]
+    records = _trace_records(Path(trace_file))
     frame = pd.DataFrame.from_records(records)
     if frame.empty:
         return pd.DataFrame(
@@ -190,6 +189,29 @@ def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> 
                 )
     first = ["t_s", "t_ns", "event", "kind"]
     return frame[first + [c for c in frame.columns if c not in first]]
+
+
+def _trace_records(path: Path) -> list[dict[str, Any]]:
+    """The flattened events of a trace file; raises :class:`rtolab.ResultError`
+    naming the file and line when it is garbled."""
+    records = []
+    number = 0
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                number += 1  # counted by hand: the error messages need it
+                if line.strip():
+                    record = json.loads(line)
+                    if not isinstance(record, dict):
+                        raise ValueError("not a JSON object")
+                    records.append(flatten_record(record))
+    except OSError as err:
+        raise ResultError(str(path), f"cannot read: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ResultError(str(path), f"garbled: not UTF-8 text after line {number}") from None
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        raise ResultError(str(path), f"garbled: line {number} is not an event") from None
+    return records
 
 
 def _is_number(value: Any) -> bool:

@@ -90,12 +90,28 @@ def _empty(ax: Axes, message: str) -> Axes:
 
 #: Most legend entries shown; more would hide the data.
 MAX_LEGEND = 8
+#: Most bars (apps, parameter values) in a bar chart; the first ones are
+#: drawn and the title says how many there are. Drawing 10 000 tick labels
+#: takes minutes and shows nothing.
+MAX_BARS = 40
+#: Longest name in a legend or under a bar; longer ones end in "…".
+MAX_LABEL = 30
+
+
+def _label(name: Any) -> str:
+    """A name as plain text in a figure: cut to ``MAX_LABEL`` characters,
+    and ``$`` escaped so that matplotlib does not read it as mathtext."""
+    text = str(name)
+    if len(text) > MAX_LABEL:
+        text = text[: MAX_LABEL - 1] + "…"
+    return text.replace("$", r"\$")
 
 
 def _legend(ax: Axes) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return
+    labels = [_label(label) for label in labels]
     if len(handles) > MAX_LEGEND:
         hidden = len(handles) - MAX_LEGEND + 1
         handles = handles[: MAX_LEGEND - 1]
@@ -376,33 +392,36 @@ def _metric_mean(frame: pd.DataFrame, suffixes: Sequence[str], scope: str = "") 
 def _run_latency_retx(result: Result) -> pd.DataFrame:
     """Per app of a run: mean latency (ms: one-way delay of datagram sinks,
     mean RTT sample of TCP apps), retransmissions and lost datagrams."""
-    rows: dict[str, dict[str, float]] = {}
+    # Whole-column operations rather than a loop over apps: a run may have
+    # tens of thousands of them.
     metrics = result.metrics
-    apps = metrics[metrics["scope"] == "app"]
-    for name, group in apps.groupby("name"):
-        values = dict(zip(group["metric"], group["value"], strict=False))
-        if "delay_mean_ns" in values and not math.isnan(values["delay_mean_ns"]):
-            rows.setdefault(str(name), {})["latency_ms"] = values["delay_mean_ns"] / 1e6
-        for key in ("lost",):
-            if key in values:
-                rows.setdefault(str(name), {})["lost"] = values[key]
+    apps = metrics[(metrics["scope"] == "app") & metrics["metric"].isin(["delay_mean_ns", "lost"])]
+    last = apps.drop_duplicates(["name", "metric"], keep="last")
+    wide = last.pivot(index="name", columns="metric", values="value")
+    frame = pd.DataFrame(index=wide.index.astype(str))
+    for name in ("latency_ms", "retransmissions", "lost"):
+        frame[name] = np.nan
+    if "delay_mean_ns" in wide:
+        frame["latency_ms"] = wide["delay_mean_ns"].to_numpy() / 1e6
+    if "lost" in wide:
+        frame["lost"] = wide["lost"].to_numpy()
+    frame = frame.dropna(how="all")
     traces = result.traces
     samples = events(traces, "rtt_sample")
-    for label, group in samples.groupby(_owner_key(samples)):
-        raw = column(group, "raw")
-        if raw is not None:
-            rows.setdefault(str(label), {})["latency_ms"] = float(raw.mean()) / 1e6
+    raw = column(samples, "raw") if not samples.empty else None
+    if raw is not None:
+        latency = (raw.astype("float64").groupby(_owner_key(samples)).mean() / 1e6).dropna()
+        frame = frame.reindex(frame.index.union(latency.index, sort=False))
+        frame.loc[latency.index, "latency_ms"] = latency
     retx = events(traces, "retransmission")
     cause = column(retx, "cause") if not retx.empty else None
     if cause is not None:
         # Window probes and keep-alives are not retransmissions of data.
         retx = retx[cause.isin(["timeout", "fast_retransmit"]) | cause.isna()]
-    for label, group in retx.groupby(_owner_key(retx)):
-        rows.setdefault(str(label), {})["retransmissions"] = float(len(group))
-    frame = pd.DataFrame.from_dict(rows, orient="index")
-    for name in ("latency_ms", "retransmissions", "lost"):
-        if name not in frame:
-            frame[name] = np.nan
+    if not retx.empty:
+        counts = retx.groupby(_owner_key(retx)).size().astype(float)
+        frame = frame.reindex(frame.index.union(counts.index, sort=False))
+        frame.loc[counts.index, "retransmissions"] = counts
     return frame
 
 
@@ -445,7 +464,9 @@ def latency_retransmission_bars(
         _empty(lat_ax, "no latency data")
         _empty(retx_ax, "no retransmission data")
         return axes
-    labels = [str(i) for i in table.index]
+    count = len(table)
+    table = table.iloc[:MAX_BARS]
+    labels = [_label(i) for i in table.index]
     x = np.arange(len(labels))
     latency = table["latency_ms"].to_numpy(dtype=float)
     if np.isfinite(latency).any():
@@ -453,7 +474,8 @@ def latency_retransmission_bars(
     else:
         _empty(lat_ax, "no latency data")
     lat_ax.set_ylabel("mean latency (ms)")
-    lat_ax.set_title("Latency")
+    shown = f" (first {MAX_BARS} of {count})" if count > MAX_BARS else ""
+    lat_ax.set_title("Latency" + shown)
     retx = table["retransmissions"].to_numpy(dtype=float)
     lost = table["lost"].to_numpy(dtype=float)
     width = 0.4
@@ -475,7 +497,7 @@ def latency_retransmission_bars(
     if not drew:
         _empty(retx_ax, "no retransmission data")
     retx_ax.set_ylabel("count")
-    retx_ax.set_title("Retransmissions and losses")
+    retx_ax.set_title("Retransmissions and losses" + shown)
     for ax in (lat_ax, retx_ax):
         ax.set_xticks(
             x,

@@ -14,7 +14,6 @@ import base64
 import datetime
 import html
 import io
-import json
 import math
 import os
 from collections.abc import Iterable
@@ -28,9 +27,9 @@ from matplotlib.figure import Figure
 from rtolab import plots
 from rtolab._rtolab import __version__
 from rtolab.api import METRICS_FILE, Result
-from rtolab.errors import RtolabError
+from rtolab.errors import ResultError, RtolabError, read_json_file
 from rtolab.experiments import MANIFEST, Reproduction, experiments
-from rtolab.sweeps import RESULTS_FILE, RUNS_DIR, SPEC_FILE, load_results
+from rtolab.sweeps import RESULTS_FILE, RUNS_DIR, SPEC_FILE, read_results
 
 #: Default file name of the page, inside the reported directory.
 REPORT_FILE = "report.html"
@@ -238,10 +237,16 @@ def sweep_report(directory: Path) -> str:
     """The HTML page of a sweep's output directory."""
     spec: dict[str, Any] = {}
     if (directory / SPEC_FILE).is_file():
-        spec = json.loads((directory / SPEC_FILE).read_text(encoding="utf-8"))
-    results = load_results(directory)
+        spec = read_json_file(directory / SPEC_FILE)
+    read = read_results(directory)
+    results = read.frame
     base = directory / "base.toml"
-    base_text = base.read_text(encoding="utf-8") if base.is_file() else ""
+    base_text = ""
+    if base.is_file():
+        try:
+            base_text = base.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            raise ResultError(str(base), "unreadable or not UTF-8 text") from None
     params = [c for c in results.columns if str(c).startswith("param.")]
     scenario = str(results["scenario"].dropna().iloc[0]) if len(results) else "?"
     ok = results[results["status"] == "ok"] if len(results) else results
@@ -252,6 +257,8 @@ def sweep_report(directory: Path) -> str:
         f"({len(ok)} ok, {len(failed)} failed) over seeds "
         f"{_esc(', '.join(str(s) for s in seeds))}. "
         "Each row of the tables below names the parameters and seed of its run.</p>",
+        *_rejected_html(read.rejected),
+        *_unfinished_html(spec, len(results)),
         "<h2>Grid</h2>",
         table_html(
             pd.DataFrame(
@@ -270,6 +277,8 @@ def sweep_report(directory: Path) -> str:
     if params and key and len(ok):
         summary = ok.groupby(params)[key].agg(["mean", "std"])
         summary.columns = [f"{m} ({stat})" for m, stat in summary.columns]
+        # How many runs each mean stands on, next to it.
+        summary.insert(0, "n (ok runs)", ok.groupby(params).size())
         body += [
             "<h2>Mean and spread over seeds</h2>",
             table_html(summary.reset_index()),
@@ -314,12 +323,42 @@ def sweep_report(directory: Path) -> str:
     )
 
 
+def _rejected_html(rejected: dict[str, str]) -> list[str]:
+    """A warning and a table naming the result files left out, if any."""
+    if not rejected:
+        return []
+    rows = pd.DataFrame(
+        [{"file": f"{RUNS_DIR}/{name}", "why": why} for name, why in sorted(rejected.items())]
+    )
+    return [
+        f'<p class="fail">{len(rejected)} result files did not verify and are left out of '
+        "every count, table and figure on this page; run the sweep again to redo them.</p>",
+        table_html(rows),
+    ]
+
+
+def _unfinished_html(spec: dict[str, Any], found: int) -> list[str]:
+    """A warning when fewer runs have a verified result than the sweep plans."""
+    seeds = spec.get("seeds")
+    grid = spec.get("grid")
+    if not isinstance(seeds, list) or not isinstance(grid, dict):
+        return []
+    planned = len(seeds) * math.prod(len(v) for v in grid.values() if isinstance(v, list))
+    if found >= planned:
+        return []
+    return [
+        f'<p class="fail">{planned - found} of {planned} planned runs have no verified '
+        "result (not finished, or left out above): the numbers below cover the "
+        f"{found} that do. Run the sweep again to finish them.</p>"
+    ]
+
+
 # ----- a reproduction -----
 
 
 def reproduction_report(directory: Path) -> str:
     """The HTML page of a reproduction's output directory."""
-    data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    data = read_json_file(directory / MANIFEST)
     outcome = Reproduction.load(directory)
     described = data.get("experiments", {})
     body: list[str] = []

@@ -362,7 +362,7 @@ class Scenario:
         """Parses TOML text (syntax only; :meth:`validate` checks the rest)."""
         try:
             data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as err:
+        except (tomllib.TOMLDecodeError, RecursionError) as err:
             raise ScenarioError("scenario", f"not valid TOML: {err}") from None
         return cls.from_dict(data)
 

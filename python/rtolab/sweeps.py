@@ -30,11 +30,18 @@ scenario text and seed). Runs go to a Dask cluster: a local one by default
 As each run finishes, its row is written to ``OUT/runs/<id>.parquet``:
 parameters (``param.<path>``), ``seed``, ``status`` (``ok`` or
 ``failed``), ``error``, ``wall_s`` and every metric of the run report under
-its dotted key (``app.sink.received_packets``). At the end all rows are
-also gathered in ``OUT/results.parquet``. Running the same sweep into the
-same directory resumes it: finished runs are skipped, failed ones are kept
-as they are unless ``retry_failed`` is set. Dask re-runs the tasks of a
-worker that dies, and runs are deterministic, so nothing is lost.
+its dotted key (``app.sink.received_packets``). The file's key-value
+metadata holds the run's key (id, parameters and seed) and a SHA-256 of
+the row's values. At the end the rows of the planned runs are gathered in
+``OUT/results.parquet``, checked to hold exactly one row per planned run.
+
+Running the same sweep into the same directory resumes it: finished runs
+are skipped, failed ones are kept as they are unless ``retry_failed`` is
+set. A result file is trusted only if it verifies: its key is the run's and
+its checksum matches its values. Runs whose files do not verify (garbled,
+edited, or another run's file) run again, and :class:`SweepOutcome` says
+which and why (``redone``). Dask re-runs the tasks of a worker that dies,
+and runs are deterministic, so nothing is lost.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ import logging
 import os
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -72,6 +80,10 @@ RESULTS_FILE = "results.parquet"
 SPEC_FILE = "sweep.json"
 #: Prefix of parameter columns.
 PARAM_PREFIX = "param."
+#: Key-value metadata of a run's result file: the run's key (JSON of its id,
+#: parameters and seed) and the SHA-256 of its row's values.
+KEY_METADATA = b"rtolab.run_key"
+DIGEST_METADATA = b"rtolab.row_sha256"
 #: Environment variable naming a directory where every run execution leaves
 #: a marker file (``<id>.<pid>.<ns>.start`` / ``.done``), to audit which runs
 #: executed where and how often.
@@ -138,7 +150,7 @@ class Sweep:
         """Parses sweep TOML; scenario paths are relative to ``base_dir``."""
         try:
             data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as err:
+        except (tomllib.TOMLDecodeError, RecursionError) as err:
             raise SweepError("sweep", f"not valid TOML: {err}") from None
         return cls.from_dict(data, base_dir=base_dir, default_name=default_name, source=source)
 
@@ -197,7 +209,7 @@ class Sweep:
     def _base_dict(self) -> dict[str, Any]:
         try:
             return tomllib.loads(self.base)
-        except tomllib.TOMLDecodeError as err:
+        except (tomllib.TOMLDecodeError, RecursionError) as err:
             raise SweepError("scenario", f"not valid TOML: {err}") from None
 
     def check(self) -> None:
@@ -422,28 +434,113 @@ def _write_atomically(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _read_tables(directory: Path) -> list[pa.Table]:
-    tables = []
-    for file in sorted(directory.glob("*.parquet")):
-        with contextlib.suppress(OSError, pa.ArrowException):
-            tables.append(pq.read_table(file))
-    return tables
+def run_key(run_id: str, params: Mapping[str, Any], seed: int) -> str:
+    """What identifies a run's result: its id, parameters and seed, as
+    canonical JSON (the same run always gives the same text)."""
+    return json.dumps(
+        {"run_id": run_id, "params": dict(params), "seed": seed},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
 
 
-def load_results(directory: str | os.PathLike[str]) -> pd.DataFrame:
-    """All rows of a sweep (its output directory, or a folder of Parquet
-    files) as one DataFrame, sorted by parameters and seed."""
+def row_digest(table: pa.Table) -> str:
+    """SHA-256 of a result table's column names, types and values, in a
+    canonical text form: one changed bit in any value changes it."""
+    text = json.dumps(
+        [table.schema.names, [str(t) for t in table.schema.types], table.to_pylist()],
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,  # timestamps
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _sealed(table: pa.Table, key: str) -> pa.Table:
+    """The table with its run key and checksum in its metadata."""
+    return table.replace_schema_metadata(
+        {KEY_METADATA: key.encode(), DIGEST_METADATA: row_digest(table).encode()}
+    )
+
+
+def verify_file(path: Path, expected_key: str | None = None) -> tuple[pa.Table | None, str]:
+    """Reads one run's result file and checks it: one row, a checksum that
+    matches, a key naming the run of the file's name (and equal to
+    ``expected_key`` when given). Returns ``(table, "")`` when it verifies,
+    else ``(None, why)``."""
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as err:
+        return None, f"unreadable ({type(err).__name__})"
+    metadata = table.schema.metadata or {}
+    key = metadata.get(KEY_METADATA, b"").decode(errors="replace")
+    digest = metadata.get(DIGEST_METADATA, b"").decode(errors="replace")
+    if not key or not digest:
+        return None, "no run key or checksum"
+    if table.num_rows != 1:
+        return None, f"{table.num_rows} rows instead of 1"
+    if row_digest(table.replace_schema_metadata(None)) != digest:
+        return None, "checksum does not match the values"
+    try:
+        key_run = json.loads(key).get("run_id")
+    except (ValueError, AttributeError):
+        return None, "garbled run key"
+    row_run = table.column("run_id")[0].as_py() if "run_id" in table.column_names else None
+    if key_run != path.stem or row_run != path.stem:
+        return None, f"holds the result of run {key_run}"
+    if expected_key is not None and key != expected_key:
+        return None, "run key differs from the planned run's (parameters or seed)"
+    return table, ""
+
+
+@dataclass
+class Results:
+    """The verified rows of a sweep's output and the files left out."""
+
+    frame: pd.DataFrame
+    #: File name (in ``runs/``) → why it was left out.
+    rejected: dict[str, str] = field(default_factory=dict)
+
+
+def _runs_dir(directory: str | os.PathLike[str]) -> Path:
     root = Path(directory)
     runs = root / RUNS_DIR if (root / RUNS_DIR).is_dir() else root
     if not runs.is_dir():
         raise SweepError("results", f"no such directory: {root}")
-    tables = _read_tables(runs)
+    return runs
+
+
+def _frame(tables: list[pa.Table]) -> pd.DataFrame:
     if not tables:
         return pd.DataFrame({name: pd.Series(dtype="object") for name, _ in _BASE_COLUMNS})
-    table = pa.concat_tables(tables, promote_options="permissive")
+    table = pa.concat_tables(
+        [t.replace_schema_metadata(None) for t in tables], promote_options="permissive"
+    )
     frame = table.to_pandas()
     order = [c for c in frame.columns if c.startswith(PARAM_PREFIX)] + ["seed"]
     return frame.sort_values(order, kind="stable", ignore_index=True)
+
+
+def read_results(directory: str | os.PathLike[str]) -> Results:
+    """Every result file of a sweep (its output directory, or its ``runs``
+    folder) that verifies, as one DataFrame sorted by parameters and seed,
+    with the files that do not verify and why."""
+    tables = []
+    rejected: dict[str, str] = {}
+    for file in sorted(_runs_dir(directory).glob("*.parquet")):
+        table, why = verify_file(file)
+        if table is None:
+            rejected[file.name] = why
+        else:
+            tables.append(table)
+    return Results(_frame(tables), rejected)
+
+
+def load_results(directory: str | os.PathLike[str]) -> pd.DataFrame:
+    """All verified rows of a sweep (its output directory, or its ``runs``
+    folder) as one DataFrame, sorted by parameters and seed; files that do
+    not verify are left out (:func:`read_results` names them)."""
+    return read_results(directory).frame
 
 
 @dataclass
@@ -455,6 +552,8 @@ class SweepOutcome:
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    #: Runs whose result file did not verify, and ran again: id → why.
+    redone: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
     workers: int = 0
 
@@ -476,6 +575,7 @@ class SweepOutcome:
             "ran": self.ran,
             "skipped": self.skipped,
             "failed": self.failed,
+            "redone": self.redone,
             "wall_s": self.wall_s,
             "workers": self.workers,
             "results": str(self.results_file),
@@ -504,16 +604,21 @@ def _prepare_out(sweep: Sweep, out: Path) -> None:
     (out / "base.toml").write_text(sweep.base, encoding="utf-8")
 
 
-def _finished(out: Path) -> dict[str, str]:
-    """run id → status of every run with a result row on disk."""
+def _finished(out: Path, plan: Sequence[RunSpec]) -> tuple[dict[str, str], dict[str, str]]:
+    """For the planned runs with a result file: run id → status of those
+    whose file verifies, and run id → why of those whose file does not."""
     done: dict[str, str] = {}
-    for file in (out / RUNS_DIR).glob("*.parquet"):
-        try:
-            status = pq.read_table(file, columns=["status"]).column("status")[0].as_py()
-        except (OSError, pa.ArrowException, KeyError, IndexError):
-            continue  # unreadable: treat as not finished, it will be redone
-        done[file.stem] = str(status)
-    return done
+    rejected: dict[str, str] = {}
+    for run in plan:
+        path = out / RUNS_DIR / f"{run.run_id}.parquet"
+        if not path.exists():
+            continue
+        table, why = verify_file(path, run_key(run.run_id, run.params, run.seed))
+        if table is None:
+            rejected[run.run_id] = why
+        else:
+            done[run.run_id] = str(table.column("status")[0].as_py())
+    return done, rejected
 
 
 @contextlib.contextmanager
@@ -568,9 +673,9 @@ def sweep(
         raise SweepError("workers", f"must be 0 or more, got {workers}")
     _prepare_out(spec, out_dir)
     plan = spec.runs()
-    finished = _finished(out_dir)
+    finished, rejected = _finished(out_dir, plan)
     todo: list[RunSpec] = []
-    outcome = SweepOutcome(out_dir=out_dir, total=len(plan))
+    outcome = SweepOutcome(out_dir=out_dir, total=len(plan), redone=rejected)
     for run in plan:
         status = finished.get(run.run_id)
         if status == "ok" or (status is not None and not retry_failed):
@@ -580,11 +685,13 @@ def sweep(
     if on_start is not None:
         on_start(len(todo), len(plan))
     files_dir = str((out_dir / "files").resolve()) if spec.keep_files else None
-    params = {run.run_id: run.params for run in todo}
+    planned = {run.run_id: run for run in todo}
 
     def record(row: dict[str, Any]) -> None:
-        row["params"] = params[row["run_id"]]
-        _write_atomically(row_table(row, spec), out_dir / RUNS_DIR / f"{row['run_id']}.parquet")
+        run = planned[row["run_id"]]
+        row["params"] = run.params
+        table = _sealed(row_table(row, spec), run_key(run.run_id, run.params, run.seed))
+        _write_atomically(table, out_dir / RUNS_DIR / f"{row['run_id']}.parquet")
         outcome.ran.append(row["run_id"])
         if row["status"] != "ok":
             outcome.failed.append(row["run_id"])
@@ -607,14 +714,39 @@ def sweep(
             ]
             for future in as_completed(futures):
                 record(future.result())
-    _gather(out_dir)
+    _gather(out_dir, plan)
     outcome.wall_s = time.perf_counter() - started
     return outcome
 
 
-def _gather(out_dir: Path) -> None:
-    tables = _read_tables(out_dir / RUNS_DIR)
-    if tables:
-        _write_atomically(
-            pa.concat_tables(tables, promote_options="permissive"), out_dir / RESULTS_FILE
-        )
+def _gather(out_dir: Path, plan: Sequence[RunSpec]) -> None:
+    """Writes ``results.parquet`` from the planned runs' verified files;
+    raises :class:`SweepError` naming the runs without exactly one row."""
+    tables = []
+    missing = []
+    for run in plan:
+        path = out_dir / RUNS_DIR / f"{run.run_id}.parquet"
+        table, why = verify_file(path, run_key(run.run_id, run.params, run.seed))
+        if table is None:
+            missing.append(f"{run.run_id} ({why})")
+        else:
+            tables.append(table.replace_schema_metadata(None))
+    if missing:
+        found = f"{len(missing)} planned runs have no verified row: {_few(missing)}"
+        raise SweepError("results", found)
+    if not tables:
+        return
+    combined = pa.concat_tables(tables, promote_options="permissive")
+    # Each file verified as its own run's, so a repeat means the plan holds
+    # one run twice; checked all the same, as the promise is one row per run.
+    counts = Counter(combined.column("run_id").to_pylist())
+    repeated = sorted(i for i, n in counts.items() if n > 1)
+    if repeated:
+        raise SweepError("results", f"runs with more than one row: {_few(repeated)}")
+    _write_atomically(combined, out_dir / RESULTS_FILE)
+
+
+def _few(items: Sequence[str], limit: int = 5) -> str:
+    """The first ``limit`` items and how many more, for a one-line message."""
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

@@ -186,6 +186,42 @@ fn references_must_resolve() {
     assert_eq!(e.path, "capture[0].file");
 }
 
+/// A scenario with one capture on link ab writing `file` (a TOML basic string).
+fn with_capture_file(file: &str) -> String {
+    format!("{GOOD}\n[[capture]]\nhost = \"a\"\nlink = \"ab\"\nfile = \"{file}\"\n")
+}
+
+#[test]
+fn capture_file_names_that_no_file_system_takes_are_rejected() {
+    let long = "x".repeat(300);
+    for (file, needle) in [
+        ("a\\u0000b.pcap", "control characters"),
+        ("tab\\there.pcap", "control characters"),
+        ("bell\\u0007.pcap", "control characters"),
+        (long.as_str(), "at most 255 bytes"),
+        ("...", "only dots and spaces"),
+        (" . ", "only dots and spaces"),
+        ("", "only dots and spaces"),
+        ("sub\\\\x.pcap", "without /"),
+        ("metrics.json", "the run writes them"),
+    ] {
+        let e = rejects(&with_capture_file(file));
+        assert_eq!(e.path, "capture[0].file", "{file:?}");
+        assert!(e.message.contains(needle), "{file:?}: {}", e.message);
+        // Even a huge name gives a short line.
+        assert!(e.message.len() < 200, "{}", e.message);
+    }
+    // 255 bytes of multi-byte characters is the limit, not 255 characters.
+    let wide = "é".repeat(128);
+    let e = rejects(&with_capture_file(&wide));
+    assert!(e.message.contains("has 256)"), "{}", e.message);
+    let longest = "é".repeat(127);
+    for file in ["a.pcap", ".hidden.pcap", "x y.pcap", longest.as_str()] {
+        let text = with_capture_file(file);
+        assert!(Scenario::from_toml_str(&text).is_ok(), "{file:?} rejected");
+    }
+}
+
 #[test]
 fn fields_of_another_kind_are_rejected() {
     let e = broken("delay = \"5ms\"", "delay = \"5ms\"\ntx_range = 10.0");

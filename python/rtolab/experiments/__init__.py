@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rtolab.errors import ExperimentError, RtolabError
+from rtolab.errors import ExperimentError, ResultError, RtolabError, read_json_file
 
 if TYPE_CHECKING:
     from rtolab.api import Result, ScenarioSource
@@ -193,13 +193,17 @@ class Reproduction:
     def load(cls, directory: str | Path) -> Reproduction:
         """Reads a reproduction back from its output directory."""
         out = Path(directory)
-        data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-        return cls(
-            out_dir=out,
-            runs=[RunRecord(**r) for r in data.get("runs", [])],
-            checks={k: [Check(**c) for c in cs] for k, cs in data.get("checks", {}).items()},
-            wall_s=float(data.get("wall_s", 0.0)),
-        )
+        data = read_json_file(out / MANIFEST)
+        try:
+            return cls(
+                out_dir=out,
+                runs=[RunRecord(**r) for r in data.get("runs", [])],
+                checks={k: [Check(**c) for c in cs] for k, cs in data.get("checks", {}).items()},
+                wall_s=float(data.get("wall_s", 0.0)),
+            )
+        except (TypeError, ValueError, AttributeError):
+            # Records of the wrong shape: the manifest was edited or damaged.
+            raise ResultError(str(out / MANIFEST), "garbled: not a reproduction manifest") from None
 
 
 def reproduce(

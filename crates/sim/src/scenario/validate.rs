@@ -278,16 +278,10 @@ fn validate_captures(
             }
         };
         let file = c.file.as_str();
-        let plain = !file.is_empty()
-            && !file.contains(['/', '\\'])
-            && file != "."
-            && file != ".."
-            && file != TRACES_FILE
-            && file != METRICS_FILE;
-        if !plain {
+        if let Some(problem) = file_name_problem(file) {
             return Err(ScenarioError::new(
                 at("file"),
-                format!("must be a plain file name other than {TRACES_FILE} and {METRICS_FILE}, got {file:?}"),
+                format!("{problem}, got {:?}", shortened(file)),
             ));
         }
         if let Some(first) = files.insert(file, i) {
@@ -304,6 +298,46 @@ fn validate_captures(
         });
     }
     Ok(captures)
+}
+
+/// Longest capture file name, in bytes: the usual file-system limit, so a
+/// name that validates can always be created.
+const MAX_FILE_NAME_BYTES: usize = 255;
+
+/// Why `file` cannot be a capture file name, if it cannot: it must be a
+/// plain name in the output directory that any file system accepts and that
+/// no other output of the run uses.
+fn file_name_problem(file: &str) -> Option<String> {
+    if file.is_empty() || file.chars().all(|c| c == '.' || c == ' ') {
+        return Some("must be a file name, not empty or only dots and spaces".to_string());
+    }
+    if file.contains(['/', '\\']) {
+        return Some("must be a plain file name, without / or \\".to_string());
+    }
+    if file.chars().any(char::is_control) {
+        return Some("must not contain NUL or other control characters".to_string());
+    }
+    if file.len() > MAX_FILE_NAME_BYTES {
+        return Some(format!(
+            "must be at most {MAX_FILE_NAME_BYTES} bytes long (this one has {})",
+            file.len()
+        ));
+    }
+    if file == TRACES_FILE || file == METRICS_FILE {
+        return Some(format!(
+            "must be another name than {TRACES_FILE} and {METRICS_FILE} (the run writes them)"
+        ));
+    }
+    None
+}
+
+/// At most the first 40 characters of `text`, so that an error about a huge
+/// value stays one readable line.
+fn shortened(text: &str) -> String {
+    match text.char_indices().nth(40) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
 }
 
 fn validate_apps(

@@ -1,0 +1,271 @@
+"""Input written to break rtolab: markup in names, deep nesting, garbled
+result files, unusable file names, huge names and many apps. Each ends with
+one clear line and exit status 2, or a bounded run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rtolab
+from rtolab import cli, plots
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def rtolab_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rtolab", *args], capture_output=True, text=True, check=False
+    )
+
+
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    return lines[0]
+
+
+def p2p(tmp_path: Path, **replace: str) -> Path:
+    text = (SCENARIOS / "p2p-cbr.toml").read_text()
+    for old, new in replace.items():
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    return path
+
+
+MARKUP = {
+    'name = "p2p-cbr"': 'name = "x[/]"',
+    'name = "a"': 'name = "[bold]a[/]"',
+    'host = "a"': 'host = "[bold]a[/]"',
+    'name = "sink"': 'name = "s[/red]"',
+}
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_markup_in_names_is_printed_as_written(command: str, tmp_path: Path) -> None:
+    scenario = p2p(tmp_path, **MARKUP)
+    args = ["--out", str(tmp_path / "o[/]"), "--no-plot"] if command == "run" else []
+    done = rtolab_cli(command, str(scenario), *args)
+    assert done.returncode == 0, done.stderr
+    assert "x[/]" in done.stdout
+    if command == "run":
+        assert "s[/red]" in done.stdout and "[bold]a[/]" in done.stdout
+        assert "o[/]/metrics.json" in done.stdout
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_markup_in_an_error_is_printed_as_written(command: str, tmp_path: Path) -> None:
+    # Both hosts named "x[/]": the core's error quotes the name.
+    scenario = p2p(tmp_path, **{'name = "a"': 'name = "x[/]"', 'name = "b"': 'name = "x[/]"'})
+    assert '"x[/]"' in one_line_error(rtolab_cli(command, str(scenario)))
+
+
+def test_control_characters_in_names_stay_on_one_line(tmp_path: Path) -> None:
+    scenario = p2p(tmp_path, **{'name = "p2p-cbr"': 'name = "two\\nlines\\u001b[2J"'})
+    done = rtolab_cli("run", str(scenario), "--out", str(tmp_path / "o"), "--no-plot")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("two\\x0alines\\x1b[2J: seed 1")
+    assert "\x1b[2J" not in done.stdout
+
+
+def nested(depth: int) -> str:
+    return "a = " + "[" * depth + "]" * depth + "\n"
+
+
+@pytest.mark.parametrize("command", ["validate", "run", "sweep"])
+def test_deep_nesting_is_one_line_for_every_command(command: str, tmp_path: Path) -> None:
+    path = tmp_path / "deep.toml"
+    path.write_text(nested(10_000))
+    args = ["--out", str(tmp_path / "o")] if command != "validate" else []
+    line = one_line_error(rtolab_cli(command, str(path), *args))
+    assert "recursion" in line or "nested" in line
+
+
+GARBLED = {
+    "random bytes": bytes(range(256)) * 4,
+    "not json": b"{ this is not json",
+    "a list": b"[1, 2, 3]",
+    "deep nesting": nested(100_000).removeprefix("a = ").encode(),
+    "no seed": b'{"name": "x", "files": []}',
+    "apps not objects": b'{"name": "x", "seed": 1, "files": [], "apps": [1, 2]}',
+}
+
+
+@pytest.mark.parametrize("case", sorted(GARBLED))
+def test_report_on_a_garbled_metrics_file_names_it(case: str, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert rtolab_cli("run", "p2p-cbr", "--out", str(run), "--no-plot").returncode == 0
+    (run / "metrics.json").write_bytes(GARBLED[case])
+    line = one_line_error(rtolab_cli("report", str(run)))
+    assert f"{run / 'metrics.json'}: garbled" in line
+
+
+def test_report_on_a_garbled_trace_file_names_it(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert rtolab_cli("run", "p2p-cbr", "--out", str(run), "--no-plot").returncode == 0
+    with open(run / "traces.jsonl", "ab") as f:
+        f.write(b"\xff\xfe garbage\n")
+    line = one_line_error(rtolab_cli("report", str(run)))
+    assert str(run / "traces.jsonl") in line and "garbled" in line
+
+
+def test_report_on_a_garbled_reproduction_manifest_names_it(tmp_path: Path) -> None:
+    (tmp_path / "reproduce.json").write_bytes(b"\x00\x01 not json")
+    line = one_line_error(rtolab_cli("report", str(tmp_path)))
+    assert str(tmp_path / "reproduce.json") in line
+
+
+@pytest.mark.parametrize(
+    ("file", "needle"),
+    [
+        ("a\\u0000b.pcap", "control characters"),
+        ("x" * 300, "at most 255 bytes"),
+        ("...", "only dots and spaces"),
+    ],
+)
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_unusable_capture_file_names_fail_validation(
+    file: str, needle: str, command: str, tmp_path: Path
+) -> None:
+    scenario = p2p(tmp_path, **{'file = "a-ab.pcap"': f'file = "{file}"'})
+    out = tmp_path / "out"
+    args = ["--out", str(out)] if command == "run" else []
+    line = one_line_error(rtolab_cli(command, str(scenario), *args))
+    assert line.startswith("error: capture[0].file: ") and needle in line
+    assert len(line) < 300
+    assert not out.exists() or not any(out.iterdir())  # nothing half written
+
+
+def test_a_huge_scenario_name_gives_a_short_summary(tmp_path: Path) -> None:
+    name = "n" * 1_000_000
+    scenario = p2p(tmp_path, **{'name = "p2p-cbr"': f'name = "{name}"'})
+    done = rtolab_cli("run", str(scenario), "--out", str(tmp_path / "o"), "--no-plot")
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("n" * (cli.MAX_SHOWN - 1) + "…: seed 1") and len(first) < 200
+    assert len(done.stdout) < 10_000
+    # The whole name is kept in the results.
+    assert json.loads((tmp_path / "o" / "metrics.json").read_text())["name"] == name
+
+
+def many_apps(pairs: int) -> str:
+    """Two hosts and ``pairs`` sink + CBR pairs, each pair on its own port."""
+    parts = [
+        'name = "many"\nduration = "0.05s"\n[[host]]\nname = "a"\n[[host]]\nname = "b"\n'
+        '[[link]]\nname = "ab"\nkind = "point-to-point"\nrate = "100Mbps"\ndelay = "5ms"\n'
+        'ends = [{ host = "a", address = "10.0.0.1/24" }, { host = "b", address = "10.0.0.2/24" }]'
+    ]
+    for i in range(pairs):
+        port = 1024 + i
+        parts.append(f'[[app]]\nkind = "sink"\nname = "sink{i}"\nhost = "b"\nport = {port}')
+        parts.append(
+            f'[[app]]\nkind = "cbr"\nname = "cbr{i}"\nhost = "a"\n'
+            f'destination = "10.0.0.2:{port}"\nsize = 100\nrate = "80kbps"'
+        )
+    return "\n".join(parts) + "\n"
+
+
+def python_calls(step: object) -> int:
+    """How many Python and C functions ``step()`` calls: a measure of its
+    work that, unlike wall time, is the same on every machine."""
+    count = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal count
+        if event in ("call", "c_call"):
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        step()  # type: ignore[operator]
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def post_processing(result: rtolab.Result) -> tuple[int, int]:
+    """Calls made by the summary, the metrics table, the flat metrics and
+    the per-app plot table of ``result``, and the lines of the summary."""
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, highlight=False, width=100)
+    saved = cli.out_console
+    cli.out_console = console
+    try:
+
+        def step() -> None:
+            cli._print_summary(result.report, 0.0, result.files)
+            result.__dict__.pop("metrics", None)  # computed afresh each time
+            frames_metrics = result.metrics
+            assert len(frames_metrics)
+            result.flat_metrics()
+            plots._run_latency_retx(result)
+
+        calls = python_calls(step)
+    finally:
+        cli.out_console = saved
+    return calls, len(buffer.getvalue().splitlines())
+
+
+def test_post_processing_is_linear_in_the_number_of_apps(tmp_path: Path) -> None:
+    measured = {}
+    for pairs in (100, 200, 400):
+        result = rtolab.run(many_apps(pairs), out=tmp_path / str(pairs), seed=1)
+        assert len(result.report["apps"]) == 2 * pairs
+        measured[pairs] = post_processing(result)
+    calls = {pairs: m[0] for pairs, m in measured.items()}
+    # The cost of 200 more apps is about twice that of 100 more when the work
+    # is linear, and four times when it is quadratic; differences cancel the
+    # fixed cost, which dominates at these sizes.
+    growth = (calls[400] - calls[200]) / (calls[200] - calls[100])
+    assert 1.5 < growth < 2.5, calls
+    # The summary does not grow with the apps at all.
+    lines = {m[1] for m in measured.values()}
+    assert len(lines) == 1, measured
+
+
+def test_many_apps_draw_a_bounded_bar_chart() -> None:
+    result = rtolab.run(many_apps(60), seed=1)
+    fig = plots.plt.figure()
+    lat_ax, retx_ax = fig.subplots(1, 2)
+    plots.latency_retransmission_bars(result, axes=[lat_ax, retx_ax])
+    assert len(lat_ax.get_xticklabels()) == plots.MAX_BARS
+    assert lat_ax.get_title() == f"Latency (first {plots.MAX_BARS} of 60)"
+    plots.plt.close(fig)
+
+
+def test_progress_labels_are_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    monkeypatch.setattr(cli, "err_console", Console(file=buffer, force_terminal=True, width=80))
+    with cli._progress(quiet=False) as progress:
+        task = progress.add_task("sweep x[/] [bold]y", total=2)
+        progress.advance(task)
+        progress.refresh()
+    assert "sweep x[/] [bold]y" in buffer.getvalue()
+
+
+def test_a_sweep_with_markup_in_its_names_runs(tmp_path: Path) -> None:
+    scenario = p2p(tmp_path, **MARKUP)
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(
+        f'name = "sw[/]"\nscenario = "{scenario.name}"\n[set]\nduration = "0.2s"\n'
+        '[grid]\n"app.s[/red].port" = [9000]\n"app.cbr.size" = [100, 200]\n'
+    )
+    done = rtolab_cli("sweep", str(spec), "--out", str(tmp_path / "out"), "--workers", "0")
+    assert done.returncode == 0, done.stderr
+    assert "app.s[/red]" in done.stdout and "2 runs" in done.stdout
