@@ -41,7 +41,7 @@ mod tcp_bulk;
 
 pub use cbr::{
     CbrApp, CbrConfig, CbrSpec, CbrStats, DEFAULT_SOURCE_PORT_BASE, MAX_UDP_PAYLOAD,
-    PAYLOAD_HEADER_LEN,
+    MIN_CBR_INTERVAL, PAYLOAD_HEADER_LEN,
 };
 pub use exchange::{
     ExchangeApp, ExchangeConfig, ExchangeServerApp, ExchangeServerConfig, ExchangeServerSpec,
