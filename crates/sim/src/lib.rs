@@ -35,6 +35,7 @@ pub mod capture;
 pub mod cidr;
 pub mod config;
 mod event;
+pub mod limits;
 pub mod link;
 pub mod middlebox;
 pub mod node;
@@ -51,6 +52,7 @@ pub mod units;
 
 pub use capture::CaptureDirection;
 pub use cidr::Ipv4Cidr;
+pub use limits::{RunLimits, Stop, StopFlag};
 pub use rtolab_time::{SimDuration, SimTime};
 pub use run::{run_scenario, RunError, RunOptions, RunReport};
 pub use scenario::{Scenario, ScenarioError};
