@@ -27,6 +27,7 @@ from rtolab.errors import (
     ExperimentError,
     RtolabError,
     RunError,
+    RunStopped,
     ScenarioError,
     SweepError,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "Route",
     "RtolabError",
     "RunError",
+    "RunStopped",
     "Scenario",
     "ScenarioError",
     "Sweep",
