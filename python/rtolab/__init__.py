@@ -28,6 +28,7 @@ from rtolab.errors import (
     ResultError,
     RtolabError,
     RunError,
+    RunStopped,
     ScenarioError,
     SweepError,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "Route",
     "RtolabError",
     "RunError",
+    "RunStopped",
     "Scenario",
     "ScenarioError",
     "Sweep",

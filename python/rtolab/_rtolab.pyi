@@ -8,6 +8,9 @@ class ScenarioError(ValueError):
 class RunError(OSError):
     """A run failed after it started; files written so far are kept."""
 
+class RunStopped(RunError):
+    """A limit stopped a run before its end; ``args`` is ``(limit, message)``."""
+
 class CaptureError(ValueError):
     """A capture file could not be read; ``args`` is ``(file_path, message)``."""
 
@@ -20,8 +23,13 @@ def run(
     out_dir: str | None = None,
     duration_s: float | None = None,
     write_traces: bool = True,
+    max_events: int | None = None,
+    max_wall_s: float | None = None,
+    max_output: int | None = None,
 ) -> str:
-    """Runs a scenario given as TOML text and returns the run report as JSON."""
+    """Runs a scenario given as TOML text and returns the run report as JSON;
+    the limits stop it early (``RunStopped``), and so does a signal handler
+    that raises (Ctrl-C), whose exception is raised here."""
 
 def default_scenario() -> str:
     """The TOML text of the embedded default scenario."""

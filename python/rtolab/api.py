@@ -189,6 +189,9 @@ def run(
     out: str | os.PathLike[str] | None = None,
     duration: float | None = None,
     traces: bool = True,
+    max_events: int | None = None,
+    max_wall: float | None = None,
+    max_output: int | None = None,
 ) -> Result:
     """Run a scenario in the simulator.
 
@@ -200,12 +203,21 @@ def run(
     with the returned :class:`Result`. The GIL is released while the
     simulation runs.
 
+    ``max_events``, ``max_wall`` (seconds of wall time) and ``max_output``
+    (bytes of captures and traces) stop the run early, with
+    :class:`rtolab.RunStopped`; Ctrl-C stops it within milliseconds with
+    ``KeyboardInterrupt``. Either way the files written so far are valid and
+    ``metrics.json`` says ``"complete": false``.
+
     Raises :class:`rtolab.ScenarioError` (naming the field) for a bad
     scenario and :class:`rtolab.RunError` when the run fails.
     """
     text = scenario_text(scenario)
     if seed is not None and (isinstance(seed, bool) or not 0 <= seed < 2**64):
         raise ScenarioError("seed", f"must be an integer in [0, 2^64), got {seed}")
+    for name, limit in (("max_events", max_events), ("max_output", max_output)):
+        if limit is not None and (isinstance(limit, bool) or not 0 <= limit < 2**64):
+            raise ScenarioError(name, f"must be an integer in [0, 2^64), got {limit}")
     temporary = out is None
     out_dir = Path(tempfile.mkdtemp(prefix="rtolab-run-")) if out is None else Path(out)
     try:
@@ -221,6 +233,9 @@ def run(
                     out_dir=str(out_dir),
                     duration_s=duration,
                     write_traces=traces,
+                    max_events=max_events,
+                    max_wall_s=max_wall,
+                    max_output=max_output,
                 )
             )
     except BaseException:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +33,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rtolab import api
-from rtolab.errors import RtolabError, RunError
+from rtolab.errors import RtolabError, RunError, RunStopped
 
 app = typer.Typer(
     name="rtolab",
@@ -268,16 +269,50 @@ def run(
     plot: Annotated[bool, typer.Option(help="Draw plots from the traces.")] = True,
     report: Annotated[bool, typer.Option(help="Write report.html.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    max_events: Annotated[
+        int | None, typer.Option(help="Stop after this many events.", min=0)
+    ] = None,
+    max_wall: Annotated[
+        float | None, typer.Option(help="Stop after this many seconds of wall time.", min=0.001)
+    ] = None,
+    max_output: Annotated[
+        int | None, typer.Option(help="Stop once pcaps and traces hold this many bytes.", min=0)
+    ] = None,
 ) -> None:
-    """Run one scenario in the simulator and summarise it."""
+    """Run one scenario in the simulator and summarise it.
+
+    A run stopped by a limit, Ctrl-C or SIGTERM keeps valid outputs, with
+    metrics.json marked incomplete."""
+    # SIGTERM stops a run the way Ctrl-C does, outputs flushed.
+    signal.signal(signal.SIGTERM, _interrupt)
     with _user_errors():
         source = scenario if scenario is not None else api.default_scenario()
         started = time.perf_counter()
-        result = _with_spinner(
-            "simulating",
-            lambda: api.run(source, seed=seed, out=out, duration=duration, traces=traces or plot),
-            as_json,
-        )
+        try:
+            result = _with_spinner(
+                "simulating",
+                lambda: api.run(
+                    source,
+                    seed=seed,
+                    out=out,
+                    duration=duration,
+                    traces=traces or plot,
+                    max_events=max_events,
+                    max_wall=max_wall,
+                    max_output=max_output,
+                ),
+                as_json,
+            )
+        except RunStopped as err:
+            raise _bad_input(f"{err}; outputs so far in {out}, marked incomplete") from None
+        except KeyboardInterrupt:
+            err_console.print(
+                f"interrupted; outputs so far in {out}, marked incomplete",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(130) from None
         elapsed = time.perf_counter() - started
         metrics_table = out / "metrics.parquet"
         result.metrics.to_parquet(metrics_table, index=False)
@@ -298,6 +333,10 @@ def run(
             typer.echo(json.dumps(data))
         else:
             _print_summary(result.report, elapsed, result.files + extra)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _is_sweep_file(path: str) -> bool:

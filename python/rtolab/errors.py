@@ -28,6 +28,16 @@ class RunError(RtolabError, OSError):
     """A run failed after it started (for example an output file could not be written)."""
 
 
+class RunStopped(RunError):
+    """A limit stopped a run before its end (``stopped_by``: ``max_events``,
+    ``max_wall``, ``max_output`` or ``stalled``). The outputs written so far
+    are valid and ``metrics.json`` says ``"complete": false``."""
+
+    def __init__(self, stopped_by: str, message: str) -> None:
+        super().__init__(message)
+        self.stopped_by = stopped_by
+
+
 class CaptureError(RtolabError, ValueError):
     """A capture file could not be read. ``path`` names the file."""
 
@@ -94,5 +104,8 @@ def native_errors() -> Iterator[None]:
     except _rtolab.CaptureError as err:
         path, message = err.args if len(err.args) == 2 else ("", str(err))
         raise CaptureError(str(path), str(message)) from None
+    except _rtolab.RunStopped as err:
+        stopped_by, message = err.args if len(err.args) == 2 else ("", str(err))
+        raise RunStopped(str(stopped_by), str(message)) from None
     except _rtolab.RunError as err:
         raise RunError(str(err)) from None

@@ -9,11 +9,13 @@
 mod capture;
 
 use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use rtolab_sim::{run_scenario, RunOptions, Scenario, ScenarioError};
+use rtolab_sim::{run_scenario, RunError, RunOptions, Scenario, ScenarioError, StopFlag};
 use rtolab_time::SimDuration;
 
 create_exception!(
@@ -27,6 +29,14 @@ create_exception!(
     NativeRunError,
     PyOSError,
     "A run failed after it started; files written so far are kept."
+);
+
+create_exception!(
+    _rtolab,
+    NativeRunStopped,
+    NativeRunError,
+    "A limit stopped a run before its end; args are (limit, message). The \
+     outputs are valid and metrics.json says \"complete\": false."
 );
 
 create_exception!(
@@ -59,9 +69,85 @@ fn validate_scenario(text: &str) -> PyResult<String> {
         .map_err(|e| NativeRunError::new_err(format!("cannot encode summary: {e}")))
 }
 
+fn positive_seconds(field: &str, value: Option<f64>) -> PyResult<Option<f64>> {
+    match value {
+        Some(s) if !(s.is_finite() && s > 0.0) => Err(NativeScenarioError::new_err((
+            field.to_string(),
+            format!("must be a positive number of seconds, got {s}"),
+        ))),
+        _ => Ok(value),
+    }
+}
+
+/// How often a run waiting on its thread checks for signals: well within
+/// the 100 ms a Ctrl-C may take, at no cost to the run.
+const SIGNAL_POLL: Duration = Duration::from_millis(10);
+
+/// Runs `work` on its own thread while this one, with the GIL released,
+/// wakes every [`SIGNAL_POLL`] to run Python's signal handlers. When one
+/// raises (Ctrl-C: `KeyboardInterrupt`), `stop` is raised, the run ends
+/// cleanly (outputs flushed, metrics written) and the handler's exception
+/// is returned.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    stop: &StopFlag,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
+    std::thread::scope(|scope| {
+        let (done, finished) = mpsc::channel::<()>();
+        let worker = std::thread::Builder::new()
+            // As large as a main thread's: the run happened there before.
+            .stack_size(8 << 20)
+            .spawn_scoped(scope, move || {
+                let value = work();
+                let _ = done.send(());
+                value
+            })
+            .map_err(|e| NativeRunError::new_err(format!("cannot start the run: {e}")))?;
+        let mut signalled = None;
+        let mut finished = finished;
+        loop {
+            let (waited, rx) = py.detach(move || (finished.recv_timeout(SIGNAL_POLL), finished));
+            finished = rx;
+            if !matches!(waited, Err(RecvTimeoutError::Timeout)) {
+                break;
+            }
+            if signalled.is_none() {
+                if let Err(e) = py.check_signals() {
+                    stop.raise();
+                    signalled = Some(e);
+                }
+            }
+        }
+        let value = worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match signalled {
+            Some(e) => Err(e),
+            None => Ok(value),
+        }
+    })
+}
+
+fn run_error(err: RunError) -> PyErr {
+    match &err {
+        RunError::Stopped { stop, .. } => {
+            NativeRunStopped::new_err((stop.as_str().to_string(), err.to_string()))
+        }
+        _ => NativeRunError::new_err(err.to_string()),
+    }
+}
+
 /// Runs a scenario given as TOML text and returns the run report as JSON.
+/// `max_events`, `max_wall_s` and `max_output` (bytes of captures and
+/// traces) stop the run early; so does a signal whose handler raises
+/// (Ctrl-C), whose exception is then raised here.
 #[pyfunction]
-#[pyo3(signature = (text, seed=None, out_dir=None, duration_s=None, write_traces=true))]
+#[pyo3(signature = (
+    text, seed=None, out_dir=None, duration_s=None, write_traces=true,
+    max_events=None, max_wall_s=None, max_output=None,
+))]
+#[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
     text: &str,
@@ -69,25 +155,27 @@ fn run(
     out_dir: Option<PathBuf>,
     duration_s: Option<f64>,
     write_traces: bool,
+    max_events: Option<u64>,
+    max_wall_s: Option<f64>,
+    max_output: Option<u64>,
 ) -> PyResult<String> {
     let scenario = parse(text)?;
-    if let Some(d) = duration_s {
-        if !(d.is_finite() && d > 0.0) {
-            return Err(NativeScenarioError::new_err((
-                "duration".to_string(),
-                format!("must be a positive number of seconds, got {d}"),
-            )));
-        }
-    }
+    let duration_s = positive_seconds("duration", duration_s)?;
+    let max_wall_s = positive_seconds("max_wall", max_wall_s)?;
+    let stop = StopFlag::new();
     let options = RunOptions {
         seed,
         out_dir,
         duration: duration_s.map(SimDuration::from_secs_f64),
         write_traces,
+        max_events,
+        max_wall: max_wall_s.map(Duration::from_secs_f64),
+        max_output,
+        stop: Some(stop.clone()),
+        ..RunOptions::default()
     };
-    let report = py
-        .detach(|| run_scenario(&scenario, &options))
-        .map_err(|e| NativeRunError::new_err(e.to_string()))?;
+    let report =
+        interruptible(py, &stop, || run_scenario(&scenario, &options))?.map_err(run_error)?;
     serde_json::to_string(&report)
         .map_err(|e| NativeRunError::new_err(format!("cannot encode report: {e}")))
 }
@@ -130,6 +218,7 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ScenarioError", m.py().get_type::<NativeScenarioError>())?;
     m.add("RunError", m.py().get_type::<NativeRunError>())?;
+    m.add("RunStopped", m.py().get_type::<NativeRunStopped>())?;
     m.add("CaptureError", m.py().get_type::<NativeCaptureError>())?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;

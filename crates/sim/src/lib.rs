@@ -42,6 +42,7 @@ pub mod capture;
 pub mod cidr;
 pub mod config;
 mod event;
+pub mod limits;
 pub mod link;
 pub mod mac;
 pub mod middlebox;
@@ -59,6 +60,7 @@ pub mod units;
 
 pub use capture::CaptureDirection;
 pub use cidr::Ipv4Cidr;
+pub use limits::{RunLimits, Stop, StopFlag};
 pub use rtolab_time::{SimDuration, SimTime};
 pub use run::{run_scenario, RunError, RunOptions, RunReport};
 pub use scenario::{Scenario, ScenarioError};

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::pcap::PcapWriter;
@@ -13,6 +14,7 @@ use rtolab_tcp::{Config, Profile, State};
 
 use crate::app::{AppId, AppStats};
 use crate::cidr::Ipv4Cidr;
+use crate::limits::{CountingWriter, RunLimits, Stop, StopFlag};
 use crate::link::LinkStats;
 use crate::node::{LinkId, MiddleboxId, NodeId, NodeStats};
 use crate::scenario::{Scenario, METRICS_FILE, TRACES_FILE};
@@ -32,6 +34,17 @@ pub struct RunOptions {
     pub duration: Option<SimDuration>,
     /// Whether to write `traces.jsonl` (needs `out_dir`).
     pub write_traces: bool,
+    /// Stop after this many events (`None`: no limit).
+    pub max_events: Option<u64>,
+    /// Stop after this much wall time.
+    pub max_wall: Option<Duration>,
+    /// Stop once captures and traces hold this many bytes.
+    pub max_output: Option<u64>,
+    /// Stop when this flag is raised (Ctrl-C).
+    pub stop: Option<StopFlag>,
+    /// Fail when this many events in a row fire at one instant (`None`:
+    /// [`crate::limits::DEFAULT_STALL_EVENTS`]).
+    pub stall_events: Option<u64>,
 }
 
 /// Why a run failed.
@@ -50,6 +63,16 @@ pub enum RunError {
     /// The scenario could not be turned into a simulation.
     #[error("building the simulation: {0}")]
     Build(#[from] BuildError),
+    /// A limit or an interruption stopped the run before its end; the
+    /// outputs hold everything up to `at` and `metrics.json` says
+    /// `"complete": false`.
+    #[error("{}", .stop.message_at(*.at))]
+    Stopped {
+        /// Why.
+        stop: Stop,
+        /// Simulated time reached.
+        at: SimTime,
+    },
 }
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> RunError + '_ {
@@ -189,12 +212,17 @@ pub struct RunReport {
     pub files: Vec<PathBuf>,
 }
 
-/// What `metrics.json` contains: the report, plus the error if the run
-/// failed midway.
+/// What `metrics.json` contains: the report, plus, if the run did not
+/// reach its end, `"complete": false`, what stopped it (`stopped_by`, for
+/// limits) and the error. A complete run's file has none of these.
 #[derive(Serialize)]
 struct MetricsFile<'a> {
     #[serde(flatten)]
     report: &'a RunReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    complete: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_by: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -337,12 +365,23 @@ pub fn report(sim: &Simulator, name: &str, files: Vec<PathBuf>) -> RunReport {
 
 /// Runs a scenario. With `out_dir`, writes one pcap per capture,
 /// `traces.jsonl` (if `write_traces`) and `metrics.json` there; a run that
-/// fails midway still flushes what it captured and writes `metrics.json`
-/// with an `error` field before returning the error.
+/// fails midway or is stopped by a limit ([`RunError::Stopped`]) still
+/// flushes what it captured and writes `metrics.json` with
+/// `"complete": false` and an `error` field before returning the error.
 pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport, RunError> {
     let seed = opts.seed.unwrap_or(scenario.seed);
     let duration = opts.duration.unwrap_or(scenario.duration);
     let mut sim = build_simulator(scenario, seed)?;
+    sim.set_limits(RunLimits {
+        max_events: opts.max_events,
+        max_wall: opts.max_wall,
+        max_output: opts.max_output,
+        stop: opts.stop.clone(),
+        stall_events: opts
+            .stall_events
+            .unwrap_or(crate::limits::DEFAULT_STALL_EVENTS),
+    });
+    let written = sim.output_counter();
     let mut files = Vec::new();
 
     if let Some(dir) = &opts.out_dir {
@@ -369,7 +408,9 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
             });
             // Validation guarantees the interface exists.
             let Some(iface) = iface else { continue };
-            let writer = PcapWriter::create(&path).map_err(io_error(&path))?;
+            let file = File::create(&path).map_err(io_error(&path))?;
+            let file = CountingWriter::new(file, written.clone());
+            let writer = PcapWriter::from_writer(Box::new(file)).map_err(io_error(&path))?;
             sim.add_capture(
                 iface,
                 capture.direction,
@@ -381,6 +422,7 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
         if opts.write_traces {
             let path = dir.join(TRACES_FILE);
             let file = File::create(&path).map_err(io_error(&path))?;
+            let file = CountingWriter::new(file, written.clone());
             sim.set_trace_sink(Box::new(JsonlSink::new(BufWriter::new(file))));
             files.push(path);
         }
@@ -404,6 +446,7 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
                 .map_or_else(|| PathBuf::from(TRACES_FILE), |d| d.join(TRACES_FILE)),
             source,
         },
+        SimError::Stopped { stop, at } => RunError::Stopped { stop, at },
     });
 
     let mut report = report(&sim, &scenario.name, files);
@@ -436,6 +479,11 @@ fn write_metrics(
     };
     let metrics = MetricsFile {
         report: &relative,
+        complete: failure.map(|_| false),
+        stopped_by: match failure {
+            Some(RunError::Stopped { stop, .. }) => Some(stop.as_str()),
+            _ => None,
+        },
         error: failure.map(ToString::to_string),
     };
     let mut out = BufWriter::new(File::create(path).map_err(io_error(path))?);

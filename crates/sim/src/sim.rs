@@ -12,6 +12,9 @@
 use std::collections::VecDeque;
 use std::io;
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
 
 use rtolab_tcp::trace::TraceLevel;
 use rtolab_tcp::{Config, Connection};
@@ -24,6 +27,7 @@ use crate::app::{AnyApp, App, AppContext, AppId, AppStats, Demux};
 use crate::capture::{CaptureDirection, Tap};
 use crate::cidr::Ipv4Cidr;
 use crate::event::Event;
+use crate::limits::{RunLimits, Stop, StopFlag, CHECK_EVERY};
 use crate::link::{
     BroadcastConfig, BroadcastMedium, Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkModel,
     LinkModelSpec, LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig, P2pLink, Position,
@@ -103,6 +107,14 @@ pub enum SimError {
     /// Writing the trace failed.
     #[error("trace: {0}")]
     Trace(#[source] io::Error),
+    /// A limit stopped the run at simulated time `at`.
+    #[error("{}", .stop.message_at(*.at))]
+    Stopped {
+        /// Which limit.
+        stop: Stop,
+        /// When.
+        at: SimTime,
+    },
 }
 
 struct LinkSlot {
@@ -169,6 +181,12 @@ pub struct Simulator {
     outbox: Vec<PacketId>,
     events_processed: u64,
     error: Option<SimError>,
+    limits: RunLimits,
+    /// Bytes written to output files, by writers wrapped in a
+    /// [`crate::limits::CountingWriter`] on [`Simulator::output_counter`].
+    output_bytes: Arc<AtomicU64>,
+    /// Events popped in a row at the current instant.
+    same_instant: u64,
 }
 
 impl Simulator {
@@ -195,6 +213,9 @@ impl Simulator {
             outbox: Vec::with_capacity(16),
             events_processed: 0,
             error: None,
+            limits: RunLimits::default(),
+            output_bytes: Arc::new(AtomicU64::new(0)),
+            same_instant: 0,
         }
     }
 
@@ -585,10 +606,45 @@ impl Simulator {
         });
     }
 
+    /// Sets the limits `run_until` stops at.
+    pub fn set_limits(&mut self, limits: RunLimits) {
+        self.limits = limits;
+    }
+
+    /// The counter [`crate::limits::RunLimits::max_output`] is compared
+    /// with: wrap output files in a [`crate::limits::CountingWriter`] on it.
+    pub fn output_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.output_bytes)
+    }
+
     /// Runs every event up to and including time `end`, then sets the
-    /// clock to `end`. Stops at the first output error.
+    /// clock to `end`. Stops at the first output error, or with
+    /// [`SimError::Stopped`] when a limit is reached (after the event in
+    /// hand is fully handled, so the state and outputs are consistent).
     pub fn run_until(&mut self, end: SimTime) -> Result<(), SimError> {
+        // Wall time only decides when a run stops, never what happens in
+        // simulated time, so runs stay deterministic up to the stop.
+        #[allow(clippy::disallowed_methods)]
+        let started = self.limits.max_wall.map(|_| Instant::now());
+        if let Some(stop) = self.over_limit(started) {
+            return Err(SimError::Stopped { stop, at: self.now });
+        }
+        let mut popped: u64 = 0;
+        let mut next_check = self.check_interval();
         while let Some((t, event)) = self.queue.pop_until(end) {
+            if t == self.now {
+                self.same_instant += 1;
+                if self.same_instant >= self.limits.stall_events {
+                    let what = self.describe(event);
+                    let count = self.same_instant;
+                    return Err(SimError::Stopped {
+                        stop: Stop::Stalled { what, count },
+                        at: t,
+                    });
+                }
+            } else {
+                self.same_instant = 1;
+            }
             self.now = t;
             if self.dispatch(event) {
                 self.events_processed += 1;
@@ -597,11 +653,70 @@ impl Simulator {
             if let Some(e) = self.error.take() {
                 return Err(e);
             }
+            popped += 1;
+            if popped >= next_check {
+                if let Some(stop) = self.over_limit(started) {
+                    return Err(SimError::Stopped { stop, at: self.now });
+                }
+                next_check = popped + self.check_interval();
+            }
         }
         if end != SimTime::MAX {
             self.now = self.now.max(end);
         }
         Ok(())
+    }
+
+    /// Events to pop before the limits are checked again: [`CHECK_EVERY`],
+    /// or fewer so that `max_events` stops the run exactly. At least one,
+    /// since each pop handles at most one event.
+    fn check_interval(&self) -> u64 {
+        let left = self
+            .limits
+            .max_events
+            .map_or(u64::MAX, |max| max.saturating_sub(self.events_processed));
+        left.clamp(1, CHECK_EVERY)
+    }
+
+    /// The limit reached, if any.
+    fn over_limit(&self, started: Option<Instant>) -> Option<Stop> {
+        let limits = &self.limits;
+        if limits.stop.as_ref().is_some_and(StopFlag::is_raised) {
+            return Some(Stop::Interrupted);
+        }
+        if let Some(max) = limits.max_events.filter(|&m| self.events_processed >= m) {
+            return Some(Stop::MaxEvents(max));
+        }
+        if let (Some(max), Some(started)) = (limits.max_wall, started) {
+            if started.elapsed() >= max {
+                return Some(Stop::MaxWall(max));
+            }
+        }
+        let written = self.output_bytes.load(Ordering::Relaxed);
+        if let Some(max) = limits.max_output.filter(|&m| written >= m) {
+            return Some(Stop::MaxOutput(max));
+        }
+        None
+    }
+
+    /// The component an event belongs to and what it is, for errors.
+    fn describe(&self, event: Event) -> String {
+        match event {
+            Event::LinkWakeup { link, .. } => {
+                format!("wakeup of link {:?}", self.links[link as usize].name)
+            }
+            Event::AppStart { app } => format!("start of app {:?}", self.apps[app as usize].name),
+            Event::AppTimer { app, .. } => {
+                format!("timer of app {:?}", self.apps[app as usize].name)
+            }
+            Event::TcpTimer { node, .. } => {
+                format!("tcp timer of host {:?}", self.nodes[node as usize].name)
+            }
+            Event::MiddleboxWakeup { middlebox, .. } => format!(
+                "wakeup of middlebox {:?}",
+                self.middleboxes[middlebox as usize].name
+            ),
+        }
     }
 
     /// Flushes captures and the trace sink, reporting the first error.

@@ -33,6 +33,7 @@ fn run_into(s: &Scenario, dir: &Path, seed: Option<u64>) -> RunReport {
         out_dir: Some(dir.to_path_buf()),
         duration: None,
         write_traces: true,
+        ..RunOptions::default()
     };
     run_scenario(s, &opts).unwrap()
 }

@@ -210,6 +210,7 @@ fn check(label: &str, text: &str, seed: u64, totals: &mut Totals) {
         out_dir: Some(dir.clone()),
         duration: None,
         write_traces: true,
+        ..RunOptions::default()
     };
     let report = run_scenario(&scenario, &opts).unwrap();
     let links = serde_json::to_value(&report.links).unwrap();

@@ -4,7 +4,7 @@
 use rtolab_sim::scenario::LinkModelSpec;
 use rtolab_sim::{Scenario, SimDuration};
 
-/// `(link delay, host a's persist_min)` read from a file that writes both
+/// `(link delay, host a's time_wait)` read from a file that writes both
 /// as `text`.
 fn both_ways(text: &str) -> (SimDuration, SimDuration) {
     let file = format!(
@@ -16,7 +16,7 @@ duration = "1s"
 name = "a"
 profile = "linux"
 [host.tcp]
-persist_min = "{text}"
+time_wait = "{text}"
 
 [[host]]
 name = "b"
@@ -37,7 +37,7 @@ delay = "{text}"
         panic!("a point-to-point link")
     };
     let tcp = s.hosts[0].tcp.as_ref().expect("host a has TCP settings");
-    (link.0.delay, tcp.persist_min)
+    (link.0.delay, tcp.time_wait)
 }
 
 #[test]

@@ -42,5 +42,5 @@ pub use conn::{
     reset_reply, ConnError, Connection, ConnectionStats, Event, State, DEFAULT_MSS, TIMELOST_UNIT,
 };
 pub use policies::{policy_catalog, AckChoice, CcChoice, PolicyFamily, PolicyInfo, RtoChoice};
-pub use profile::{Config, Profile};
+pub use profile::{Config, Profile, ProfileError};
 pub use stack::{tuple_key, ConnId, Stack, TupleMap, EPHEMERAL_START};

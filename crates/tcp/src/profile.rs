@@ -103,6 +103,45 @@ pub struct Profile {
     pub eifel_response: bool,
 }
 
+/// Floor of every timer that re-arms itself (retransmission, persist, and
+/// the ticks the lwIP and uIP timers count): 1 ms, the finest timer of any
+/// stack modelled (a Linux jiffy at HZ=1000). A shorter one only makes
+/// simulated time crawl: at zero it fires forever at one instant.
+pub const MIN_TIMER: SimDuration = SimDuration::from_millis(1);
+
+/// Floor of the keep-alive idle time and probe interval: 1 s, the smallest
+/// `TCP_KEEPIDLE` and `TCP_KEEPINTVL` Linux accepts.
+pub const MIN_KEEPALIVE: SimDuration = SimDuration::from_secs(1);
+
+/// A profile setting out of range: the field's path within the profile
+/// (`keepalive.idle`, `rto.min`) and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ProfileError {
+    /// Path of the field, relative to the profile.
+    pub field: String,
+    /// What is wrong, on one line.
+    pub message: String,
+}
+
+/// Fails unless `value` is at least `floor`; `why` says what the floor is.
+fn at_least(
+    field: &str,
+    value: SimDuration,
+    floor: SimDuration,
+    why: &str,
+) -> Result<(), ProfileError> {
+    if value >= floor {
+        return Ok(());
+    }
+    Err(ProfileError {
+        field: field.to_string(),
+        message: format!("must be at least {floor} ({why}), got {value}"),
+    })
+}
+
+const TIMER_WHY: &str = "a timer that re-arms itself";
+
 const LWIP_SLOW: SimDuration = SimDuration::from_millis(500);
 const LWIP_FAST: SimDuration = SimDuration::from_millis(250);
 
@@ -116,6 +155,58 @@ impl Profile {
             "rfc" => Some(Profile::rfc()),
             _ => None,
         }
+    }
+
+    /// Checks the settings a run could not make progress with: every timer
+    /// that re-arms itself must be at least [`MIN_TIMER`] (keep-alive:
+    /// [`MIN_KEEPALIVE`]), and largest values not below smallest ones.
+    /// One-shot timers (delayed ACK, TIME-WAIT) may be zero: they fire once
+    /// per cause and do not loop.
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        if let Some(k) = &self.keepalive {
+            let why = "Linux's smallest keep-alive setting";
+            at_least("keepalive.idle", k.idle, MIN_KEEPALIVE, why)?;
+            at_least("keepalive.interval", k.interval, MIN_KEEPALIVE, why)?;
+        }
+        at_least("persist_min", self.persist_min, MIN_TIMER, TIMER_WHY)?;
+        at_least(
+            "persist_max",
+            self.persist_max,
+            self.persist_min.max(MIN_TIMER),
+            "persist_min and the timer floor",
+        )?;
+        let timers: &[(&str, SimDuration)] = match &self.rto {
+            RtoChoice::Rfc6298(c) => &[("initial", c.initial), ("min", c.min), ("max", c.max)],
+            RtoChoice::PerByte(c) => &[("initial", c.initial), ("min", c.min), ("max", c.max)],
+            RtoChoice::Lwip(c) => &[("initial", c.initial), ("slow_interval", c.slow_interval)],
+            RtoChoice::Uip(c) => &[("uip_rto", c.uip_rto), ("pulse", c.pulse)],
+            RtoChoice::Fixed(c) => &[("rto", c.rto), ("max", c.max)],
+            // Its timeout is the channel's round trip rounded up to `timer`.
+            RtoChoice::Bridge(c) => &[("timer", c.timer), ("max", c.max)],
+        };
+        for (field, value) in timers {
+            at_least(&format!("rto.{field}"), *value, MIN_TIMER, TIMER_WHY)?;
+        }
+        let bounds = match &self.rto {
+            RtoChoice::Rfc6298(c) => Some((c.min, c.max)),
+            RtoChoice::PerByte(c) => Some((c.min, c.max)),
+            _ => None,
+        };
+        if let Some((min, max)) = bounds {
+            at_least("rto.max", max, min, "rto.min")?;
+        }
+        // Both count whole ticks, rounding down: less than one is no timer.
+        match &self.rto {
+            RtoChoice::Lwip(c) => at_least(
+                "rto.initial",
+                c.initial,
+                c.slow_interval,
+                "one slow_interval",
+            )?,
+            RtoChoice::Uip(c) => at_least("rto.uip_rto", c.uip_rto, c.pulse, "one pulse")?,
+            _ => {}
+        }
+        Ok(())
     }
 
     /// Names accepted by [`Profile::named`].
@@ -372,6 +463,25 @@ mod tests {
         let table = "{ idle = \"60s\", interval = \"5s\", probes = 3, bogus = 1 }";
         let err = linux_with("keepalive", table).unwrap_err().to_string();
         assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn named_profiles_pass_their_own_checks() {
+        for name in Profile::NAMES {
+            Profile::named(name).unwrap().validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_timer_below_its_floor_is_named() {
+        let mut p = Profile::rfc();
+        p.persist_max = SimDuration::from_nanos(1);
+        let err = p.validate().unwrap_err();
+        assert_eq!(err.field, "persist_max");
+        assert_eq!(
+            err.message,
+            "must be at least 200.000ms (persist_min and the timer floor), got 1ns"
+        );
     }
 
     #[test]

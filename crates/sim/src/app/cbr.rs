@@ -160,6 +160,10 @@ use crate::config::{required, Duration, Rate, ScenarioError};
 
 /// Largest UDP payload in an IPv4 datagram.
 pub const MAX_UDP_PAYLOAD: usize = 65_507;
+/// Shortest time between two datagrams of one source: 100 ns, 10 M
+/// datagrams per simulated second, what 100 Gbit/s Ethernet carries in
+/// full-sized frames. A faster source only multiplies events.
+pub const MIN_CBR_INTERVAL: SimDuration = SimDuration::from_nanos(100);
 /// First default source port of CBR apps (the IANA dynamic range).
 pub const DEFAULT_SOURCE_PORT_BASE: u16 = 49_152;
 
@@ -192,6 +196,12 @@ pub struct CbrSpec {
     pub stop: Option<SimDuration>,
 }
 
+/// The fastest rate of a source of `size`-byte datagrams, at one datagram
+/// every [`MIN_CBR_INTERVAL`].
+fn max_cbr_rate(size: usize) -> u64 {
+    size as u64 * 8 * 1_000_000_000 / MIN_CBR_INTERVAL.as_nanos()
+}
+
 impl ScenarioApp for CbrSpec {
     const KIND: &'static str = "cbr";
     const TCP: bool = false;
@@ -213,6 +223,17 @@ impl ScenarioApp for CbrSpec {
             ));
         }
         let rate = required(&raw.rate, cx.at("rate"), &cx.what)?;
+        let interval = SimDuration::transmission(size as u64, rate.0);
+        if interval < MIN_CBR_INTERVAL {
+            return Err(ScenarioError::new(
+                cx.at("rate"),
+                format!(
+                    "sends a datagram every {interval}, more often than once every \
+                     {MIN_CBR_INTERVAL}: at most {} bit/s for {size}-byte datagrams",
+                    max_cbr_rate(size)
+                ),
+            ));
+        }
         let source_port = raw
             .source_port
             .unwrap_or(DEFAULT_SOURCE_PORT_BASE.saturating_add(cx.index as u16));

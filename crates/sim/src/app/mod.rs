@@ -42,7 +42,7 @@ mod tcp_on_off;
 
 pub use cbr::{
     CbrApp, CbrConfig, CbrSpec, CbrStats, DEFAULT_SOURCE_PORT_BASE, MAX_UDP_PAYLOAD,
-    PAYLOAD_HEADER_LEN,
+    MIN_CBR_INTERVAL, PAYLOAD_HEADER_LEN,
 };
 pub use exchange::{
     ExchangeApp, ExchangeConfig, ExchangeServerApp, ExchangeServerConfig, ExchangeServerSpec,

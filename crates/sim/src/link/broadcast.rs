@@ -652,6 +652,10 @@ impl ScenarioLink for BroadcastSpec {
         })
     }
 
+    fn rate_bps(&self) -> u64 {
+        self.rate_bps
+    }
+
     fn attachments(&self) -> Vec<Attachment> {
         self.members
             .iter()

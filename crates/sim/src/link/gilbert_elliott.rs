@@ -249,6 +249,10 @@ impl ScenarioLink for GilbertElliottSpec {
         Ok(GilbertElliottSpec { wired, process })
     }
 
+    fn rate_bps(&self) -> u64 {
+        self.wired.rate_bps
+    }
+
     fn attachments(&self) -> Vec<Attachment> {
         self.wired.ends.iter().map(EndSpec::attachment).collect()
     }

@@ -339,6 +339,10 @@ impl ScenarioLink for HalfDuplexSpec {
         WiredSpec::validate(raw, cx).map(HalfDuplexSpec)
     }
 
+    fn rate_bps(&self) -> u64 {
+        self.0.rate_bps
+    }
+
     fn attachments(&self) -> Vec<Attachment> {
         self.0.attachments()
     }

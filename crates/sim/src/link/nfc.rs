@@ -603,6 +603,10 @@ impl ScenarioLink for NfcSpec {
         })
     }
 
+    fn rate_bps(&self) -> u64 {
+        self.rate_bps
+    }
+
     fn attachments(&self) -> Vec<Attachment> {
         self.ends.iter().map(EndSpec::attachment).collect()
     }

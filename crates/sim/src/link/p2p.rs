@@ -385,6 +385,10 @@ impl ScenarioLink for P2pSpec {
         WiredSpec::validate(raw, cx).map(P2pSpec)
     }
 
+    fn rate_bps(&self) -> u64 {
+        self.0.rate_bps
+    }
+
     fn attachments(&self) -> Vec<Attachment> {
         self.0.attachments()
     }

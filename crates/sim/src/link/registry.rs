@@ -148,6 +148,9 @@ pub trait ScenarioLink: Sized + Clone + std::fmt::Debug + PartialEq {
     /// The interfaces it attaches, in port order.
     fn attachments(&self) -> Vec<Attachment>;
 
+    /// Its nominal bit rate, which bounds the load apps may offer it.
+    fn rate_bps(&self) -> u64;
+
     /// The model, drawing whatever it randomises from `rng` (the stream
     /// `link/<name>` of the run's seed, in the simulator and the emulator
     /// alike).
@@ -231,6 +234,13 @@ macro_rules! link_registry {
             pub fn attachments(&self) -> Vec<$crate::config::Attachment> {
                 match self {
                     $( LinkModelSpec::$variant(s) => s.attachments(), )+
+                }
+            }
+
+            /// Its nominal bit rate.
+            pub fn rate_bps(&self) -> u64 {
+                match self {
+                    $( LinkModelSpec::$variant(s) => s.rate_bps(), )+
                 }
             }
 

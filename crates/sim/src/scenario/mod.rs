@@ -168,6 +168,7 @@ use crate::position::Position;
 pub use crate::app::{
     AppKindSpec, CbrSpec, ExchangeServerSpec, ExchangeSpec, MessageSeriesSpec, SinkSpec,
     TcpBulkSpec, TcpSinkSpec, APP_KINDS, DEFAULT_SOURCE_PORT_BASE, MAX_UDP_PAYLOAD,
+    MIN_CBR_INTERVAL,
 };
 pub use crate::config::ScenarioError;
 pub use crate::link::{
@@ -176,6 +177,7 @@ pub use crate::link::{
 };
 pub use crate::middlebox::{MiddleboxSpec, MIDDLEBOX_KINDS};
 pub use profiles::DEFAULT_TCP_PROFILE;
+pub use validate::MAX_OVERLOAD;
 
 /// Default seed when a scenario gives none.
 pub const DEFAULT_SEED: u64 = 1;

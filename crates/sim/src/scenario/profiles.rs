@@ -24,7 +24,8 @@ pub(super) fn named_profile(name: &str, path: String) -> Result<Profile, Scenari
 }
 
 /// The profile named `name` (or `base` when none is named) with the
-/// `overrides` table applied; `at(field)` names fields in errors.
+/// `overrides` table applied and its settings checked
+/// ([`Profile::validate`]); `at(field)` names fields in errors.
 pub(super) fn resolve(
     name: Option<&str>,
     overrides: Option<&toml::Table>,
@@ -35,10 +36,15 @@ pub(super) fn resolve(
         Some(name) => named_profile(name, at("profile"))?,
         None => base(),
     };
-    match overrides {
-        Some(t) => apply_overrides(&base, t, &at("tcp")),
-        None => Ok(base),
-    }
+    let profile = match overrides {
+        Some(t) => apply_overrides(&base, t, &at("tcp"))?,
+        None => base,
+    };
+    // Named profiles are valid, so an error comes from an override.
+    profile
+        .validate()
+        .map_err(|e| ScenarioError::new(format!("{}.{}", at("tcp"), e.field), e.message))?;
+    Ok(profile)
 }
 
 /// Applies a `tcp` override table to `base`: the table is merged onto the

@@ -81,6 +81,7 @@ pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         .collect::<Result<Vec<_>, _>>()?;
     let captures = validate_captures(&topology, &link_specs, &raw.capture)?;
     let apps = validate_apps(&topology, &hosts, raw.app)?;
+    check_offered_load(&topology, &link_specs, &apps)?;
     let middleboxes = validate_middleboxes(&topology, raw.middlebox)?;
 
     Ok(Scenario {
@@ -428,6 +429,50 @@ fn validate_apps(
     }
     check_listeners(topology, &apps)?;
     Ok(apps)
+}
+
+/// How many times its fastest link's rate the CBR sources of a host may
+/// offer together. Overload up to this factor is legitimate (saturating a
+/// link, filling its queue); far beyond it, all but a sliver is dropped at
+/// the first queue and the run only burns time and disk on the excess.
+pub const MAX_OVERLOAD: u64 = 100;
+
+/// The CBR sources of each host offer at most [`MAX_OVERLOAD`] times the
+/// rate of its fastest link; the error names the source that goes over.
+fn check_offered_load(
+    topology: &Topology,
+    links: &[LinkSpec],
+    apps: &[AppSpec],
+) -> Result<(), ScenarioError> {
+    let mut offered: BTreeMap<&str, u64> = BTreeMap::new();
+    for (i, app) in apps.iter().enumerate() {
+        let AppKindSpec::Cbr(cbr) = &app.kind else {
+            continue;
+        };
+        let fastest = topology
+            .interfaces()
+            .filter(|(host, _, _)| *host == app.host)
+            .filter_map(|(_, link, _)| links.iter().find(|l| l.name == link))
+            .map(|l| (l.model.rate_bps(), l.name.as_str()))
+            .max();
+        // A host without links sends nothing anywhere: nothing to bound.
+        let Some((capacity, link)) = fastest else {
+            continue;
+        };
+        let total = offered.entry(app.host.as_str()).or_default();
+        *total = total.saturating_add(cbr.rate_bps);
+        if *total > capacity.saturating_mul(MAX_OVERLOAD) {
+            return Err(ScenarioError::new(
+                format!("app[{i}].rate"),
+                format!(
+                    "the CBR sources of host {:?} offer {} bit/s, more than {MAX_OVERLOAD} \
+                     times its fastest link ({link:?}, {capacity} bit/s)",
+                    app.host, *total
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Every TCP client needs a listener of the matching kind at its peer.

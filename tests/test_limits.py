@@ -1,0 +1,213 @@
+"""Nothing a user writes can hang or flood a run: degenerate settings are
+rejected naming the field, budgets stop a run, and Ctrl-C or SIGTERM stop it
+within moments, from the CLI and from Python, with valid outputs marked
+incomplete."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import rtolab
+
+#: The promise is 100 ms; the slack is for a loaded machine (the time also
+#: covers writing metrics.json and, for the CLI, the process exiting).
+STOP_BOUND_S = 3.0
+
+#: Simulated seconds requested of runs that a stop has to cut short.
+LONG_S = 100_000
+
+
+def bulk(a_tcp: str = "", b_tcp: str = "", duration: str = f"{LONG_S}s") -> str:
+    """An endless bulk transfer from ``a`` to ``b`` over a 1 Mbit/s link."""
+    return f"""
+name = "limits"
+duration = "{duration}"
+[[host]]
+name = "a"
+[host.tcp]
+{a_tcp}
+[[host]]
+name = "b"
+[host.tcp]
+{b_tcp}
+[[link]]
+name = "ab"
+kind = "point-to-point"
+ends = [ {{ host = "a", address = "10.0.0.1/24" }}, {{ host = "b", address = "10.0.0.2/24" }} ]
+rate = "1Mbps"
+delay = "10ms"
+[[capture]]
+host = "a"
+link = "ab"
+file = "a.pcap"
+[[app]]
+kind = "tcp-sink"
+host = "b"
+port = 5001
+[[app]]
+kind = "tcp-bulk"
+host = "a"
+peer = "10.0.0.2:5001"
+"""
+
+
+CBR_1E14 = """
+name = "flood"
+duration = "60s"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[link]]
+name = "ab"
+kind = "point-to-point"
+ends = [ { host = "a", address = "10.0.0.1/24" }, { host = "b", address = "10.0.0.2/24" } ]
+rate = "10Mbps"
+delay = "1ms"
+[[app]]
+kind = "cbr"
+host = "a"
+destination = "10.0.0.2:9000"
+size = 1000
+rate = "100000000Mbps"
+[[app]]
+kind = "sink"
+host = "b"
+port = 9000
+"""
+
+
+def rtolab_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rtolab", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        (bulk('keepalive = { idle = "0s", interval = "1s", probes = 3 }'), "keepalive.idle"),
+        (bulk('keepalive = { idle = "9s", interval = "1ns", probes = 3 }'), "keepalive.interval"),
+        (bulk('persist_max = "0s"', "recv_buffer = 0"), "persist_max"),
+        (bulk('persist_max = "1ns"'), "persist_max"),
+    ],
+)
+def test_timers_that_freeze_time_are_rejected_naming_the_field(
+    text: str, field: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(text, encoding="utf-8")
+    for args in (["validate", str(path)], ["run", str(path), "--out", str(tmp_path / "out")]):
+        done = rtolab_cli(*args)
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1, done.stderr
+        assert f"host[0].tcp.{field}: must be at least" in lines[0]
+
+
+def test_a_cbr_flood_is_rejected_naming_the_rate(tmp_path: Path) -> None:
+    path = tmp_path / "flood.toml"
+    path.write_text(CBR_1E14, encoding="utf-8")
+    done = rtolab_cli("validate", str(path))
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("error: app[0].rate: sends a datagram every 1ns")
+
+
+def assert_incomplete(out: Path, stopped_by: str) -> dict[str, object]:
+    """The outputs of a stopped run: metrics say so, the pcap reads back."""
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["complete"] is False
+    assert metrics["stopped_by"] == stopped_by
+    assert 0 < metrics["duration_s"] < LONG_S
+    packets = rtolab.read_capture(out / "a.pcap")
+    assert len(packets) > 0
+    assert packets["time_ns"].max() <= metrics["duration_ns"]
+    return metrics
+
+
+def test_max_events_stops_the_cli_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "long.toml"
+    path.write_text(bulk(), encoding="utf-8")
+    out = tmp_path / "out"
+    done = rtolab_cli("run", str(path), "--out", str(out), "--max-events", "20000")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "stopped by max_events (20000 events)" in lines[0], done.stderr
+    metrics = assert_incomplete(out, "max_events")
+    assert metrics["events_processed"] == 20000
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_rtolab_run_soon_with_valid_outputs(
+    signum: signal.Signals, tmp_path: Path
+) -> None:
+    path = tmp_path / "long.toml"
+    path.write_text(bulk(), encoding="utf-8")
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rtolab", "run", str(path), "--out", str(out), "--no-plot"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # The capture file appears when the simulation starts; let it run a bit.
+    deadline = time.monotonic() + 60
+    while not (out / "a.pcap").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert proc.poll() is None, "the run ended by itself"
+    sent, sent_wall = time.monotonic(), time.time()
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - sent
+    assert took < STOP_BOUND_S, took
+    # The run itself stops and closes its outputs within milliseconds; the
+    # rest of `took` is the interpreter shutting down.
+    closed = (out / "metrics.json").stat().st_mtime - sent_wall
+    assert closed < STOP_BOUND_S / 3, closed
+    assert proc.returncode == 130, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interrupted; outputs so far in"), stderr
+    assert_incomplete(out, "interrupted")
+
+
+def test_ctrl_c_interrupts_rtolab_run_in_python(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    sent: list[float] = []
+
+    def interrupt() -> None:
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            rtolab.run(bulk(), out=out)
+        took = time.monotonic() - sent[0]
+    finally:
+        timer.cancel()
+    assert took < STOP_BOUND_S, took
+    assert_incomplete(out, "interrupted")
+
+
+def test_budgets_raise_run_stopped_in_python(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(rtolab.RunStopped) as stopped:
+        rtolab.run(bulk(), out=out, max_output=200_000)
+    assert stopped.value.stopped_by == "max_output"
+    assert_incomplete(out, "max_output")
+    with pytest.raises(rtolab.RunStopped) as stopped:
+        rtolab.run(bulk(), out=tmp_path / "wall", max_wall=0.2)
+    assert stopped.value.stopped_by == "max_wall"
+    with pytest.raises(rtolab.ScenarioError, match="max_events"):
+        rtolab.run(bulk(), max_events=-1)
