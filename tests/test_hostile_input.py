@@ -269,3 +269,17 @@ def test_a_sweep_with_markup_in_its_names_runs(tmp_path: Path) -> None:
     done = rtolab_cli("sweep", str(spec), "--out", str(tmp_path / "out"), "--workers", "0")
     assert done.returncode == 0, done.stderr
     assert "app.s[/red]" in done.stdout and "2 runs" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["run", "--seed", "x[/]"], "error: rtolab run: Invalid value for '--seed'"),
+        (["run", "--no-such-flag"], "error: rtolab run: No such option: --no-such-flag"),
+        (["no-such-command"], "error: rtolab: No such command 'no-such-command'"),
+    ],
+)
+def test_usage_errors_are_one_line_with_exit_2(args: list[str], expected: str) -> None:
+    done = rtolab_cli(*args)
+    assert done.returncode == 2, done.stderr
+    assert one_line_error(done).startswith(expected)

@@ -747,7 +747,16 @@ def emulate(
 def main() -> None:
     """Entry point of the ``rtolab`` console script."""
     try:
-        app()
+        # Not standalone: usage errors come back here, to be printed on one
+        # line like every other error instead of in a box.
+        code = app(standalone_mode=False, prog_name="rtolab")
+    except typer.Abort:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except typer.TyperException as err:
+        # Usage errors (a bad flag value, an unknown command) and the like.
+        _print_error(_usage_message(err))
+        sys.exit(err.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
@@ -758,6 +767,14 @@ def main() -> None:
             raise
         _print_error(f"{type(err).__name__}: {err} (rerun with --debug)", "internal error:")
         sys.exit(EXIT_RUN_FAILED)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_message(err: typer.TyperException) -> str:
+    """A usage error on one line, with the command it concerns."""
+    ctx = getattr(err, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "rtolab"
+    return f"{command}: {err.format_message()} (see {command} --help)"
 
 
 __all__ = ["app", "main"]
