@@ -104,7 +104,7 @@ enum Op {
 struct Forged {
     /// Which known connection (by index), or a fresh 4-tuple.
     target: u8,
-    flags: u8,
+    flags: Flags,
     seq: Rel,
     ack: Rel,
     window: u16,
@@ -116,6 +116,37 @@ struct Forged {
     timestamps: Option<(Ts, Ts)>,
     timelost: Option<u32>,
     payload_len: u16,
+}
+
+/// The usual flag combinations as choices of their own, so that the
+/// fuzzer finds a handshake and data transfer quickly, and any other.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Flags {
+    Syn,
+    SynAck,
+    Ack,
+    PshAck,
+    FinAck,
+    Rst,
+    RstAck,
+    Any(u8),
+}
+
+impl Flags {
+    fn bits(self) -> TcpFlags {
+        use TcpFlags as F;
+        let set = |flags: &[TcpFlags]| TcpFlags(flags.iter().fold(0, |a, f| a | f.0));
+        match self {
+            Flags::Syn => F::SYN,
+            Flags::SynAck => set(&[F::SYN, F::ACK]),
+            Flags::Ack => F::ACK,
+            Flags::PshAck => set(&[F::PSH, F::ACK]),
+            Flags::FinAck => set(&[F::FIN, F::ACK]),
+            Flags::Rst => F::RST,
+            Flags::RstAck => set(&[F::RST, F::ACK]),
+            Flags::Any(bits) => TcpFlags(bits),
+        }
+    }
 }
 
 /// A sequence number relative to a reference the harness knows.
@@ -363,7 +394,7 @@ impl Harness {
             dst_port: local,
             seq,
             ack,
-            flags: TcpFlags(f.flags),
+            flags: f.flags.bits(),
             window: f.window,
             urgent: f.urgent,
             options,
