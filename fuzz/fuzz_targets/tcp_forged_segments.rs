@@ -227,8 +227,8 @@ fn profile(setup: &Setup) -> Profile {
     p.window_scale = setup.window_scale.map(|s| s % 15);
     p.nagle = setup.nagle;
     if let Some(mss) = setup.mss {
-        // Below 64 bytes the headers dwarf the data; the scenario
-        // validation rejects such values anyway.
+        // A tiny MSS reaches nothing new, only makes inputs slow (a
+        // segment per byte); a forged MSS option still goes down to 0.
         p.mss = mss.max(64);
     }
     if setup.keepalive {
