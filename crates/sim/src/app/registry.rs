@@ -240,30 +240,17 @@ macro_rules! app_registry {
                 cx: &mut AppCheck<'_>,
             ) -> Result<AppKindSpec, ScenarioError> {
                 let path = format!("app[{}]", cx.index);
-                let all: Vec<&'static [&'static str]> = vec![
-                    $( $crate::config::struct_fields::<<$spec as ScenarioApp>::Raw>() ),+
-                ];
-                let others = |own: &[&str], tcp: bool| -> Vec<&'static str> {
-                    let tcp_fields: &[&'static str] = if tcp { &[] } else { &["profile", "tcp"] };
-                    all.iter()
-                        .flat_map(|f| f.iter().copied())
-                        .chain(tcp_fields.iter().copied())
-                        .filter(|f| !own.contains(f))
-                        .collect()
-                };
+                let family = [$( $crate::config::struct_fields::<<$spec as ScenarioApp>::Raw>() ),+];
                 $(
                     if kind == <$spec as ScenarioApp>::KIND {
                         cx.what = format!("{kind} apps");
-                        let own = $crate::config::struct_fields::<<$spec as ScenarioApp>::Raw>();
-                        let others = others(own, <$spec as ScenarioApp>::TCP);
-                        let raw = $crate::config::deserialize_kind(table, &path, &cx.what, &others)?;
+                        // TCP apps have `profile` and `tcp` taken out already.
+                        let tcp_fields: &[&'static str] = &["profile", "tcp"];
+                        let raw = $crate::config::read_kind(table, &path, &cx.what, &family, tcp_fields)?;
                         return <$spec as ScenarioApp>::validate(raw, cx).map(AppKindSpec::$variant);
                     }
                 )+
-                Err(ScenarioError::new(
-                    format!("{path}.kind"),
-                    format!("unknown app kind {kind:?} (expected one of {})", APP_KINDS.join(", ")),
-                ))
+                Err($crate::config::unknown_kind(&path, "app", kind, APP_KINDS))
             }
 
             /// The `kind` name.

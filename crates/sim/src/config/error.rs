@@ -105,26 +105,53 @@ pub fn deserialize_at<T: DeserializeOwned>(
 }
 
 /// Deserializes the table of one kind (a `[[link]]` or `[[app]]` entry
-/// without its common keys) as that kind's `T`. A key that is unknown to
-/// `T` but belongs to another kind (one of `other_fields`) is reported as
-/// "not allowed for {what}", which says more than "unknown field".
-pub fn deserialize_kind<T: DeserializeOwned>(
+/// without its common keys) as that kind's `R`. A key `R` does not take but
+/// another kind of the same family does (a field list in `family`, or one of
+/// `shared`) is reported as "not allowed for {what}", which says more than
+/// "unknown field".
+pub fn read_kind<R: DeserializeOwned>(
     table: toml::Table,
     path: &str,
     what: &str,
-    other_fields: &[&str],
-) -> Result<T, ScenarioError> {
+    family: &[&'static [&'static str]],
+    shared: &[&'static str],
+) -> Result<R, ScenarioError> {
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let inner = path_string(e.path());
         let message = one_line(e.inner().message());
         if let Some((field, "unknown field", _)) = named_field(&message) {
-            if (inner.is_empty() || inner == field) && other_fields.contains(&field) {
+            let elsewhere =
+                family.iter().any(|fields| fields.contains(&field)) || shared.contains(&field);
+            // `R` rejected it, so it is not one of `R`'s own fields.
+            if (inner.is_empty() || inner == field) && elsewhere {
                 return ScenarioError::new(join(path, field), format!("not allowed for {what}"));
             }
         }
         let full = join(path, &inner);
         field_error(&full, &message).unwrap_or_else(|| ScenarioError::new(full, message))
     })
+}
+
+/// The error for a `kind` no registered kind of the family has.
+pub fn unknown_kind(path: &str, family: &str, kind: &str, kinds: &[&str]) -> ScenarioError {
+    ScenarioError::new(
+        join(path, "kind"),
+        format!(
+            "unknown {family} kind {kind:?} (expected one of {})",
+            kinds.join(", ")
+        ),
+    )
+}
+
+/// Removes `key` from `table` and returns it as a string; fails naming the
+/// field when it is missing.
+pub fn take_required(
+    table: &mut toml::Table,
+    key: &str,
+    path: &str,
+) -> Result<String, ScenarioError> {
+    take_string(table, key, path)?
+        .ok_or_else(|| ScenarioError::new(join(path, key), "missing field"))
 }
 
 /// Removes `key` from `table` and returns it as a string, `None` if absent.

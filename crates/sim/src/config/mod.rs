@@ -10,7 +10,9 @@ mod error;
 mod topology;
 mod values;
 
-pub use error::{deserialize_at, deserialize_kind, take_string, ScenarioError};
+pub use error::{
+    deserialize_at, read_kind, take_required, take_string, unknown_kind, ScenarioError,
+};
 pub use topology::{Attachment, Topology};
 pub use values::{
     check_position, check_unique, not_allowed, required, struct_fields, Duration, Rate,

@@ -193,24 +193,15 @@ macro_rules! link_registry {
                 cx: &mut LinkCheck<'_>,
             ) -> Result<LinkModelSpec, ScenarioError> {
                 let path = format!("link[{}]", cx.index);
-                let all: Vec<&'static [&'static str]> = vec![
-                    $( $crate::config::struct_fields::<<$spec as ScenarioLink>::Raw>() ),+
-                ];
-                let others = |own: &[&str]| -> Vec<&'static str> {
-                    all.iter().flat_map(|f| f.iter().copied()).filter(|f| !own.contains(f)).collect()
-                };
+                let family = [$( $crate::config::struct_fields::<<$spec as ScenarioLink>::Raw>() ),+];
                 $(
                     if kind == <$spec as ScenarioLink>::KIND {
                         cx.what = format!("{kind} links");
-                        let own = $crate::config::struct_fields::<<$spec as ScenarioLink>::Raw>();
-                        let raw = $crate::config::deserialize_kind(table, &path, &cx.what, &others(own))?;
+                        let raw = $crate::config::read_kind(table, &path, &cx.what, &family, &[])?;
                         return <$spec as ScenarioLink>::validate(raw, cx).map(LinkModelSpec::$variant);
                     }
                 )+
-                Err(ScenarioError::new(
-                    format!("{path}.kind"),
-                    format!("unknown link kind {kind:?} (expected one of {})", LINK_KINDS.join(", ")),
-                ))
+                Err($crate::config::unknown_kind(&path, "link", kind, LINK_KINDS))
             }
 
             /// The `kind` name.

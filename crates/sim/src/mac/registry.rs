@@ -45,28 +45,16 @@ macro_rules! mac_registry {
         impl MacSpec {
             /// Reads and validates a `mac` table at `path`.
             pub fn parse(mut table: toml::Table, path: &str) -> Result<MacSpec, ScenarioError> {
-                let kind = $crate::config::take_string(&mut table, "kind", path)?
-                    .ok_or_else(|| ScenarioError::new(format!("{path}.kind"), "missing field"))?;
-                let all: Vec<&'static [&'static str]> = vec![
-                    $( $crate::config::struct_fields::<<$spec as ScenarioMac>::Raw>() ),+
-                ];
+                let kind = $crate::config::take_required(&mut table, "kind", path)?;
+                let family = [$( $crate::config::struct_fields::<<$spec as ScenarioMac>::Raw>() ),+];
                 $(
                     if kind == <$spec as ScenarioMac>::KIND {
-                        let own = $crate::config::struct_fields::<<$spec as ScenarioMac>::Raw>();
-                        let others: Vec<&str> = all
-                            .iter()
-                            .flat_map(|f| f.iter().copied())
-                            .filter(|f| !own.contains(f))
-                            .collect();
                         let what = format!("{kind} MACs");
-                        let raw = $crate::config::deserialize_kind(table, path, &what, &others)?;
+                        let raw = $crate::config::read_kind(table, path, &what, &family, &[])?;
                         return <$spec as ScenarioMac>::validate(raw, path).map(MacSpec::$variant);
                     }
                 )+
-                Err(ScenarioError::new(
-                    format!("{path}.kind"),
-                    format!("unknown MAC kind {kind:?} (expected one of {})", MAC_KINDS.join(", ")),
-                ))
+                Err($crate::config::unknown_kind(path, "MAC", &kind, MAC_KINDS))
             }
 
             /// The `kind` name.

@@ -73,30 +73,16 @@ macro_rules! middlebox_registry {
                 cx: &mut MiddleboxCheck<'_>,
             ) -> Result<MiddleboxSpec, ScenarioError> {
                 let path = format!("middlebox[{}]", cx.index);
-                let all: Vec<&'static [&'static str]> = vec![
-                    $( $crate::config::struct_fields::<<$spec as ScenarioMiddlebox>::Raw>() ),+
-                ];
+                let family = [$( $crate::config::struct_fields::<<$spec as ScenarioMiddlebox>::Raw>() ),+];
                 $(
                     if kind == <$spec as ScenarioMiddlebox>::KIND {
                         cx.what = format!("{kind} middleboxes");
-                        let own = $crate::config::struct_fields::<<$spec as ScenarioMiddlebox>::Raw>();
-                        let others: Vec<&str> = all
-                            .iter()
-                            .flat_map(|f| f.iter().copied())
-                            .filter(|f| !own.contains(f))
-                            .collect();
-                        let raw = $crate::config::deserialize_kind(table, &path, &cx.what, &others)?;
+                        let raw = $crate::config::read_kind(table, &path, &cx.what, &family, &[])?;
                         return <$spec as ScenarioMiddlebox>::validate(raw, cx)
                             .map(MiddleboxSpec::$variant);
                     }
                 )+
-                Err(ScenarioError::new(
-                    format!("{path}.kind"),
-                    format!(
-                        "unknown middlebox kind {kind:?} (expected one of {})",
-                        MIDDLEBOX_KINDS.join(", ")
-                    ),
-                ))
+                Err($crate::config::unknown_kind(&path, "middlebox", kind, MIDDLEBOX_KINDS))
             }
 
             /// The `kind` name.

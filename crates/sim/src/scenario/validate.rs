@@ -14,7 +14,9 @@ use super::{
     METRICS_FILE, TRACES_FILE,
 };
 use crate::app::{AppCheck, AppKindSpec};
-use crate::config::{check_position, check_unique, take_string, ScenarioError, Topology};
+use crate::config::{
+    check_position, check_unique, take_required, take_string, ScenarioError, Topology,
+};
 use crate::link::{LinkCheck, LinkModelSpec};
 use crate::middlebox::{MiddleboxCheck, MiddleboxSpec};
 
@@ -106,8 +108,7 @@ fn validate_middleboxes(
     for (i, mut table) in raw.into_iter().enumerate() {
         let path = format!("middlebox[{i}]");
         let at = |field: &str| format!("{path}.{field}");
-        let kind = take_string(&mut table, "kind", &path)?
-            .ok_or_else(|| ScenarioError::new(at("kind"), "missing field"))?;
+        let kind = take_required(&mut table, "kind", &path)?;
         let name = take_string(&mut table, "name", &path)?.unwrap_or_else(|| format!("{kind}{i}"));
         if name.is_empty() {
             return Err(ScenarioError::new(at("name"), "must not be empty"));
@@ -118,8 +119,7 @@ fn validate_middleboxes(
                 format!("duplicate middlebox name {name:?} (also middlebox[{first}])"),
             ));
         }
-        let host = take_string(&mut table, "host", &path)?
-            .ok_or_else(|| ScenarioError::new(at("host"), "missing field"))?;
+        let host = take_required(&mut table, "host", &path)?;
         topology.host(&at("host"), &host)?;
         let mut cx = MiddleboxCheck {
             topology,
@@ -144,10 +144,8 @@ fn named_tables(
         .enumerate()
         .map(|(i, mut table)| {
             let path = format!("{what}[{i}]");
-            let name = take_string(&mut table, "name", &path)?
-                .ok_or_else(|| ScenarioError::new(format!("{path}.name"), "missing field"))?;
-            let kind = take_string(&mut table, "kind", &path)?
-                .ok_or_else(|| ScenarioError::new(format!("{path}.kind"), "missing field"))?;
+            let name = take_required(&mut table, "name", &path)?;
+            let kind = take_required(&mut table, "kind", &path)?;
             Ok((name, kind, table))
         })
         .collect()
@@ -353,12 +351,10 @@ fn validate_apps(
     for (i, mut table) in raw.into_iter().enumerate() {
         let path = format!("app[{i}]");
         let at = |field: &str| format!("app[{i}].{field}");
-        let kind = take_string(&mut table, "kind", &path)?
-            .ok_or_else(|| ScenarioError::new(at("kind"), "missing field"))?;
+        let kind = take_required(&mut table, "kind", &path)?;
         let uses_tcp = AppKindSpec::kind_uses_tcp(&kind);
         let name = take_string(&mut table, "name", &path)?;
-        let host = take_string(&mut table, "host", &path)?
-            .ok_or_else(|| ScenarioError::new(at("host"), "missing field"))?;
+        let host = take_required(&mut table, "host", &path)?;
         topology.host(&at("host"), &host)?;
         if topology.is_bridge(&host) {
             return Err(ScenarioError::new(
