@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::exchange::REQUEST_HEADER_LEN;
 use super::tcp_bulk::CHUNK;
-use super::{failure_name, pattern, App, AppCx, AppStats, Latency};
+use super::{pattern, transfer_failed, App, AppCx, AppStats, Latency};
 use crate::tcp::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
@@ -340,12 +340,7 @@ impl<C: AppCx> App<C> for MessageSeriesApp {
             TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => {
                 self.update_acked(cx, flow);
                 if self.stats.messages_acked < self.stats.messages {
-                    let reason = failure_name(event);
-                    self.stats.failure = Some(reason);
-                    cx.trace(AppEvent::TransferFailed {
-                        flow: flow.0,
-                        reason,
-                    });
+                    self.stats.failure = Some(transfer_failed(cx, flow, event));
                 }
                 self.flow = None;
             }

@@ -535,6 +535,17 @@ pub(crate) fn failure_name(event: TcpEvent) -> &'static str {
     }
 }
 
+/// A sender's connection ended before its transfer did: traces why and
+/// returns the reason for the app's `failure` column.
+pub(crate) fn transfer_failed<C: AppCx>(cx: &mut C, flow: FlowId, event: TcpEvent) -> &'static str {
+    let reason = failure_name(event);
+    cx.trace(AppEvent::TransferFailed {
+        flow: flow.0,
+        reason,
+    });
+    reason
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

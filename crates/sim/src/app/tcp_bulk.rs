@@ -7,7 +7,7 @@ use std::net::SocketAddrV4;
 use rtolab_time::SimTime;
 use serde::Serialize;
 
-use super::{failure_name, pattern, App, AppCx, AppStats};
+use super::{pattern, transfer_failed, App, AppCx, AppStats};
 use crate::tcp::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
@@ -209,12 +209,7 @@ impl<C: AppCx> App<C> for TcpBulkApp {
             TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => {
                 self.update_acked(cx, flow);
                 if !self.stats.completed {
-                    let reason = failure_name(event);
-                    self.stats.failure = Some(reason);
-                    cx.trace(AppEvent::TransferFailed {
-                        flow: flow.0,
-                        reason,
-                    });
+                    self.stats.failure = Some(transfer_failed(cx, flow, event));
                 }
                 self.flow = None;
             }

@@ -19,7 +19,7 @@ use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
 use super::tcp_bulk::{discard_input, send_pattern, CHUNK};
-use super::{failure_name, App, AppCx, AppStats};
+use super::{transfer_failed, App, AppCx, AppStats};
 use crate::tcp::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
@@ -246,12 +246,7 @@ impl<C: AppCx> App<C> for TcpOnOffApp {
             TcpEvent::Closed | TcpEvent::Reset | TcpEvent::TimedOut => {
                 self.update_acked(cx, flow);
                 if !self.stats.completed {
-                    let reason = failure_name(event);
-                    self.stats.failure = Some(reason);
-                    cx.trace(AppEvent::TransferFailed {
-                        flow: flow.0,
-                        reason,
-                    });
+                    self.stats.failure = Some(transfer_failed(cx, flow, event));
                 }
                 self.phase = Phase::Done;
                 self.flow = None;
