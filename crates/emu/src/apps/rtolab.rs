@@ -429,7 +429,6 @@ impl RtolabApp {
     /// whether it still has a timer set.
     fn result(&self, timers_pending: bool) -> AppResult {
         let rec = &self.record;
-        let ms = |ns: u64| ns as f64 / 1e6;
         let served = rec.accepted.iter().all(|a| a.ended) && rec.failure.is_none();
         let mut r = AppResult {
             connections: rec.connections,
@@ -438,49 +437,40 @@ impl RtolabApp {
             failure: rec.failure.map(str::to_string),
             ..AppResult::default()
         };
-        match self.app.stats() {
-            AppStats::TcpBulk(s) => {
-                r.completed = s.completed;
-                r.bytes_sent = s.bytes_sent;
-                r.completion_time_ms = s.completion_time_ns.map(ms);
-                r.failure = s.failure.map(str::to_string);
-            }
-            AppStats::TcpSink(s) => {
-                r.completed = served;
-                r.bytes_received = s.bytes_received;
-                r.bytes_corrupt = s.bytes_corrupt;
-            }
+        // Columns apps report under the same names, whatever their kind
+        // (so an app added to the registry needs nothing here).
+        let stats = self.app.stats();
+        let columns = serde_json::to_value(&stats).unwrap_or_default();
+        let count = |name: &str| columns[name].as_u64().unwrap_or(0);
+        let ms_of = |name: &str| columns[name].as_f64().map(|ns| ns / 1e6);
+        r.completed = columns["completed"].as_bool().unwrap_or(false);
+        r.bytes_sent = count("bytes_sent");
+        r.bytes_received = count("bytes_received");
+        r.bytes_corrupt = count("bytes_corrupt");
+        r.latency_min_ms = ms_of("latency_min_ns");
+        r.latency_mean_ms = ms_of("latency_mean_ns");
+        r.latency_max_ms = ms_of("latency_max_ns");
+        r.completion_time_ms = ms_of("completion_time_ns");
+        if let Some(failure) = columns["failure"].as_str() {
+            r.failure = Some(failure.to_string());
+        }
+        // What a kind names otherwise, or what is derived.
+        match stats {
+            AppStats::TcpSink(_) => r.completed = served,
             AppStats::Exchange(s) => {
                 r.completed = s.exchanges_completed == self.exchanges;
-                r.bytes_sent = s.bytes_sent;
-                r.bytes_received = s.bytes_received;
-                r.bytes_corrupt = s.bytes_corrupt;
                 r.exchanges_completed = s.exchanges_completed;
                 r.exchanges_failed = s.exchanges_failed;
-                r.latency_min_ms = s.latency_min_ns.map(ms);
-                r.latency_mean_ms = s.latency_mean_ns.map(|ns| ns / 1e6);
-                r.latency_max_ms = s.latency_max_ns.map(ms);
-                r.failure = s.failure.map(str::to_string);
             }
             AppStats::ExchangeServer(s) => {
                 r.completed = served;
-                r.bytes_sent = s.bytes_sent;
-                r.bytes_received = s.bytes_received;
-                r.bytes_corrupt = s.bytes_corrupt;
                 r.exchanges_completed = s.requests_served;
             }
             AppStats::MessageSeries(s) => {
                 r.completed = s.messages_acked == s.messages;
                 r.messages_sent = s.messages_sent;
-                r.bytes_sent = s.bytes_sent;
                 r.bytes_received = s.response_bytes;
-                r.bytes_corrupt = s.bytes_corrupt;
                 r.exchanges_completed = s.responses_received;
-                r.latency_min_ms = s.latency_min_ns.map(ms);
-                r.latency_mean_ms = s.latency_mean_ns.map(|ns| ns / 1e6);
-                r.latency_max_ms = s.latency_max_ns.map(ms);
-                r.completion_time_ms = s.completion_time_ns.map(ms);
-                r.failure = s.failure.map(str::to_string);
             }
             AppStats::Cbr(s) => {
                 r.completed = !timers_pending;
@@ -491,20 +481,7 @@ impl RtolabApp {
                 r.completed = served;
                 r.bytes_received = s.received_bytes;
             }
-            other => {
-                // Apps without an arm of their own (any app added since):
-                // the columns the emulator reports, where the app's
-                // counters have them under the same names.
-                let columns = serde_json::to_value(&other).unwrap_or_default();
-                let count = |name: &str| columns[name].as_u64().unwrap_or(0);
-                r.completed = columns["completed"].as_bool().unwrap_or(false);
-                r.bytes_sent = count("bytes_sent");
-                r.bytes_received = count("bytes_received");
-                r.bytes_corrupt = count("bytes_corrupt");
-                if let Some(failure) = columns["failure"].as_str() {
-                    r.failure = Some(failure.to_string());
-                }
-            }
+            _ => {}
         }
         r
     }
