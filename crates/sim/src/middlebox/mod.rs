@@ -17,6 +17,7 @@
 //! [`ScenarioMiddlebox`]), then one line in the `middlebox_registry!`
 //! call below. `docs/extending.md` walks through [`drop_list`].
 
+pub mod ack_schedule;
 pub mod drop_list;
 #[macro_use]
 mod registry;
