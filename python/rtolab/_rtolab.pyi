@@ -43,3 +43,13 @@ def shipped_scenarios() -> list[tuple[str, str]]:
 def policy_catalog() -> str:
     """Every registered RTO, congestion-control and ACK policy as JSON: a list
     of ``{"family", "name", "description", "defaults"}`` objects."""
+
+def ack_pacing(outage: float, acks: int, mean: float, deviation: float) -> str:
+    """The release schedule of ACK holding as JSON: ``step_forward``,
+    ``global_minimum`` and ``timeout_free_minimum`` (n, the last null when
+    no n is on time); per n < N, ``final_rto`` and ``timeout_free`` (null
+    where n is not feasible) and ``stretch_time`` (null where it
+    overflows); and ``schedule`` (global minimum), ``step_forward_schedule``
+    and ``timeout_free_schedule`` (null when no n is on time), each
+    ``{"n", "theta", "gaps", "rto_after", "first_timeout"}``. Raises
+    ``ValueError`` whose message starts with the invalid parameter's name."""

@@ -15,6 +15,7 @@ use std::time::Duration;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use rtolab_sim::middlebox::ack_schedule::{self, PacingError, PacingProblem, Search};
 use rtolab_sim::{run_scenario, RunError, RunOptions, Scenario, ScenarioError, StopFlag};
 use rtolab_time::SimDuration;
 
@@ -213,6 +214,64 @@ fn policy_catalog() -> PyResult<String> {
         .map_err(|e| NativeRunError::new_err(format!("cannot encode the policy catalog: {e}")))
 }
 
+/// `acks` as the whole number the schedule needs; anything else (a float,
+/// a huge or negative int) is a `ValueError` naming the parameter.
+fn held_acks(acks: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let value = acks.extract::<i64>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "acks: must be a whole number from 1 to {}, got {acks}",
+            ack_schedule::MAX_ACKS
+        ))
+    })?;
+    u32::try_from(value).map_err(|_| PyValueError::new_err(PacingError::Acks { value }.to_string()))
+}
+
+/// The release schedule of ACK holding for an outage of `outage` seconds,
+/// `acks` held ACKs and the fixed host's estimator (`mean`, `deviation`,
+/// seconds), as JSON: both searches' choice of n; for every n < N, RTO_N(n)
+/// and whether the FH stays clear of a timeout (null where n is not
+/// feasible) and S(n) (null where it overflows); and the schedules of both
+/// searches and of the best timeout-free n (null when there is none). An
+/// invalid parameter raises `ValueError` whose message starts with its name.
+#[pyfunction]
+fn ack_pacing(outage: f64, acks: &Bound<'_, PyAny>, mean: f64, deviation: f64) -> PyResult<String> {
+    let invalid = |e: PacingError| PyValueError::new_err(e.to_string());
+    let problem = PacingProblem {
+        outage,
+        acks: held_acks(acks)?,
+        mean,
+        deviation,
+    };
+    problem.validate().map_err(invalid)?;
+    let every_n = || 0..problem.acks;
+    let final_rto: Vec<_> = every_n()
+        .map(|n| ack_schedule::final_rto(&problem, n))
+        .collect();
+    let stretch_time: Vec<_> = every_n()
+        .map(|n| ack_schedule::stretch_time(&problem, n))
+        .collect();
+    let timeout_free: Vec<_> = every_n()
+        .map(|n| ack_schedule::timeout_free(&problem, n))
+        .collect();
+    let global = ack_schedule::schedule(&problem, Search::GlobalMinimum).map_err(invalid)?;
+    let forward = ack_schedule::schedule(&problem, Search::StepForward).map_err(invalid)?;
+    // The only error left for a valid problem: no n is timeout-free.
+    let on_time = ack_schedule::schedule(&problem, Search::TimeoutFree).ok();
+    let value = serde_json::json!({
+        "step_forward": ack_schedule::step_forward(&problem),
+        "global_minimum": ack_schedule::global_minimum(&problem),
+        "final_rto": final_rto,
+        "stretch_time": stretch_time,
+        "timeout_free": timeout_free,
+        "schedule": global,
+        "step_forward_schedule": forward,
+        "timeout_free_minimum": ack_schedule::timeout_free_minimum(&problem),
+        "timeout_free_schedule": on_time,
+    });
+    serde_json::to_string(&value)
+        .map_err(|e| NativeRunError::new_err(format!("cannot encode the schedule: {e}")))
+}
+
 #[pymodule]
 fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -226,5 +285,6 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(policy_catalog, m)?)?;
+    m.add_function(wrap_pyfunction!(ack_pacing, m)?)?;
     Ok(())
 }
