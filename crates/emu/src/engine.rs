@@ -512,7 +512,8 @@ impl Engine {
                 }
                 LinkOutput::Enqueued { .. }
                 | LinkOutput::MediumBusy { .. }
-                | LinkOutput::MediumFree { .. } => {}
+                | LinkOutput::MediumFree { .. }
+                | LinkOutput::Indication { .. } => {}
             }
         }
     }

@@ -29,9 +29,9 @@ use crate::cidr::Ipv4Cidr;
 use crate::event::Event;
 use crate::limits::{RunLimits, Stop, StopFlag, CHECK_EVERY};
 use crate::link::{
-    BroadcastConfig, BroadcastMedium, Frame, HalfDuplexConfig, HalfDuplexLink, Link, LinkModel,
-    LinkModelSpec, LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig, P2pLink, Position,
-    RateDelay,
+    BroadcastConfig, BroadcastMedium, Frame, HalfDuplexConfig, HalfDuplexLink, Link,
+    LinkIndication, LinkModel, LinkModelSpec, LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig,
+    P2pLink, Position, RateDelay,
 };
 use crate::middlebox::{Action as MiddleboxAction, AnyMiddlebox, Held, MiddleboxCx};
 use crate::node::{IfaceId, Interface, LinkId, MiddleboxId, Node, NodeId, Route};
@@ -1014,6 +1014,45 @@ impl Simulator {
                     }
                 );
             }
+            LinkOutput::Indication { indication, .. } => {
+                self.link_indication(iface, link, indication);
+            }
+        }
+    }
+
+    /// Hands a link layer's indication to the node's middleboxes and to its
+    /// TCP connections.
+    fn link_indication(&mut self, iface: IfaceId, link: u32, indication: LinkIndication) {
+        let (rtt_ns, expected_outage_ns) = match indication {
+            LinkIndication::GoingDown {
+                rtt,
+                expected_outage,
+            } => (Some(rtt.as_nanos()), Some(expected_outage.as_nanos())),
+            _ => (None, None),
+        };
+        trace!(
+            self,
+            TraceEvent::LinkIndication {
+                node: iface.node.0,
+                iface: iface.index,
+                link,
+                indication: indication.name(),
+                rtt_ns,
+                expected_outage_ns,
+            }
+        );
+        let node = iface.node.0 as usize;
+        for i in 0..self.node_middleboxes[node].len() {
+            let middlebox = self.node_middleboxes[node][i];
+            self.call_middlebox(middlebox, None, |m, cx| {
+                m.on_link_indication(cx, iface.index, indication);
+                None
+            });
+        }
+        match indication {
+            LinkIndication::GoingDown { .. } => self.tcp.link_warning(self.now, iface.node, true),
+            LinkIndication::Up => self.tcp.link_warning(self.now, iface.node, false),
+            LinkIndication::Gone => {}
         }
     }
 

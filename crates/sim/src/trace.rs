@@ -44,6 +44,8 @@ pub enum DropReason {
     Middlebox,
     /// The MAC gave up sending it: the channel stayed busy.
     ChannelAccessFailure,
+    /// The link was out (a fade) while it crossed.
+    LinkDown,
 }
 
 /// What an app reports about itself.
@@ -262,6 +264,24 @@ pub enum TraceEvent {
         iface: u32,
         /// Link index.
         link: u32,
+    },
+    /// A link layer told its node about the link's state (`going_down`,
+    /// `gone`, `up`).
+    LinkIndication {
+        /// Node index.
+        node: u32,
+        /// Interface index within the node.
+        iface: u32,
+        /// Link index.
+        link: u32,
+        /// `going_down`, `gone` or `up`.
+        indication: &'static str,
+        /// With `going_down`: the link's round trip, ns.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rtt_ns: Option<u64>,
+        /// With `going_down`: the predicted outage duration, ns.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expected_outage_ns: Option<u64>,
     },
     /// A TCP connection's engine reported something. Serialised flat: the
     /// engine's event name is in `tcp_event` and its fields are columns

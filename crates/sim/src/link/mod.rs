@@ -28,6 +28,7 @@
 
 mod broadcast;
 mod ends;
+mod fading;
 mod gilbert_elliott;
 mod half_duplex;
 mod nfc;
@@ -39,6 +40,9 @@ pub use broadcast::{
     BroadcastConfig, BroadcastMedium, BroadcastSpec, BroadcastStats, MemberSpec, MemberStats,
 };
 pub use ends::{EndSpec, RawEnd};
+pub use fading::{
+    FadingConfig, FadingLink, FadingSpec, FadingStats, Outage, OutageSource, Prediction,
+};
 pub use gilbert_elliott::{
     GilbertElliott, GilbertElliottLink, GilbertElliottSpec, GilbertElliottStats,
 };
@@ -52,7 +56,7 @@ pub use registry::{LinkCheck, LinkModel, ScenarioLink};
 
 pub use crate::position::Position;
 
-use rtolab_time::SimTime;
+use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
 use crate::config::ScenarioError;
@@ -124,6 +128,41 @@ pub enum LinkOutput<P> {
         /// The notified port.
         port: Port,
     },
+    /// The link layer tells the node at `port` about the link's state.
+    Indication {
+        /// The notified port.
+        port: Port,
+        /// What it says.
+        indication: LinkIndication,
+    },
+}
+
+/// What a link layer that can foresee its outages tells its node (the
+/// cross-layer messages of a base station that watches the signal fade).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkIndication {
+    /// The link will go out soon.
+    GoingDown {
+        /// The link's current round trip.
+        rtt: SimDuration,
+        /// How long the outage is expected to last.
+        expected_outage: SimDuration,
+    },
+    /// The link is out: nothing crosses it until `Up`.
+    Gone,
+    /// The link is back.
+    Up,
+}
+
+impl LinkIndication {
+    /// The name used in traces: `going_down`, `gone`, `up`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LinkIndication::GoingDown { .. } => "going_down",
+            LinkIndication::Gone => "gone",
+            LinkIndication::Up => "up",
+        }
+    }
 }
 
 /// Drop-tail admission, the same in every model: a frame that finds the
@@ -167,7 +206,8 @@ impl<P> LinkOutput<P> {
             | LinkOutput::Delivered { port, .. }
             | LinkOutput::Dropped { port, .. }
             | LinkOutput::MediumBusy { port, .. }
-            | LinkOutput::MediumFree { port } => *port,
+            | LinkOutput::MediumFree { port }
+            | LinkOutput::Indication { port, .. } => *port,
         }
     }
 }
@@ -209,4 +249,7 @@ link_registry! {
     /// Point-to-point with bursty (Gilbert–Elliott) losses
     /// ([`GilbertElliottLink`]).
     GilbertElliott => GilbertElliottSpec,
+    /// Point-to-point with predicted outages and link-layer indications
+    /// ([`FadingLink`]).
+    Fading => FadingSpec,
 }

@@ -17,6 +17,7 @@
 //! [`ScenarioMiddlebox`]), then one line in the `middlebox_registry!`
 //! call below. `docs/extending.md` walks through [`drop_list`].
 
+pub mod ack_holding;
 pub mod ack_schedule;
 pub mod drop_list;
 #[macro_use]
@@ -27,11 +28,13 @@ use rtolab_time::SimTime;
 use rtolab_wire::packet::{self, ParsedPacket, Transport};
 use serde::Serialize;
 
+pub use ack_holding::AckHoldingSpec;
 pub use drop_list::DropListSpec;
 pub use registry::{MiddleboxCheck, ScenarioMiddlebox};
 pub use stall::StallSpec;
 
 use crate::config::ScenarioError;
+use crate::link::LinkIndication;
 use crate::node::IfaceId;
 use crate::pool::{PacketId, PacketPool};
 use crate::rng::SimRng;
@@ -149,6 +152,17 @@ pub trait Middlebox {
         let _ = cx;
     }
 
+    /// The link layer of the node's interface `iface` said something about
+    /// its link (only links that foresee their outages do).
+    fn on_link_indication(
+        &mut self,
+        cx: &mut MiddleboxCx<'_>,
+        iface: u32,
+        indication: LinkIndication,
+    ) {
+        let _ = (cx, iface, indication);
+    }
+
     /// When `handle_timeout` must next be called.
     fn poll_timeout(&self) -> Option<SimTime> {
         None
@@ -213,4 +227,7 @@ middlebox_registry! {
     DropList => DropListSpec,
     /// Holds every matching packet during a stall and releases them after.
     Stall => StallSpec,
+    /// Holds a mobile's ACKs through a predicted outage and paces them to
+    /// the fixed host.
+    AckHolding => AckHoldingSpec,
 }

@@ -125,6 +125,19 @@ macro_rules! middlebox_registry {
                 }
             }
 
+            /// See [`Middlebox::on_link_indication`].
+            pub fn on_link_indication(
+                &mut self,
+                cx: &mut MiddleboxCx<'_>,
+                iface: u32,
+                indication: $crate::link::LinkIndication,
+            ) {
+                match self {
+                    $( AnyMiddlebox::$variant(m) => m.on_link_indication(cx, iface, indication), )+
+                    AnyMiddlebox::Custom(m) => m.on_link_indication(cx, iface, indication),
+                }
+            }
+
             /// See [`Middlebox::poll_timeout`].
             pub fn poll_timeout(&self) -> Option<SimTime> {
                 match self {
