@@ -445,6 +445,19 @@ impl TcpLayer {
         (host.stacks.len() - 1) as u32
     }
 
+    /// The node's link layer warned of an outage (`going_down`) or said
+    /// the link is back: hosts running Freeze-TCP freeze or thaw.
+    pub(crate) fn link_warning(&mut self, now: SimTime, node: NodeId, going_down: bool) {
+        let host = &mut self.hosts[node.0 as usize];
+        if host.stacks.is_empty() {
+            return;
+        }
+        for slot in &mut host.stacks {
+            slot.stack.link_warning(now, going_down);
+        }
+        self.mark(node);
+    }
+
     /// Notes that `node`'s stacks need collecting.
     pub(crate) fn mark(&mut self, node: NodeId) {
         let host = &mut self.hosts[node.0 as usize];

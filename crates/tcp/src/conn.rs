@@ -320,6 +320,12 @@ pub struct Connection {
     rcv_mss: usize,
     last_adv_window: usize,
     ack_now: bool,
+    /// Freeze-TCP: the link layer warned of an outage, so the window
+    /// advertised is zero until it is back.
+    frozen: bool,
+    /// Freeze-TCP: ACKs still to send that reopen the window after an
+    /// outage.
+    reopen_acks: u8,
     /// Payload bytes of the last data segment accepted (for the ACK
     /// policy's piggy-back decision).
     last_segment_len: usize,
@@ -452,6 +458,8 @@ impl Connection {
             rcv_mss: DEFAULT_MSS.min(mss),
             last_adv_window: 0,
             ack_now: false,
+            frozen: false,
+            reopen_acks: 0,
             last_segment_len: 0,
             ack_delayed_fired: false,
             dsack: None,
@@ -826,7 +834,52 @@ impl Connection {
         if self.ack_now && self.state.synchronized() {
             return self.emit_control(now, buf, self.snd_nxt, None);
         }
+        if self.reopen_acks > 0 && self.state.synchronized() {
+            self.reopen_acks -= 1;
+            return self.emit_control(now, buf, self.snd_nxt, None);
+        }
         None
+    }
+
+    /// Freeze-TCP (Goff et al., INFOCOM 2000): the link layer predicts an
+    /// outage, so advertise a zero window at once. The sender stops and
+    /// probes the window instead of timing out and collapsing its
+    /// congestion window; data already in flight is still accepted.
+    /// Nothing happens unless the profile's `freeze` is set.
+    pub fn freeze(&mut self, now: SimTime) {
+        if !self.config.profile.freeze || self.frozen || !self.state.synchronized() {
+            return;
+        }
+        self.frozen = true;
+        self.ack_now = true;
+        self.trace(
+            now,
+            TraceEvent::AckNow {
+                reason: Some(AckReason::Freeze),
+            },
+        );
+    }
+
+    /// Freeze-TCP: the link is back; three ACKs reopen the window (three,
+    /// so one survives a loss and a sender that waits for duplicates sees
+    /// them and retransmits what the outage lost at once).
+    pub fn thaw(&mut self, now: SimTime) {
+        if !self.frozen {
+            return;
+        }
+        self.frozen = false;
+        self.reopen_acks = 3;
+        self.trace(
+            now,
+            TraceEvent::AckNow {
+                reason: Some(AckReason::Thaw),
+            },
+        );
+    }
+
+    /// Whether the window is frozen (Freeze-TCP).
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
     }
 
     /// The earliest deadline at which [`Connection::handle_timeout`] must be
@@ -845,7 +898,7 @@ impl Connection {
     /// Whether an ACK is due at once (a window update after a read, say),
     /// so [`Connection::poll_transmit`] has something to send.
     pub fn ack_due(&self) -> bool {
-        self.ack_now
+        self.ack_now || self.reopen_acks > 0
     }
 
     /// The events [`Connection::poll_event`] will return, in order.
@@ -1940,6 +1993,9 @@ impl Connection {
     }
 
     fn advertised_window(&self) -> u16 {
+        if self.frozen {
+            return 0;
+        }
         (self.recv_window() >> self.our_wscale).min(usize::from(u16::MAX)) as u16
     }
 

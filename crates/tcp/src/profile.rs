@@ -101,6 +101,11 @@ pub struct Profile {
     /// with new data instead of going back. Off unless set.
     #[serde(default)]
     pub eifel_response: bool,
+    /// Freeze-TCP: when the host's link layer warns of an outage,
+    /// advertise a zero window until the link is back, then send three
+    /// ACKs that reopen it. Off unless set.
+    #[serde(default)]
+    pub freeze: bool,
 }
 
 /// Floor of every timer that re-arms itself (retransmission, persist, and
@@ -238,6 +243,7 @@ impl Profile {
             ttl: 64,
             limited_transmit: false,
             eifel_response: false,
+            freeze: false,
         }
     }
 
@@ -321,6 +327,7 @@ impl Profile {
             ttl: 255,
             limited_transmit: false,
             eifel_response: false,
+            freeze: false,
         }
     }
 
@@ -358,6 +365,7 @@ impl Profile {
             ttl: 64,
             limited_transmit: false,
             eifel_response: false,
+            freeze: false,
         }
     }
 }
@@ -413,11 +421,15 @@ mod tests {
         let mut text = toml::to_string(&Profile::linux()).expect("serialises");
         text = text
             .lines()
-            .filter(|l| !l.starts_with("limited_transmit") && !l.starts_with("eifel_response"))
+            .filter(|l| {
+                !l.starts_with("limited_transmit")
+                    && !l.starts_with("eifel_response")
+                    && !l.starts_with("freeze")
+            })
             .collect::<Vec<_>>()
             .join("\n");
         let back: Profile = toml::from_str(&text).expect("deserialises");
-        assert!(!back.limited_transmit && !back.eifel_response);
+        assert!(!back.limited_transmit && !back.eifel_response && !back.freeze);
     }
 
     #[test]

@@ -611,6 +611,26 @@ impl Stack {
         }
     }
 
+    /// The host's link layer warned of an outage (`true`) or said the link
+    /// is back (`false`): Freeze-TCP freezes or thaws every connection
+    /// (nothing happens unless their profile sets `freeze`).
+    pub fn link_warning(&mut self, now: SimTime, going_down: bool) {
+        if !self.config.profile.freeze {
+            return;
+        }
+        let ids: Vec<ConnId> = self.conns.iter().map(|(id, _)| id).collect();
+        for id in ids {
+            if let Some(slot) = self.conns.get_mut(&id) {
+                if going_down {
+                    slot.conn.freeze(now);
+                } else {
+                    slot.conn.thaw(now);
+                }
+                self.touched.touch(id, slot);
+            }
+        }
+    }
+
     /// Fires due timers of every connection.
     pub fn handle_timeout(&mut self, now: SimTime) {
         self.sync_timers();

@@ -67,6 +67,11 @@ pub enum AckReason {
     Fin,
     /// The answer about to be sent is larger than the received segment.
     LargerAnswer,
+    /// Freeze-TCP: the link layer warned of an outage; the ACK advertises
+    /// a zero window.
+    Freeze,
+    /// Freeze-TCP: the link is back; the ACKs reopen the window.
+    Thaw,
 }
 
 /// Per-connection ACK policy.
