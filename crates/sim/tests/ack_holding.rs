@@ -1,0 +1,231 @@
+//! A fixed host sends to a mobile through a base station whose radio link
+//! fades out for 10 s: what the fixed host's TCP sees with no help, with
+//! the ACK-holding base station, and with Freeze-TCP at the mobile; and
+//! the errors of bad fading-link and ACK-holding tables.
+
+use rtolab_sim::run::{build_simulator, report};
+use rtolab_sim::trace::{MemorySink, TraceEvent};
+use rtolab_sim::{RunReport, Scenario, SimTime};
+
+/// fixed -- bs -- mobile; Reno with timestamps; 40 s of bulk transfer.
+fn scenario(outages: &str, extra: &str, mobile_tcp: &str) -> String {
+    format!(
+        r#"
+name = "fade"
+duration = "40s"
+
+[[host]]
+name = "fixed"
+profile = "rfc"
+[host.tcp]
+cc = {{ policy = "reno" }}
+timestamps = true
+send_buffer = 262144
+
+[[host]]
+name = "bs"
+
+[[host]]
+name = "mobile"
+profile = "rfc"
+[host.tcp]
+timestamps = true
+{mobile_tcp}
+
+[[link]]
+name = "wired"
+kind = "point-to-point"
+ends = [ {{ host = "fixed", address = "10.0.0.1/24" }}, {{ host = "bs", address = "10.0.0.2/24" }} ]
+rate = "10Mbps"
+delay = "40ms"
+
+[[link]]
+name = "radio"
+kind = "fading"
+ends = [ {{ host = "bs", address = "10.0.1.1/24" }}, {{ host = "mobile", address = "10.0.1.2/24" }} ]
+rate = "2Mbps"
+delay = "10ms"
+{outages}
+
+[[route]]
+host = "fixed"
+destination = "default"
+via = "10.0.0.2"
+
+[[route]]
+host = "mobile"
+destination = "default"
+via = "10.0.1.1"
+
+[[app]]
+kind = "tcp-sink"
+name = "sink"
+host = "mobile"
+port = 5001
+
+[[app]]
+kind = "tcp-bulk"
+name = "bulk"
+host = "fixed"
+peer = "10.0.1.2:5001"
+
+{extra}
+"#
+    )
+}
+
+const ONE_OUTAGE: &str = r#"outages = [ { start = "10s", duration = "10s" } ]"#;
+const TWO_OUTAGES: &str =
+    r#"outages = [ { start = "8s", duration = "10s" }, { start = "24s", duration = "10s" } ]"#;
+const HOLDING: &str =
+    "[[middlebox]]\nkind = \"ack-holding\"\nhost = \"bs\"\nmobile = \"10.0.1.2\"\n";
+
+fn run(text: &str) -> (RunReport, Vec<(SimTime, TraceEvent)>) {
+    let scenario =
+        Scenario::from_toml_str(text).unwrap_or_else(|e| panic!("scenario rejected: {e}"));
+    let mut sim = build_simulator(&scenario, scenario.seed).expect("builds");
+    let sink = MemorySink::new();
+    sim.set_trace_sink(Box::new(sink.clone()));
+    sim.run_until(SimTime::ZERO + scenario.duration)
+        .expect("runs");
+    (report(&sim, &scenario.name, Vec::new()), sink.events())
+}
+
+/// The fixed host's flow: (timeouts, fast retransmits, duplicate ACKs
+/// received, bytes acknowledged).
+fn fixed_host(report: &RunReport) -> (u64, u64, u64, u64) {
+    let f = report
+        .flows
+        .iter()
+        .find(|f| f.app.as_deref() == Some("bulk"))
+        .expect("bulk flow");
+    (
+        f.counts.retx_timeout,
+        f.counts.retx_fast,
+        f.counts.dup_acks_received,
+        f.bytes_acked,
+    )
+}
+
+fn holding_stat(report: &RunReport, field: &str) -> u64 {
+    report.middleboxes[0].stats[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {field}"))
+}
+
+#[test]
+fn without_help_the_fixed_host_times_out_during_the_outage() {
+    let (r, events) = run(&scenario(ONE_OUTAGE, "", ""));
+    let (timeouts, ..) = fixed_host(&r);
+    assert!(timeouts >= 2, "{timeouts} timeouts");
+    // Both ends heard all three indications.
+    let indications: Vec<&str> = events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            TraceEvent::LinkIndication { indication, .. } => Some(*indication),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        indications,
+        ["going_down", "going_down", "gone", "gone", "up", "up"]
+    );
+}
+
+#[test]
+fn a_correctly_predicted_outage_costs_the_fixed_host_no_timeout() {
+    for outages in [ONE_OUTAGE, TWO_OUTAGES] {
+        let (base, _) = run(&scenario(outages, "", ""));
+        let (held, _) = run(&scenario(outages, HOLDING, ""));
+        let (timeouts, fast, dups, acked) = fixed_host(&held);
+        assert_eq!((timeouts, fast), (0, 0), "{outages}");
+        assert!(dups <= 2, "{dups} duplicate ACKs");
+        assert!(acked > fixed_host(&base).3, "{outages}");
+        let outages_seen = held.middleboxes[0].stats["schedules"]
+            .as_array()
+            .expect("schedules")
+            .len();
+        assert_eq!(outages_seen, if outages == ONE_OUTAGE { 1 } else { 2 });
+        assert!(holding_stat(&held, "acks_held") > 0);
+        assert_eq!(holding_stat(&held, "cache_overflows"), 0);
+        // Every byte the mobile got is intact.
+        let sink = held.apps.iter().find(|a| a.name == "sink").expect("sink");
+        let stats = serde_json::to_value(&sink.stats).expect("serialises");
+        assert_eq!(stats["bytes_corrupt"], 0);
+    }
+}
+
+#[test]
+fn the_step_forward_search_is_available_and_reported() {
+    let extra = format!("{HOLDING}search = \"step-forward\"\n");
+    let (r, _) = run(&scenario(ONE_OUTAGE, &extra, ""));
+    let record = &r.middleboxes[0].stats["schedules"][0];
+    assert_eq!(record["n"], record["n_step_forward"]);
+    assert!(record["n_global_minimum"].is_u64());
+    assert_eq!(fixed_host(&r).0, 0);
+}
+
+#[test]
+fn freeze_tcp_at_the_mobile_stops_the_sender_without_timeouts() {
+    let (r, events) = run(&scenario(ONE_OUTAGE, "", "freeze = true"));
+    let (timeouts, ..) = fixed_host(&r);
+    assert_eq!(timeouts, 0);
+    let probes = r
+        .flows
+        .iter()
+        .find(|f| f.app.as_deref() == Some("bulk"))
+        .expect("bulk")
+        .counts
+        .window_probes;
+    assert!(probes > 0, "the sender probed the zero window");
+    let freezes = events
+        .iter()
+        .filter(|(_, e)| serde_json::to_value(e).expect("serialises")["reason"] == "freeze")
+        .count();
+    assert_eq!(freezes, 1);
+}
+
+fn rejects(outages: &str, extra: &str) -> String {
+    match Scenario::from_toml_str(&scenario(outages, extra, "")) {
+        Ok(_) => panic!("accepted: {outages} {extra}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn bad_tables_name_the_field() {
+    assert_eq!(
+        rejects("", ""),
+        "link[1].outages: required for fading links (or fading = { mean_up, mean_down })"
+    );
+    assert_eq!(
+        rejects(
+            r#"outages = [ { start = "5s", duration = "10s" }, { start = "8s", duration = "1s" } ]"#,
+            ""
+        ),
+        "link[1].outages[1].start: must not be before the end of the previous outage"
+    );
+    assert_eq!(
+        rejects(r#"outages = [ { start = "5s", duration = "0s" } ]"#, ""),
+        "link[1].outages[0].duration: must be positive"
+    );
+    assert_eq!(
+        rejects(r#"fading = { mean_up = "10s", mean_down = "0ms" }"#, ""),
+        "link[1].fading.mean_down: must be at least 1ms"
+    );
+    assert!(rejects(&format!("{ONE_OUTAGE}\nduration_error = -1.0"), "")
+        .starts_with("link[1].duration_error: must be a number above -1"));
+    assert_eq!(
+        rejects(
+            ONE_OUTAGE,
+            "[[middlebox]]\nkind = \"ack-holding\"\nhost = \"bs\"\n"
+        ),
+        "middlebox[0].mobile: required for ack-holding middleboxes"
+    );
+    assert!(rejects(ONE_OUTAGE, &format!("{HOLDING}safety = 0.7\n"))
+        .starts_with("middlebox[0].safety: must be at least 0 and below 0.5"));
+    assert!(
+        rejects(ONE_OUTAGE, &format!("{HOLDING}search = \"best\"\n"))
+            .starts_with("middlebox[0].search:")
+    );
+}
