@@ -1,0 +1,115 @@
+"""ACK holding: the study's experiment, reduced, end to end; its scenario
+builder's errors; and tshark's view of the captures."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rtolab.experiments import ack_holding
+
+
+@pytest.fixture(scope="module")
+def reproduction(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reproduce")
+    env = {"RTOLAB_ACK_HOLDING_QUICK": "1"}
+    done = subprocess.run(
+        ["rtolab", "reproduce", "ack-holding", "--out", str(out), "--json"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out
+
+
+def test_runs_table_has_every_planned_run_and_the_mechanism_shows(reproduction: Path) -> None:
+    runs = pd.read_csv(reproduction / "ack-holding" / "runs.csv")
+    assert len(runs) == len(ack_holding.main_cells())
+    assert list(runs.columns) == list(ack_holding.RUN_COLUMNS)
+    for case in ack_holding.CASES:
+        rows = runs[runs["case"] == case].set_index("scheme")
+        assert rows.loc["reno", "rto_expirations"] > 0
+        assert rows.loc["ack-holding", "rto_expirations"] == 0
+        assert rows.loc["ack-holding", "fast_retransmits"] == 0
+        assert rows.loc["ack-holding", "packets_delivered"] > rows.loc["reno", "packets_delivered"]
+        # The mobile comes back to full rate in a bounded time.
+        assert rows.loc["ack-holding", "time_to_full_rate_s"] < 10
+    holding = runs[runs["scheme"].isin(list(ack_holding.SEARCHES))]
+    assert holding["duplicate_acks_max"].max() <= 2
+
+
+def test_cwnd_and_figures_are_written(reproduction: Path) -> None:
+    base = reproduction / "ack-holding"
+    cwnd = pd.read_csv(base / "cwnd.csv")
+    assert set(cwnd["case"]) == set(ack_holding.CASES)
+    assert {"reno", "ack-holding", "freeze"} <= set(cwnd["scheme"])
+    # Plain Reno's window collapses to one segment after a timeout.
+    reno = cwnd[(cwnd["case"] == "A") & (cwnd["scheme"] == "reno")]
+    assert reno["cwnd_bytes"].min() <= 1460
+    for name in ("cwnd", "schedule-final-rto", "schedule-paced-gaps", "sensitivity"):
+        png = base / "figures" / f"{name}.png"
+        assert png.stat().st_size > 10_000, name
+    manifest = json.loads((reproduction / "reproduce.json").read_text())
+    failed = [c for cs in manifest["checks"].values() for c in cs if not c["passed"]]
+    assert not failed
+    report = (reproduction / "report.html").read_text()
+    assert "runs.csv" in report and "sensitivity.csv" in report
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_tshark_sees_no_third_duplicate_ack_with_ack_holding(reproduction: Path) -> None:
+    for pcap in sorted((reproduction / "ack-holding" / "outages").glob("*ack-holding*/fixed.pcap")):
+        done = subprocess.run(
+            [
+                "tshark",
+                "-r",
+                str(pcap),
+                "-Y",
+                "ip.src == 10.0.1.2 && tcp.analysis.duplicate_ack_num",
+                "-T",
+                "fields",
+                "-e",
+                "tcp.analysis.duplicate_ack_num",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        numbers = [int(x) for x in done.stdout.split()]
+        assert max(numbers, default=0) <= 2, pcap
+        malformed = subprocess.run(
+            ["tshark", "-r", str(pcap), "-Y", "_ws.malformed"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        assert malformed.stdout.strip() == "", pcap
+
+
+def test_sensitivity_table(reproduction: Path) -> None:
+    table = pd.read_csv(reproduction / "ack-holding" / "sensitivity.csv")
+    assert len(table) == len(ack_holding.sensitivity_cells())
+    exact = table[
+        (table["duration_error"] == 0)
+        & (table["warning_s"] == 0.5)
+        & (table["scheme"] == "ack-holding")
+    ]
+    assert int(exact["rto_expirations"].iloc[0]) == 0
+
+
+def test_scenario_builder_names_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="case"):
+        ack_holding.scenario("C", "reno")
+    with pytest.raises(ValueError, match="scheme"):
+        ack_holding.scenario("A", "vegas")
