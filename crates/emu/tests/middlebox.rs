@@ -84,7 +84,7 @@ fn a_drop_list_at_a_bridge_drops_linux_segments_and_the_kernel_repairs_them() {
             "outages = [ { start = \"10s\", duration = \"10s\" } ]",
             "outages = []",
         )
-        .replace("duration = \"42s\"", "duration = \"20s\"")
+        .replace("duration = \"45s\"", "duration = \"20s\"")
         .replace("stop = \"40s\"", "bytes = 200_000")
         + "\n[[middlebox]]\nname = \"drops\"\nkind = \"drop-list\"\nhost = \"bs\"\ndrop = [5, 6]\n\
            match = { protocol = \"tcp\", source = \"10.0.0.1\", payload = true }\n";
@@ -116,7 +116,7 @@ fn ack_holding_paces_held_acks_to_a_linux_sender_through_an_outage() {
             "outages = [ { start = \"10s\", duration = \"10s\" } ]",
             "outages = [ { start = \"3s\", duration = \"4s\" } ]",
         )
-        .replace("duration = \"42s\"", "duration = \"12s\"")
+        .replace("duration = \"45s\"", "duration = \"12s\"")
         .replace("stop = \"40s\"", "stop = \"10s\"");
     let emu = EmuScenario::from_toml_str(&text).unwrap();
     let dir = std::env::temp_dir().join(format!("rtolab-emu-ack-holding-{}", std::process::id()));
