@@ -27,8 +27,8 @@
 //!
 //! What the emulator does not run yet is rejected here with the field's
 //! path, so a run never half-starts: broadcast links, UDP apps on Linux
-//! hosts, and rtolab hosts with more than one interface or more than one
-//! TCP profile.
+//! hosts, middleboxes on Linux hosts, and rtolab hosts with more than one
+//! interface or more than one TCP profile.
 
 use std::path::Path;
 
@@ -250,15 +250,18 @@ impl EmuScenario {
                 ));
             }
         }
-        if let Some(middlebox) = s.middleboxes.first() {
-            return Err(error(
-                "middlebox[0].kind",
-                format!(
-                    "middleboxes are not emulated yet ({:?} is a {} middlebox): run the scenario in the simulator",
-                    middlebox.name,
-                    middlebox.kind.kind()
-                ),
-            ));
+        for (i, middlebox) in s.middleboxes.iter().enumerate() {
+            // Packets to a Linux host go straight into its kernel; the
+            // emulator sees only what bridges and rtolab hosts receive.
+            if self.kind_of(&middlebox.host) == Some(HostKind::Linux) {
+                return Err(error(
+                    format!("middlebox[{i}].host"),
+                    format!(
+                        "{:?} is a Linux host: middleboxes run on bridges and rtolab hosts, which the emulator forwards for",
+                        middlebox.host
+                    ),
+                ));
+            }
         }
         for (i, app) in s.apps.iter().enumerate() {
             let kind = app.kind.kind();
@@ -443,6 +446,17 @@ delay = "1ms"
             "{e}"
         );
         on("a", "b", "10.0.0.2").unwrap();
+    }
+
+    #[test]
+    fn middleboxes_run_on_bridges_and_rtolab_hosts_only() {
+        let mb = |host: &str| {
+            format!("{BASE}\n[[middlebox]]\nkind = \"drop-list\"\nhost = \"{host}\"\ndrop = [1]\n")
+        };
+        EmuScenario::from_toml_str(&mb("a")).unwrap();
+        let e = EmuScenario::from_toml_str(&mb("b")).unwrap_err();
+        assert_eq!(e.path, "middlebox[0].host");
+        assert!(e.message.contains("Linux host"), "{e}");
     }
 
     #[test]

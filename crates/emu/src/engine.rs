@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 use rand::RngCore;
 use rtolab_sim::app::AppStats;
-use rtolab_sim::link::{Frame, Link, LinkModel, LinkOutput};
+use rtolab_sim::link::{Frame, Link, LinkIndication, LinkModel, LinkOutput};
+use rtolab_sim::middlebox::{ChainEvent, MiddleboxChain};
+use rtolab_sim::node::NodeId;
 use rtolab_sim::pool::{PacketId, PacketPool};
 use rtolab_sim::rng::component_stream;
 use rtolab_sim::scenario::LinkModelSpec;
@@ -76,6 +78,9 @@ enum Owner {
 struct PortEnd {
     owner: Owner,
     host: usize,
+    /// Index of this interface among the host's (in link order, as the
+    /// simulator numbers them).
+    iface: u32,
     /// Indices of captures tapping this interface.
     taps: Vec<usize>,
 }
@@ -114,6 +119,51 @@ pub struct EdgeCounts {
     pub link_drops: BTreeMap<String, u64>,
     /// Frames that reached a bridge with no way out.
     pub bridge_drops: u64,
+    /// Datagrams middleboxes dropped.
+    pub middlebox_drops: u64,
+    /// Datagrams middleboxes injected that had no way out.
+    pub middlebox_unrouted: u64,
+}
+
+/// A middlebox in an [`EngineReport`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MiddleboxReport {
+    /// Middlebox name.
+    pub name: String,
+    /// Host it sits on.
+    pub host: String,
+    /// Its kind.
+    pub kind: &'static str,
+    /// Packets it kept when handed them.
+    pub held: u64,
+    /// Held packets it let go.
+    pub released: u64,
+    /// Packets it dropped.
+    pub dropped: u64,
+    /// Datagrams it built.
+    pub injected: u64,
+    /// Its own counters, as the simulator reports them.
+    pub stats: serde_json::Value,
+}
+
+/// A link layer's indication to a node, as the emulator records it (the
+/// simulator traces the same as `link_indication`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IndicationRecord {
+    /// When, in ns of the run's clock.
+    pub at_ns: u64,
+    /// Link name.
+    pub link: String,
+    /// The notified host.
+    pub host: String,
+    /// `going_down`, `gone` or `up`.
+    pub indication: &'static str,
+    /// `going_down`: the link's round trip, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_ns: Option<u64>,
+    /// `going_down`: the predicted outage, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_outage_ns: Option<u64>,
 }
 
 impl EdgeCounts {
@@ -162,8 +212,21 @@ pub struct EngineReport {
     pub hosts: Vec<HostReport>,
     /// Apps of rtolab hosts.
     pub apps: Vec<EngineAppReport>,
+    /// Middleboxes, by host, each host's in the order packets meet them.
+    pub middleboxes: Vec<MiddleboxReport>,
+    /// Link indications, in time order.
+    pub indications: Vec<IndicationRecord>,
     /// Edge counters.
     pub edges: EdgeCounts,
+}
+
+/// A node's middleboxes and what they did.
+struct ChainSlot {
+    chain: MiddleboxChain,
+    /// Per middlebox of the chain: scenario name, held, released,
+    /// dropped, injected.
+    names: Vec<String>,
+    counts: Vec<[u64; 4]>,
 }
 
 /// The links, bridges and rtolab hosts of one emulation.
@@ -186,6 +249,14 @@ pub struct Engine {
     host_wire: Vec<WireCounts>,
     edges: EdgeCounts,
     scratch: Vec<PacketId>,
+    /// Per link, per port: the interface's address and prefix.
+    subnets: Vec<Vec<Option<Ipv4Cidr>>>,
+    /// Per host (scenario index): its interfaces as (link, port).
+    host_ifaces: Vec<Vec<(usize, u32)>>,
+    /// Middlebox chains by host (scenario index).
+    chains: BTreeMap<usize, ChainSlot>,
+    chain_out: Vec<ChainEvent>,
+    indications: Vec<IndicationRecord>,
 }
 
 /// A device name for interface `index` of a host on `link`: `rt<index>-`
@@ -234,7 +305,31 @@ impl Engine {
             host_wire: vec![WireCounts::default(); s.hosts.len()],
             edges: EdgeCounts::default(),
             scratch: Vec::new(),
+            subnets: s
+                .links
+                .iter()
+                .map(|l| l.model.attachments().iter().map(|e| e.address).collect())
+                .collect(),
+            host_ifaces: vec![Vec::new(); s.hosts.len()],
+            chains: BTreeMap::new(),
+            chain_out: Vec::new(),
+            indications: Vec::new(),
         };
+        for m in &s.middleboxes {
+            let Some(h) = host_index(&m.host) else {
+                continue;
+            };
+            let slot = engine.chains.entry(h).or_insert_with(|| ChainSlot {
+                chain: MiddleboxChain::new(NodeId(h as u32)),
+                names: Vec::new(),
+                counts: Vec::new(),
+            });
+            // The random stream the simulator gives a middlebox of that name.
+            let rng = component_stream(seed, &format!("middlebox/{}", m.name));
+            slot.chain.push(&m.name, m.kind.build(), rng);
+            slot.names.push(m.name.clone());
+            slot.counts.push([0; 4]);
+        }
         let mut interfaces = vec![0usize; s.hosts.len()];
         for (l, spec) in s.links.iter().enumerate() {
             let link = build_link(&spec.model, &spec.name, seed).ok_or_else(|| {
@@ -307,8 +402,10 @@ impl Engine {
                 ports.push(PortEnd {
                     owner,
                     host: h,
+                    iface: engine.host_ifaces[h].len() as u32,
                     taps: Vec::new(),
                 });
+                engine.host_ifaces[h].push((l, p as u32));
             }
             engine.links.push(LinkSlot {
                 name: spec.name.clone(),
@@ -362,16 +459,21 @@ impl Engine {
         self.taps.iter().map(|t| t.file.clone()).collect()
     }
 
-    /// The earliest deadline of any link or rtolab host.
+    /// The earliest deadline of any link, rtolab host or middlebox.
     pub fn poll_timeout(&self) -> Option<SimTime> {
         let links = self.links.iter().filter_map(|l| l.link.poll_timeout());
         let hosts = self.rtolab.iter().filter_map(|r| r.host.poll_timeout());
-        links.chain(hosts).min()
+        let chains = self.chains.values().filter_map(|c| c.chain.poll_timeout());
+        links.chain(hosts).chain(chains).min()
     }
 
-    /// Whether no link holds a frame.
+    /// Whether no link holds a frame and no middlebox waits to act.
     pub fn links_idle(&self) -> bool {
         self.links.iter().all(|l| l.link.poll_timeout().is_none())
+            && self
+                .chains
+                .values()
+                .all(|c| c.chain.poll_timeout().is_none())
     }
 
     /// Whether every client app of every rtolab host has finished.
@@ -401,14 +503,36 @@ impl Engine {
                 .enumerate()
                 .filter_map(|(i, r)| r.host.poll_timeout().map(|t| (t, i)))
                 .min();
-            match (link, host) {
-                (Some((t, i)), h) if t <= now && h.map_or(true, |(th, _)| t <= th) => {
+            let chain = self
+                .chains
+                .iter()
+                .filter_map(|(&h, c)| c.chain.poll_timeout().map(|t| (t, h)))
+                .min();
+            // Ties: links first, then hosts, then middleboxes.
+            let next = [
+                link.map(|(t, i)| (t, 0, i)),
+                host.map(|(t, i)| (t, 1, i)),
+                chain.map(|(t, h)| (t, 2, h)),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            match next {
+                Some((t, 0, i)) if t <= now => {
                     self.links[i].link.handle_timeout(t, &mut self.link_out);
                     self.queue_outputs(i, t);
                 }
-                (_, Some((t, i))) if t <= now => {
+                Some((t, 1, i)) if t <= now => {
                     self.rtolab[i].host.handle_timeout(t);
                     self.drive_host(i, t);
+                }
+                Some((t, _, h)) if t <= now => {
+                    let mut out = std::mem::take(&mut self.chain_out);
+                    if let Some(slot) = self.chains.get_mut(&h) {
+                        slot.chain.handle_timeout(t, &mut self.pool, &mut out);
+                    }
+                    self.chain_events(h, t, &mut out);
+                    self.chain_out = out;
                 }
                 _ => break,
             }
@@ -510,10 +634,100 @@ impl Engine {
                     *self.edges.link_drops.entry(name).or_default() += 1;
                     self.pool.free(frame.packet);
                 }
+                LinkOutput::Indication { port, indication } => {
+                    self.link_indication(link, port, t, indication);
+                }
                 LinkOutput::Enqueued { .. }
                 | LinkOutput::MediumBusy { .. }
-                | LinkOutput::MediumFree { .. }
-                | LinkOutput::Indication { .. } => {}
+                | LinkOutput::MediumFree { .. } => {}
+            }
+        }
+    }
+
+    /// Records a link layer's indication and hands it to the notified
+    /// host's middleboxes. Linux hosts cannot hear it: their kernel has no
+    /// such interface.
+    fn link_indication(&mut self, link: usize, port: u32, t: SimTime, indication: LinkIndication) {
+        let Some(end) = self.links[link].ports.get(port as usize) else {
+            return;
+        };
+        let (host, iface) = (end.host, end.iface);
+        let (rtt_ns, expected_outage_ns) = match indication {
+            LinkIndication::GoingDown {
+                rtt,
+                expected_outage,
+            } => (Some(rtt.as_nanos()), Some(expected_outage.as_nanos())),
+            _ => (None, None),
+        };
+        self.indications.push(IndicationRecord {
+            at_ns: t.as_nanos(),
+            link: self.links[link].name.clone(),
+            host: self.host_names[host].clone(),
+            indication: indication.name(),
+            rtt_ns,
+            expected_outage_ns,
+        });
+        let mut out = std::mem::take(&mut self.chain_out);
+        if let Some(slot) = self.chains.get_mut(&host) {
+            slot.chain
+                .link_indication(t, &mut self.pool, iface, indication, &mut out);
+        }
+        self.chain_events(host, t, &mut out);
+        self.chain_out = out;
+    }
+
+    /// Carries out what host `h`'s middleboxes did: forwards what passed,
+    /// frees what they dropped, sends what they built.
+    fn chain_events(&mut self, h: usize, t: SimTime, events: &mut Vec<ChainEvent>) {
+        for event in events.drain(..) {
+            let count = |engine: &mut Engine, m: usize, k: usize| {
+                if let Some(slot) = engine.chains.get_mut(&h) {
+                    slot.counts[m][k] += 1;
+                }
+            };
+            match event {
+                ChainEvent::Passed { packet, iface } => {
+                    match self.host_ifaces[h].get(iface as usize).copied() {
+                        Some((link, port)) => self.past_middleboxes(link, port, t, packet),
+                        None => self.pool.free(packet),
+                    }
+                }
+                ChainEvent::Held { middlebox, .. } => count(self, middlebox, 0),
+                ChainEvent::Released { middlebox, .. } => count(self, middlebox, 1),
+                ChainEvent::Dropped { middlebox, packet } => {
+                    count(self, middlebox, 2);
+                    self.edges.middlebox_drops += 1;
+                    self.pool.free(packet);
+                }
+                ChainEvent::Injected { middlebox, packet } => {
+                    count(self, middlebox, 3);
+                    self.send_from(h, t, packet);
+                }
+            }
+        }
+    }
+
+    /// Sends a datagram a middlebox built at host `h` like a local one: on
+    /// the interface whose subnet (its own, or for a bridge the far end's)
+    /// holds the destination.
+    fn send_from(&mut self, h: usize, t: SimTime, packet: PacketId) {
+        let dst = match packet::parse(self.pool.bytes(packet)) {
+            Ok(parsed) => Some(parsed.ip.dst),
+            Err(_) => None,
+        };
+        let out = dst.and_then(|dst| {
+            self.host_ifaces[h].iter().copied().find(|&(link, port)| {
+                self.subnets[link].iter().enumerate().any(|(p, c)| {
+                    (p as u32 == port || self.host_kinds[h] == HostKind::Bridge)
+                        && c.is_some_and(|c| c.contains(dst))
+                })
+            })
+        });
+        match out {
+            Some((link, port)) => self.transmit(link, port, t, packet),
+            None => {
+                self.edges.middlebox_unrouted += 1;
+                self.pool.free(packet);
             }
         }
     }
@@ -530,12 +744,36 @@ impl Engine {
             self.pool.free(packet);
             return;
         };
+        let (host, iface) = (end.host, end.iface);
+        if let Owner::Tun(tun) = end.owner {
+            egress.deliver(tun, self.pool.bytes(packet), t);
+            self.edges.packets_to_tun += 1;
+            self.pool.free(packet);
+            return;
+        }
+        if !self.chains.contains_key(&host) {
+            self.past_middleboxes(link, port, t, packet);
+            return;
+        }
+        let mut out = std::mem::take(&mut self.chain_out);
+        if let Some(slot) = self.chains.get_mut(&host) {
+            slot.chain
+                .arrive(t, &mut self.pool, iface, packet, &mut out);
+        }
+        self.chain_events(host, t, &mut out);
+        self.chain_out = out;
+    }
+
+    /// A datagram that arrived at an rtolab host or a bridge from `link`
+    /// and passed its middleboxes: the host takes it, the bridge passes it
+    /// on.
+    fn past_middleboxes(&mut self, link: usize, port: u32, t: SimTime, packet: PacketId) {
+        let Some(end) = self.links[link].ports.get(port as usize) else {
+            self.pool.free(packet);
+            return;
+        };
         match end.owner {
-            Owner::Tun(tun) => {
-                egress.deliver(tun, self.pool.bytes(packet), t);
-                self.edges.packets_to_tun += 1;
-                self.pool.free(packet);
-            }
+            Owner::Tun(_) => self.pool.free(packet),
             Owner::Rtolab(i) => {
                 let result = self.rtolab[i]
                     .host
@@ -628,6 +866,25 @@ impl Engine {
                 .iter()
                 .flat_map(|r| r.host.app_reports())
                 .collect(),
+            middleboxes: self
+                .chains
+                .iter()
+                .flat_map(|(&h, slot)| {
+                    slot.chain.stats().into_iter().zip(&slot.counts).map(
+                        move |((name, kind, stats), c)| MiddleboxReport {
+                            name,
+                            host: self.host_names[h].clone(),
+                            kind,
+                            held: c[0],
+                            released: c[1],
+                            dropped: c[2],
+                            injected: c[3],
+                            stats,
+                        },
+                    )
+                })
+                .collect(),
+            indications: self.indications.clone(),
             edges: self.edges.clone(),
         }
     }

@@ -197,6 +197,32 @@ fn print_summary(r: &EmuReport) {
             h.wire.dup_acks_sent
         );
     }
+    if !r.engine.middleboxes.is_empty() {
+        println!("middleboxes:");
+    }
+    for m in &r.engine.middleboxes {
+        println!(
+            "  {:<14} {:<10} {:<12} {} held, {} released, {} dropped, {} injected",
+            m.name, m.host, m.kind, m.held, m.released, m.dropped, m.injected
+        );
+    }
+    for i in &r.engine.indications {
+        let detail = match (i.rtt_ns, i.expected_outage_ns) {
+            (Some(rtt), Some(outage)) => format!(
+                " (rtt {:.1} ms, expected outage {:.3} s)",
+                rtt as f64 / 1e6,
+                outage as f64 / 1e9
+            ),
+            _ => String::new(),
+        };
+        println!(
+            "indication at {:.3} s: {} to {} on {}{detail}",
+            i.at_ns as f64 / 1e9,
+            i.indication,
+            i.host,
+            i.link
+        );
+    }
     let e = &r.engine.edges;
     println!(
         "edge: {} datagrams from TUN, {} to TUN, {} rejected, link drops {:?}",

@@ -19,6 +19,7 @@
 
 pub mod ack_holding;
 pub mod ack_schedule;
+pub mod chain;
 pub mod drop_list;
 #[macro_use]
 mod registry;
@@ -29,6 +30,7 @@ use rtolab_wire::packet::{self, ParsedPacket, Transport};
 use serde::Serialize;
 
 pub use ack_holding::AckHoldingSpec;
+pub use chain::{ChainEvent, MiddleboxChain};
 pub use drop_list::DropListSpec;
 pub use registry::{MiddleboxCheck, ScenarioMiddlebox};
 pub use stall::StallSpec;
