@@ -20,6 +20,7 @@
 pub mod drop_list;
 #[macro_use]
 mod registry;
+pub mod snoop;
 pub mod stall;
 
 use rtolab_time::SimTime;
@@ -28,6 +29,7 @@ use serde::Serialize;
 
 pub use drop_list::DropListSpec;
 pub use registry::{MiddleboxCheck, ScenarioMiddlebox};
+pub use snoop::SnoopSpec;
 pub use stall::StallSpec;
 
 use crate::config::ScenarioError;
@@ -212,4 +214,7 @@ middlebox_registry! {
     DropList => DropListSpec,
     /// Holds every matching packet during a stall and releases them after.
     Stall => StallSpec,
+    /// Caches data to a mobile and retransmits it locally on the wireless
+    /// hop, hiding its losses from the sender (Snoop).
+    Snoop => SnoopSpec,
 }
