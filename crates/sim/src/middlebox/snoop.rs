@@ -748,3 +748,522 @@ impl Middlebox for Snoop {
         self.stats
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::middlebox::Action;
+    use crate::node::{IfaceId, NodeId};
+    use crate::pool::PacketPool;
+    use crate::rng::{component_stream, SimRng};
+    use rtolab_wire::ipv4::Ipv4Repr;
+    use rtolab_wire::tcp::{TcpOptions, TcpRepr};
+
+    const FIXED: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const MOBILE: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
+    const MSS: u32 = 1000;
+
+    fn spec() -> SnoopSpec {
+        SnoopSpec {
+            mobile: MOBILE,
+            ..SnoopSpec::default()
+        }
+    }
+
+    fn segment(from_mobile: bool, seq: u32, ack: u32, flags: TcpFlags, payload: &[u8]) -> Vec<u8> {
+        segment_with(from_mobile, seq, ack, flags, payload, None)
+    }
+
+    fn segment_with(
+        from_mobile: bool,
+        seq: u32,
+        ack: u32,
+        flags: TcpFlags,
+        payload: &[u8],
+        sack: Option<(u32, u32)>,
+    ) -> Vec<u8> {
+        let (src, dst, src_port, dst_port) = if from_mobile {
+            (MOBILE, FIXED, 5001, 40000)
+        } else {
+            (FIXED, MOBILE, 40000, 5001)
+        };
+        let mut options = TcpOptions::default();
+        if let Some((left, right)) = sack {
+            options.sack_blocks[0] = Some(SackBlock {
+                left: SeqNumber(left),
+                right: SeqNumber(right),
+            });
+        }
+        let ip = Ipv4Repr {
+            src,
+            dst,
+            protocol: 0,
+            ttl: 64,
+            ident: 7,
+            dont_fragment: true,
+            tos: 0,
+            payload_len: 0,
+        };
+        let tcp = TcpRepr {
+            src_port,
+            dst_port,
+            seq: SeqNumber(seq),
+            ack: SeqNumber(ack),
+            flags,
+            window: 512,
+            urgent: 0,
+            options,
+            payload,
+        };
+        let mut out = Vec::new();
+        packet::emit_tcp(&mut out, &ip, &tcp).expect("fits");
+        out
+    }
+
+    /// Data segment `n` (from 0) of a connection whose first data byte is
+    /// `base`.
+    fn data(base: u32, n: u32) -> Vec<u8> {
+        let payload = vec![n as u8; MSS as usize];
+        segment(
+            false,
+            base.wrapping_add(n * MSS),
+            1,
+            TcpFlags::ACK,
+            &payload,
+        )
+    }
+
+    fn ack(value: u32) -> Vec<u8> {
+        segment(true, 1, value, TcpFlags::ACK, &[])
+    }
+
+    fn ack_sack(value: u32, left: u32, right: u32) -> Vec<u8> {
+        segment_with(true, 1, value, TcpFlags::ACK, &[], Some((left, right)))
+    }
+
+    /// A snoop agent fed by hand.
+    struct Bench {
+        snoop: Snoop,
+        pool: PacketPool,
+        actions: Vec<Action>,
+        rng: SimRng,
+        now: SimTime,
+        /// Whether the last call dropped a packet.
+        dropped: bool,
+    }
+
+    /// What one call did: whether the packet went on, and the datagrams
+    /// injected.
+    #[derive(Debug)]
+    struct Outcome {
+        passed: bool,
+        injected: Vec<Vec<u8>>,
+    }
+
+    impl Bench {
+        fn new(spec: SnoopSpec) -> Self {
+            Bench {
+                snoop: Snoop::new(spec),
+                pool: PacketPool::new(),
+                actions: Vec::new(),
+                rng: component_stream(1, "middlebox/test"),
+                now: SimTime::ZERO,
+                dropped: false,
+            }
+        }
+
+        fn at(&mut self, ms: u64) -> &mut Self {
+            self.now = SimTime::from_millis(ms);
+            self
+        }
+
+        fn feed(&mut self, datagram: &[u8]) -> Outcome {
+            let id = self.pool.alloc();
+            self.pool.buf_mut(id).extend_from_slice(datagram);
+            let held = Held {
+                packet: id,
+                iface: IfaceId {
+                    node: NodeId(0),
+                    index: 0,
+                },
+                next: 0,
+                since: self.now,
+            };
+            let mut cx = MiddleboxCx {
+                now: self.now,
+                pool: &mut self.pool,
+                actions: &mut self.actions,
+                rng: &mut self.rng,
+            };
+            let passed = self.snoop.on_packet(&mut cx, held).is_some();
+            let outcome = self.outcome(passed);
+            assert_eq!(
+                passed, !self.dropped,
+                "a packet is either passed on or dropped"
+            );
+            outcome
+        }
+
+        /// Runs the timer if it is due at `ms`.
+        fn tick(&mut self, ms: u64) -> Outcome {
+            self.now = SimTime::from_millis(ms);
+            let mut cx = MiddleboxCx {
+                now: self.now,
+                pool: &mut self.pool,
+                actions: &mut self.actions,
+                rng: &mut self.rng,
+            };
+            self.snoop.handle_timeout(&mut cx);
+            self.outcome(false)
+        }
+
+        fn outcome(&mut self, passed: bool) -> Outcome {
+            let mut injected = Vec::new();
+            self.dropped = false;
+            for action in std::mem::take(&mut self.actions) {
+                match action {
+                    Action::Inject(id) => injected.push(self.pool.bytes(id).to_vec()),
+                    Action::Drop(_) => self.dropped = true,
+                    Action::Release(_) => panic!("snoop holds nothing"),
+                }
+            }
+            Outcome { passed, injected }
+        }
+
+        fn stats(&self) -> SnoopStats {
+            self.snoop.stats()
+        }
+
+        /// A connection set up through the agent: SYN at 0 ms, the mobile's
+        /// ACK of it at `rtt_ms`; returns the first data byte.
+        fn connect(&mut self, isn: u32, rtt_ms: u64) -> u32 {
+            self.at(0);
+            assert!(
+                self.feed(&segment(false, isn, 0, TcpFlags::SYN, &[]))
+                    .passed
+            );
+            self.at(rtt_ms);
+            let syn_ack = TcpFlags::SYN | TcpFlags::ACK;
+            assert!(
+                self.feed(&segment(true, 0, isn.wrapping_add(1), syn_ack, &[]))
+                    .passed
+            );
+            isn.wrapping_add(1)
+        }
+    }
+
+    /// The datagram the node would forward: TTL one less, checksums valid.
+    fn forwarded(datagram: &[u8]) -> Vec<u8> {
+        let mut bytes = datagram.to_vec();
+        let mut view = ipv4::Packet::new_unchecked(&mut bytes[..]);
+        view.set_ttl(view.ttl() - 1);
+        view.fill_checksum();
+        bytes
+    }
+
+    #[test]
+    fn caches_data_and_frees_it_on_acks_with_rtt_samples() {
+        let mut b = Bench::new(spec());
+        let base = b.connect(1000, 10);
+        assert_eq!(b.stats().rtt_samples, 1, "the handshake gives a sample");
+        b.at(20);
+        for n in 0..3 {
+            assert!(b.feed(&data(base, n)).passed);
+        }
+        assert_eq!(b.stats().segments_cached, 3);
+        assert_eq!(b.snoop.occupancy.segments, 3);
+        b.at(50);
+        let out = b.feed(&ack(base + 2 * MSS));
+        assert!(out.passed && out.injected.is_empty());
+        assert_eq!(b.snoop.occupancy.segments, 1);
+        assert_eq!(b.stats().rtt_samples, 2);
+        // RFC 6298: 10 ms, then 7/8 of it plus 1/8 of 30 ms.
+        assert_eq!(b.stats().srtt_ns, Some(12_500_000));
+        b.at(60);
+        assert!(b.feed(&ack(base + 3 * MSS)).passed);
+        assert_eq!(b.snoop.occupancy.segments, 0);
+        assert_eq!(b.snoop.occupancy.bytes, 0);
+        assert_eq!(b.snoop.poll_timeout(), None, "nothing left to guard");
+    }
+
+    #[test]
+    fn a_duplicate_for_a_cached_segment_resends_it_and_is_dropped() {
+        let mut b = Bench::new(spec());
+        let base = b.connect(1000, 10);
+        b.at(20);
+        for n in 0..5 {
+            b.feed(&data(base, n));
+        }
+        b.at(40);
+        assert!(b.feed(&ack(base + MSS)).passed);
+        // Segment 1 was lost: 2, 3 and 4 each cause a duplicate.
+        let out = b.feed(&ack(base + MSS));
+        assert!(!out.passed);
+        assert_eq!(out.injected, vec![forwarded(&data(base, 1))]);
+        for _ in 0..2 {
+            let out = b.feed(&ack(base + MSS));
+            assert!(!out.passed && out.injected.is_empty());
+        }
+        assert_eq!(b.stats().dupacks_suppressed, 3);
+        // One more than the segments in flight could cause: the
+        // retransmission was lost too.
+        let out = b.feed(&ack(base + MSS));
+        assert!(!out.passed);
+        assert_eq!(out.injected.len(), 1);
+        assert_eq!(b.stats().local_retransmissions, 2);
+        assert_eq!(b.stats().dupacks_passed, 0);
+        // Its ACK takes no RTT sample (Karn).
+        let samples = b.stats().rtt_samples;
+        assert!(b.feed(&ack(base + 5 * MSS)).passed);
+        assert_eq!(b.stats().rtt_samples, samples);
+    }
+
+    #[test]
+    fn sack_blocks_tell_which_duplicates_the_retransmission_will_answer() {
+        let mut b = Bench::new(spec());
+        let base = b.connect(1000, 10);
+        b.at(20);
+        for n in 0..4 {
+            b.feed(&data(base, n));
+        }
+        b.at(40);
+        b.feed(&ack(base + MSS));
+        // Segment 1 lost; 2 arrives.
+        let out = b.feed(&ack_sack(base + MSS, base + 2 * MSS, base + 3 * MSS));
+        assert_eq!(out.injected.len(), 1);
+        // Segment 4 goes after the retransmission.
+        b.at(41);
+        b.feed(&data(base, 4));
+        // 3 was sent before the retransmission: no news.
+        let out = b.feed(&ack_sack(base + MSS, base + 2 * MSS, base + 4 * MSS));
+        assert!(!out.passed && out.injected.is_empty());
+        // A duplicate of something it already had: no news either.
+        let out = b.feed(&ack_sack(base + MSS, base, base + MSS));
+        assert!(!out.passed && out.injected.is_empty());
+        // 4 arrived but 1 still missing: the retransmission was lost.
+        let out = b.feed(&ack_sack(base + MSS, base + 2 * MSS, base + 5 * MSS));
+        assert!(!out.passed);
+        assert_eq!(out.injected, vec![forwarded(&data(base, 1))]);
+    }
+
+    #[test]
+    fn a_partial_ack_after_a_resend_resends_the_next_hole_at_once() {
+        let mut b = Bench::new(spec());
+        let base = b.connect(1000, 10);
+        b.at(20);
+        for n in 0..6 {
+            b.feed(&data(base, n));
+        }
+        b.at(40);
+        b.feed(&ack(base + MSS));
+        // 1 and 3 lost: the duplicate from 2 resends 1.
+        let out = b.feed(&ack_sack(base + MSS, base + 2 * MSS, base + 3 * MSS));
+        assert_eq!(out.injected.len(), 1);
+        // The resent 1 arrives behind 4 and 5: the ACK stops at 3, which
+        // was sent before it and is therefore lost.
+        b.at(60);
+        let out = b.feed(&ack_sack(base + 3 * MSS, base + 4 * MSS, base + 6 * MSS));
+        assert!(out.passed, "new data acknowledged goes to the sender");
+        assert_eq!(out.injected, vec![forwarded(&data(base, 3))]);
+    }
+
+    #[test]
+    fn duplicates_for_data_it_does_not_hold_go_to_the_sender() {
+        let mut b = Bench::new(spec());
+        let base = b.connect(1000, 10);
+        b.at(20);
+        // Segment 0 never reached the base station.
+        for n in 1..4 {
+            b.feed(&data(base, n));
+        }
+        for _ in 0..3 {
+            let out = b.feed(&ack(base));
+            assert!(out.passed && out.injected.is_empty());
+        }
+        assert_eq!(b.stats().dupacks_passed, 3);
+        // The sender resends it: cached, but its duplicates still pass, as
+        // the sender is recovering it.
+        b.at(80);
+        b.feed(&data(base, 0));
+        assert_eq!(b.stats().sender_retransmissions, 1);
+        assert!(b.feed(&ack(base)).passed);
+        assert_eq!(b.stats().local_retransmissions, 0);
+    }
+
+    #[test]
+    fn the_timer_resends_backs_off_and_gives_the_cache_up() {
+        let mut b = Bench::new(SnoopSpec {
+            min_local_rto: SimDuration::from_millis(50),
+            max_local_rto: SimDuration::from_millis(150),
+            max_local_retransmissions: 2,
+            ..spec()
+        });
+        // A 10 ms sample: srtt + 4 rttvar = 30 ms, raised to the floor.
+        let base = b.connect(1000, 10);
+        b.at(20);
+        b.feed(&data(base, 0));
+        assert_eq!(b.snoop.poll_timeout(), Some(SimTime::from_millis(70)));
+        assert!(b.tick(69).injected.is_empty(), "not due yet");
+        assert_eq!(b.tick(70).injected, vec![forwarded(&data(base, 0))]);
+        // Doubled.
+        assert_eq!(b.snoop.poll_timeout(), Some(SimTime::from_millis(170)));
+        assert_eq!(b.tick(170).injected.len(), 1);
+        // Doubled again, but capped.
+        assert_eq!(b.snoop.poll_timeout(), Some(SimTime::from_millis(320)));
+        assert!(b.tick(320).injected.is_empty());
+        let s = b.stats();
+        assert_eq!((s.local_timeouts, s.local_retransmissions), (2, 2));
+        assert_eq!(s.cache_flushes, 1);
+        assert_eq!(b.snoop.occupancy.segments, 0);
+        assert_eq!(b.snoop.poll_timeout(), None);
+        // Its duplicates now go to the sender.
+        assert!(b.feed(&ack(base)).passed);
+    }
+
+    #[test]
+    fn ack_progress_restarts_the_timer_and_its_backoff() {
+        let mut b = Bench::new(spec());
+        let base = b.connect(1000, 10);
+        b.at(20);
+        b.feed(&data(base, 0));
+        b.feed(&data(base, 1));
+        // Default floor 50 ms.
+        assert_eq!(b.snoop.poll_timeout(), Some(SimTime::from_millis(70)));
+        b.tick(70);
+        assert_eq!(b.snoop.poll_timeout(), Some(SimTime::from_millis(170)));
+        b.at(100);
+        b.feed(&ack(base + MSS));
+        let deadline = b.snoop.poll_timeout().expect("segment 1 still cached");
+        let rto = deadline.saturating_since(SimTime::from_millis(100));
+        assert!(rto >= SimDuration::from_millis(50) && rto < SimDuration::from_millis(100));
+    }
+
+    #[test]
+    fn rto_is_srtt_plus_four_rttvar_within_the_bounds() {
+        let spec = SnoopSpec {
+            min_local_rto: SimDuration::from_millis(20),
+            max_local_rto: SimDuration::from_millis(500),
+            ..spec()
+        };
+        let mut conn = Conn::default();
+        assert_eq!(conn.rto(&spec), spec.max_local_rto, "no sample yet");
+        conn.sample(SimDuration::from_millis(40));
+        // 40 + 4 * 20.
+        assert_eq!(conn.rto(&spec), SimDuration::from_millis(120));
+        conn.expiries = 2;
+        assert_eq!(conn.rto(&spec), SimDuration::from_millis(480));
+        conn.expiries = 3;
+        assert_eq!(conn.rto(&spec), spec.max_local_rto);
+        conn.expiries = 200;
+        assert_eq!(conn.rto(&spec), spec.max_local_rto, "no overflow");
+        let mut steady = Conn::default();
+        for _ in 0..100 {
+            steady.sample(SimDuration::from_millis(2));
+        }
+        assert_eq!(steady.rto(&spec), spec.min_local_rto);
+        // Even an unvalidated zero floor re-arms in the future.
+        let zero = SnoopSpec {
+            min_local_rto: SimDuration::ZERO,
+            max_local_rto: SimDuration::ZERO,
+            ..spec
+        };
+        assert!(steady.rto(&zero) > SimDuration::ZERO);
+    }
+
+    #[test]
+    fn segments_that_do_not_fit_pass_uncached() {
+        let mut b = Bench::new(SnoopSpec {
+            cache_segments: 2,
+            ..spec()
+        });
+        let base = b.connect(1000, 10);
+        b.at(20);
+        for n in 0..3 {
+            assert!(b.feed(&data(base, n)).passed);
+        }
+        let s = b.stats();
+        assert_eq!((s.segments_cached, s.cache_overflows), (2, 1));
+        assert_eq!(s.peak_cached_segments, 2);
+
+        let size = data(0, 0).len();
+        let mut b = Bench::new(SnoopSpec {
+            cache_bytes: 2 * size + 10,
+            ..spec()
+        });
+        let base = b.connect(1000, 10);
+        for n in 0..3 {
+            b.feed(&data(base, n));
+        }
+        assert_eq!(b.stats().cache_overflows, 1);
+        assert_eq!(b.snoop.occupancy.bytes, 2 * size);
+        // Freed space is used again.
+        b.feed(&ack(base + MSS));
+        b.feed(&data(base, 3));
+        assert_eq!(b.stats().segments_cached, 3);
+    }
+
+    #[test]
+    fn sequence_numbers_wrap() {
+        let mut b = Bench::new(spec());
+        // The third segment crosses 2^32.
+        let base = b.connect(u32::MAX - 2 * MSS - 500, 10);
+        b.at(20);
+        for n in 0..5 {
+            b.feed(&data(base, n));
+        }
+        b.at(40);
+        b.feed(&ack(base.wrapping_add(2 * MSS)));
+        assert_eq!(b.snoop.occupancy.segments, 3);
+        let out = b.feed(&ack(base.wrapping_add(2 * MSS)));
+        assert_eq!(out.injected, vec![forwarded(&data(base, 2))]);
+        b.feed(&ack(base.wrapping_add(5 * MSS)));
+        assert_eq!(b.snoop.occupancy.segments, 0);
+        // An ACK from before the wrap is old, not new.
+        let out = b.feed(&ack(base.wrapping_add(MSS)));
+        assert!(out.passed && out.injected.is_empty());
+        assert_eq!(b.stats().dupacks_suppressed, 1);
+    }
+
+    #[test]
+    fn a_fin_acknowledged_or_a_reset_ends_the_connection() {
+        let mut b = Bench::new(spec());
+        let base = b.connect(1000, 10);
+        b.at(20);
+        b.feed(&data(base, 0));
+        let fin = segment(false, base + MSS, 1, TcpFlags::FIN | TcpFlags::ACK, &[]);
+        b.feed(&fin);
+        assert_eq!(b.snoop.occupancy.segments, 2, "the FIN is cached too");
+        b.feed(&ack(base + MSS + 1));
+        assert!(b.snoop.conns.is_empty());
+        assert_eq!(b.snoop.occupancy.segments, 0);
+
+        let base = b.connect(5000, 10);
+        b.feed(&data(base, 0));
+        b.feed(&segment(true, 1, 0, TcpFlags::RST, &[]));
+        assert!(b.snoop.conns.is_empty());
+        assert_eq!(b.snoop.occupancy.segments, 0);
+        assert_eq!(b.stats().connections, 2);
+    }
+
+    #[test]
+    fn other_traffic_passes_untouched() {
+        let mut b = Bench::new(spec());
+        let base = b.connect(1000, 10);
+        b.feed(&data(base, 0));
+        // A corrupted copy: not parsed, passed as is.
+        let mut bad = data(base, 1);
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        assert!(b.feed(&bad).passed);
+        // Duplicate-looking ACKs from another port of the mobile: another
+        // connection, unknown.
+        let mut other = ack(base);
+        other[20..22].copy_from_slice(&5002u16.to_be_bytes());
+        rtolab_wire::tcp::Packet::new_unchecked(&mut other[20..]).fill_checksum(MOBILE, FIXED);
+        for _ in 0..3 {
+            assert!(b.feed(&other).passed);
+        }
+        assert_eq!(b.stats().segments_cached, 1);
+        assert_eq!(b.stats().dupacks_suppressed, 0);
+    }
+}
