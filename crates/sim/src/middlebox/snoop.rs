@@ -49,6 +49,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::net::Ipv4Addr;
 
+use rtolab_time::units::format_duration;
 use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::ipv4;
 use rtolab_wire::packet::{self, Transport};
@@ -153,12 +154,17 @@ impl ScenarioMiddlebox for SnoopSpec {
         }
         let max_local_rto = match raw.max_local_rto {
             Some(d) => d.0,
+            // A floor above the default ceiling raises the ceiling.
             None => defaults.max_local_rto.max(min_local_rto),
         };
         if max_local_rto < min_local_rto {
             return Err(ScenarioError::new(
                 cx.at("max_local_rto"),
-                "must be at least min_local_rto",
+                format!(
+                    "must be at least min_local_rto ({}), got {}",
+                    format_duration(min_local_rto),
+                    format_duration(max_local_rto)
+                ),
             ));
         }
         let max_local_retransmissions = raw
