@@ -28,22 +28,34 @@
 //! * on a duplicate ACK (RFC 5681 §2) for a segment it holds, retransmits
 //!   that segment at once and drops the duplicate, and the further ones the
 //!   segments in flight behind it will cause, so the sender neither
-//!   retransmits nor halves its window; a duplicate beyond those means the
-//!   local retransmission was lost too and repeats it. Duplicates for a
-//!   segment it does not hold (lost before the base station), or that the
-//!   sender itself has resent, pass on, and the sender recovers end to end;
+//!   retransmits nor halves its window. A duplicate caused by a segment sent
+//!   after the local retransmission (named by the first SACK block, or
+//!   counted without SACK) means that one was lost too, and repeats it.
+//!   Duplicates for a segment it does not hold (lost before the base
+//!   station), or that the sender itself has resent, pass on, and the
+//!   sender recovers end to end;
+//! * on a new ACK that stops at a segment sent before one now acknowledged
+//!   (a partial ACK after a local retransmission), resends that segment at
+//!   once rather than wait for duplicates;
 //! * retransmits the oldest unacknowledged segment when no ACK progress was
 //!   seen for one local timeout: `srtt + 4·rttvar` of the wireless hop
 //!   (RFC 6298's formula) clamped to `[min_local_rto, max_local_rto]`, and
 //!   doubled per expiry in a row, up to `max_local_rto`. Before the first
-//!   sample it is `max_local_rto`.
+//!   sample (the SYN's round trip is one) it is `max_local_rto`.
 //!
 //! A segment retransmitted locally `max_local_retransmissions` times is left
 //! to the sender (its duplicates pass on), and after that many timer
 //! expiries in a row plus one the connection's cache is emptied: the mobile
 //! is unreachable for now, and holding its data would starve other
-//! connections of cache. The paper's priority for local retransmissions has
-//! no counterpart here: they join the link's queue like any packet.
+//! connections of cache.
+//!
+//! Limits: the wireless hop must deliver in order (a
+//! point-to-point link does), since a segment still missing after a later
+//! one arrived is taken as lost; losses in the base station's own queue look
+//! like wireless ones, so they are repaired too and the sender does not see
+//! that congestion (keep the queue larger than the receiver's window). The
+//! paper's priority for local retransmissions has no counterpart here: they
+//! join the link's queue like any packet.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
