@@ -210,6 +210,46 @@ fn bad_snoop_tables_name_the_field() {
 }
 
 #[test]
+fn snoop_is_not_for_a_bridge() {
+    let text = r#"
+name = "bridged"
+duration = "1s"
+
+[[host]]
+name = "a"
+[[host]]
+name = "switch"
+bridge = true
+[[host]]
+name = "b"
+
+[[link]]
+name = "left"
+kind = "point-to-point"
+ends = [ { host = "a", address = "10.0.0.1/24" }, { host = "switch" } ]
+rate = "10Mbps"
+delay = "1ms"
+
+[[link]]
+name = "right"
+kind = "point-to-point"
+ends = [ { host = "switch" }, { host = "b", address = "10.0.0.2/24" } ]
+rate = "10Mbps"
+delay = "1ms"
+
+[[middlebox]]
+kind = "snoop"
+host = "switch"
+mobile = "10.0.0.2"
+"#;
+    let err = Scenario::from_toml_str(text).expect_err("a bridge routes nothing");
+    assert_eq!(
+        err.to_string(),
+        "middlebox[0].host: \"switch\" is a bridge; snoop needs a host that routes its retransmissions"
+    );
+}
+
+#[test]
 fn snoop_accepts_its_optional_fields() {
     // A floor above the default ceiling raises the ceiling.
     let text = topology(&snoop_with("min_local_rto = \"2s\""));
