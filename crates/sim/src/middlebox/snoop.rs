@@ -71,7 +71,7 @@ use serde::{Deserialize, Serialize};
 use super::{Held, Middlebox, MiddleboxCheck, MiddleboxCx, ScenarioMiddlebox};
 use crate::config::{required, Duration, ScenarioError};
 
-/// The `[[middlebox]]` fields of a snoop agent.
+/// The `[[middlebox]]` fields of a snoop middlebox.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSnoop {
@@ -83,7 +83,7 @@ pub struct RawSnoop {
     max_local_retransmissions: Option<u32>,
 }
 
-/// A validated snoop agent.
+/// A validated snoop middlebox.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SnoopSpec {
     /// The mobile's address: data to it is cached, ACKs from it snooped.
@@ -260,7 +260,7 @@ struct Cached {
     sender_retx: bool,
 }
 
-/// What the agent knows of one connection.
+/// What the middlebox knows of one connection.
 #[derive(Debug, Default)]
 struct Conn {
     /// Sorted by `seq` (wrap-safe).
@@ -350,7 +350,7 @@ impl Occupancy {
     }
 }
 
-/// The fields of a TCP segment the agent reads.
+/// The fields of a TCP segment the middlebox reads.
 #[derive(Clone, Copy, Debug)]
 struct Segment {
     src: Ipv4Addr,
@@ -400,7 +400,7 @@ impl Segment {
     }
 }
 
-/// The snoop agent.
+/// The snoop middlebox.
 #[derive(Debug)]
 pub struct Snoop {
     spec: SnoopSpec,
@@ -411,7 +411,7 @@ pub struct Snoop {
 }
 
 impl Snoop {
-    /// An agent with an empty cache.
+    /// A snoop middlebox with an empty cache.
     pub fn new(spec: SnoopSpec) -> Self {
         Snoop {
             spec,
@@ -859,7 +859,7 @@ mod tests {
         segment_with(true, 1, value, TcpFlags::ACK, &[], Some((left, right)))
     }
 
-    /// A snoop agent fed by hand.
+    /// A snoop middlebox fed by hand.
     struct Bench {
         snoop: Snoop,
         pool: PacketPool,
@@ -952,7 +952,7 @@ mod tests {
             self.snoop.stats()
         }
 
-        /// A connection set up through the agent: SYN at 0 ms, the mobile's
+        /// A connection set up through the middlebox: SYN at 0 ms, the mobile's
         /// ACK of it at `rtt_ms`; returns the first data byte.
         fn connect(&mut self, isn: u32, rtt_ms: u64) -> u32 {
             self.at(0);
