@@ -16,7 +16,7 @@
 //!   `tcp-sink`, `tcp-on-off`, `exchange`, `exchange-server`,
 //!   `message-series`), registered in one place;
 //! * [`middlebox`]: hooks in a node's forwarding path (`drop-list`,
-//!   `stall`), registered in one place;
+//!   `stall`, `snoop`), registered in one place;
 //! * [`mac`]: channel access of a shared medium's members (`aloha`,
 //!   `csma-ca`), registered in one place;
 //! * [`config`]: what every kind's scenario table is read with: errors

@@ -23,6 +23,7 @@ pub mod chain;
 pub mod drop_list;
 #[macro_use]
 mod registry;
+pub mod snoop;
 pub mod stall;
 
 use rtolab_time::SimTime;
@@ -33,6 +34,7 @@ pub use ack_holding::AckHoldingSpec;
 pub use chain::{ChainEvent, MiddleboxChain};
 pub use drop_list::DropListSpec;
 pub use registry::{MiddleboxCheck, ScenarioMiddlebox};
+pub use snoop::SnoopSpec;
 pub use stall::StallSpec;
 
 use crate::config::ScenarioError;
@@ -232,4 +234,7 @@ middlebox_registry! {
     /// Holds a mobile's ACKs through a predicted outage and paces them to
     /// the fixed host.
     AckHolding => AckHoldingSpec,
+    /// Caches data to a mobile and retransmits it locally on the wireless
+    /// hop, hiding its losses from the sender (Snoop).
+    Snoop => SnoopSpec,
 }
