@@ -2033,7 +2033,13 @@ impl Connection {
             let flight = self.in_flight();
             let cwnd = self.cc.window() + self.limited_transmit;
             let wnd = cwnd.min(self.snd_wnd);
-            let usable = wnd.saturating_sub(flight);
+            // The flight leaves out SACKed bytes, which still occupy the
+            // receiver's window: new data must also stay below its right
+            // edge, SND.UNA + SND.WND (RFC 9293 §3.8.6.2.1).
+            let edge = (self.snd_una + self.snd_wnd) - self.snd_max;
+            let usable = wnd
+                .saturating_sub(flight)
+                .min(usize::try_from(edge.max(0)).unwrap_or(usize::MAX));
             // The segment size matters only if some data may go now;
             // otherwise any positive value gives the same decisions below.
             let max_payload = if unsent > 0 && usable > 0 {

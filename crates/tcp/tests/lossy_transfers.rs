@@ -133,6 +133,7 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         case.len
     );
     prop_assert_eq!(&transfer.received, &transfer.data);
+    prop_assert_eq!(pair.beyond_window, 0, "data sent past the peer's window");
     // Only the transfer's own connections: an old duplicate SYN may open a
     // stray half-open one on the server, which is rightly reset.
     let ends = [
@@ -226,4 +227,31 @@ fn old_duplicate_syn_does_not_start_an_ack_war_with_time_wait() {
         latency: SimDuration::from_millis(1),
     };
     check(&case).expect("transfer completes");
+}
+
+/// With SACK, bytes the receiver has SACKed leave the sender's flight but
+/// still fill the receiver's window: a sender limited by that window, not
+/// by its congestion window, must still stop at its right edge.
+#[test]
+fn sacked_bytes_do_not_let_new_data_past_the_receive_window() {
+    for seed in 1..=20 {
+        let profile = Profile {
+            sack: true,
+            timestamps: true,
+            recv_buffer: 8 * 1460,
+            send_buffer: 256 * 1024,
+            ..Profile::named("linux").expect("profile")
+        };
+        let mut pair = Pair::with_profile(profile, seed);
+        pair.faults = Faults {
+            loss: 0.08,
+            ..Faults::default()
+        };
+        pair.bandwidth = Some(10_000_000);
+        let mut transfer = Transfer::start(&mut pair, pattern(300_000));
+        let outcome = transfer.run_until(&mut pair, SimTime::from_secs(3600), 200_000);
+        assert_eq!(outcome, Outcome::Finished, "seed {seed}");
+        assert_eq!(transfer.received, transfer.data, "seed {seed}");
+        assert_eq!(pair.beyond_window, 0, "seed {seed}: data past the window");
+    }
 }

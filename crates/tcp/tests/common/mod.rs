@@ -12,6 +12,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rtolab_tcp::{Bytes, Config, ConnId, Event, Profile, Stack, State};
 use rtolab_time::{SimDuration, SimTime};
+use rtolab_wire::packet::{self, ParsedPacket, Transport};
+use rtolab_wire::tcp::{SeqNumber, TcpFlags};
 
 pub const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub const SERVER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
@@ -52,6 +54,12 @@ pub struct Pair {
     counter: u64,
     pub events: Vec<(Side, ConnId, Event)>,
     pub delivered: u64,
+    /// Per side: the window scale it offered in its SYN, and the right
+    /// edge of the window its peer last advertised to it, as delivered.
+    offered_scale: [Option<u8>; 2],
+    right_edge: [Option<SeqNumber>; 2],
+    /// Data segments sent past the right edge of the peer's window.
+    pub beyond_window: u64,
 }
 
 impl Pair {
@@ -70,6 +78,9 @@ impl Pair {
             counter: 0,
             events: Vec::new(),
             delivered: 0,
+            offered_scale: [None; 2],
+            right_edge: [None; 2],
+            beyond_window: 0,
         }
     }
 
@@ -104,6 +115,7 @@ impl Pair {
                 continue;
             }
             let index = side as usize;
+            self.check_window(index, &datagram);
             let mut depart = self.time.max(self.link_free[index]);
             if let Some(bps) = self.bandwidth {
                 depart += SimDuration::transmission(datagram.len() as u64, bps);
@@ -138,6 +150,53 @@ impl Pair {
             .extend(side_events.into_iter().map(|(id, e)| (side, id, e)));
     }
 
+    /// Records the window a datagram arriving at side `to` advertises.
+    fn note_window(&mut self, to: usize, datagram: &[u8]) {
+        let Ok(ParsedPacket {
+            transport: Transport::Tcp(tcp),
+            ..
+        }) = packet::parse(datagram)
+        else {
+            return;
+        };
+        let from = 1 - to;
+        if tcp.flags.contains(TcpFlags::SYN) {
+            self.offered_scale[from] = tcp.options.window_scale;
+            return;
+        }
+        if !tcp.flags.contains(TcpFlags::ACK) {
+            return;
+        }
+        let shift = match (self.offered_scale[from], self.offered_scale[to]) {
+            (Some(s), Some(_)) => s.min(14),
+            _ => 0,
+        };
+        let edge = tcp.ack + ((u32::from(tcp.window)) << shift);
+        if self.right_edge[to].map_or(true, |e| edge > e) {
+            self.right_edge[to] = Some(edge);
+        }
+    }
+
+    /// Counts a data segment from side `from` that ends past the right edge
+    /// of the window its peer has advertised to it (RFC 9293 §3.8.6.2.1).
+    fn check_window(&mut self, from: usize, datagram: &[u8]) {
+        let Ok(ParsedPacket {
+            transport: Transport::Tcp(tcp),
+            ..
+        }) = packet::parse(datagram)
+        else {
+            return;
+        };
+        if tcp.payload.is_empty() {
+            return;
+        }
+        if let Some(edge) = self.right_edge[from] {
+            if tcp.seq + tcp.payload.len() > edge {
+                self.beyond_window += 1;
+            }
+        }
+    }
+
     /// Delivers due datagrams, fires due timers, collects output; then
     /// advances time to the next arrival or deadline. Returns false when
     /// nothing is left to happen.
@@ -151,6 +210,7 @@ impl Pair {
             };
             let now = self.time;
             self.delivered += 1;
+            self.note_window(to as usize, &datagram);
             self.stack(to)
                 .handle_datagram(now, &datagram)
                 .expect("the engine emits well-formed datagrams");
