@@ -23,6 +23,7 @@ MODULES = [
     "rtolab.frames",
     "rtolab.sweeps",
     "rtolab.plots",
+    "rtolab.pacing",
     "rtolab.reports",
     "rtolab.experiments",
     "rtolab.errors",
