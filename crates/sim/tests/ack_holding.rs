@@ -229,3 +229,33 @@ fn bad_tables_name_the_field() {
             .starts_with("middlebox[0].search:")
     );
 }
+
+#[test]
+fn the_base_station_estimates_the_fixed_host_s_round_trip_from_timestamps() {
+    let (r, events) = run(&scenario(ONE_OUTAGE, HOLDING, ""));
+    let warned = events
+        .iter()
+        .find(|(_, e)| matches!(e, TraceEvent::LinkIndication { .. }))
+        .map(|(t, _)| *t)
+        .expect("a warning");
+    // The fixed host's own smoothed RTT when the warning came.
+    let srtt_ns = events
+        .iter()
+        .filter(|(t, _)| *t <= warned)
+        .rev()
+        .find_map(|(_, e)| {
+            let v = serde_json::to_value(e).expect("serialises");
+            (v["event"] == "tcp" && v["node"] == 0 && v["tcp_event"] == "rto_armed")
+                .then(|| v["srtt"].as_u64())
+                .flatten()
+        })
+        .expect("the fixed host armed its timer with an estimate");
+    let record = &r.middleboxes[0].stats["schedules"][0];
+    let estimate = record["mean_s"].as_f64().expect("mean");
+    let own = srtt_ns as f64 / 1e9;
+    assert!(
+        (estimate - own).abs() < 0.1 * own,
+        "base station {estimate} s, fixed host {own} s"
+    );
+    assert!(holding_stat(&r, "rtt_samples") > 100);
+}
