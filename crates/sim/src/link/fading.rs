@@ -47,7 +47,7 @@ use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
-use super::p2p::{RawWired, WiredSpec};
+use super::p2p::{count_as_lost, RawWired, WiredSpec};
 use super::{
     DirectionStats, EndSpec, Frame, LinkCheck, LinkIndication, LinkModel, LinkOutput, P2pConfig,
     P2pLink, Port, RawEnd, ScenarioLink,
@@ -382,11 +382,7 @@ impl<P: Copy> LinkModel<P> for FadingLink<P> {
 
     fn stats(&self, now: SimTime) -> FadingStats {
         let mut directions = self.inner.stats(now).directions;
-        for (d, (frames, bytes)) in directions.iter_mut().zip(self.dropped) {
-            d.delivered_packets -= frames;
-            d.delivered_bytes -= bytes;
-            d.dropped_random_loss += frames;
-        }
+        count_as_lost(&mut directions, self.dropped);
         let mut down = SimDuration::ZERO;
         if let (Some(p), Phase::Up) = (self.planned, self.phase) {
             down = now.min(p.end).saturating_since(p.start);
@@ -545,14 +541,8 @@ impl ScenarioLink for FadingSpec {
     }
 
     fn build(&self, rng: SimRng) -> Box<FadingLink<PacketId>> {
-        let w = &self.wired;
         Box::new(FadingLink::new(
-            P2pConfig {
-                rate_bps: w.rate_bps,
-                delay: w.delay,
-                queue_capacity: w.queue,
-                loss: 0.0,
-            },
+            self.wired.lossless(),
             self.fading.clone(),
             rng,
         ))

@@ -36,7 +36,7 @@ use rand::Rng;
 use rtolab_time::SimTime;
 use serde::{Deserialize, Serialize};
 
-use super::p2p::{RawWired, WiredSpec};
+use super::p2p::{count_as_lost, RawWired, WiredSpec};
 use super::{
     DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, P2pConfig, P2pLink, Port,
     RawEnd, ScenarioLink,
@@ -168,11 +168,7 @@ impl<P: Copy> LinkModel<P> for GilbertElliottLink<P> {
 
     fn stats(&self, now: SimTime) -> GilbertElliottStats {
         let mut directions = self.inner.stats(now).directions;
-        for (d, (frames, bytes)) in directions.iter_mut().zip(self.dropped) {
-            d.delivered_packets -= frames;
-            d.delivered_bytes -= bytes;
-            d.dropped_random_loss += frames;
-        }
+        count_as_lost(&mut directions, self.dropped);
         GilbertElliottStats {
             directions,
             frames_in_bad_state: self.frames_in_bad_state,
@@ -258,14 +254,8 @@ impl ScenarioLink for GilbertElliottSpec {
     }
 
     fn build(&self, rng: SimRng) -> Box<GilbertElliottLink<PacketId>> {
-        let w = &self.wired;
         Box::new(GilbertElliottLink::new(
-            P2pConfig {
-                rate_bps: w.rate_bps,
-                delay: w.delay,
-                queue_capacity: w.queue,
-                loss: 0.0,
-            },
+            self.wired.lossless(),
             self.process,
             rng,
         ))

@@ -370,6 +370,27 @@ impl WiredSpec {
     pub fn attachments(&self) -> Vec<Attachment> {
         self.ends.iter().map(EndSpec::attachment).collect()
     }
+
+    /// Its timing and queues with no losses, for the kinds that wrap a
+    /// point-to-point link and decide each frame's fate themselves.
+    pub fn lossless(&self) -> P2pConfig {
+        P2pConfig {
+            rate_bps: self.rate_bps,
+            delay: self.delay,
+            queue_capacity: self.queue,
+            loss: 0.0,
+        }
+    }
+}
+
+/// Moves the frames and bytes (per sending port) a wrapping kind turned
+/// from deliveries into losses, in the wrapped link's counters.
+pub(crate) fn count_as_lost(directions: &mut [DirectionStats; 2], lost: [(u64, u64); 2]) {
+    for (d, (frames, bytes)) in directions.iter_mut().zip(lost) {
+        d.delivered_packets -= frames;
+        d.delivered_bytes -= bytes;
+        d.dropped_random_loss += frames;
+    }
 }
 
 /// `kind = "point-to-point"`: a [`P2pLink`].
