@@ -1,0 +1,1103 @@
+"""Comparing a run's capture with a reference capture, packet by packet.
+
+A reference is a pcap or pcapng file (any capture of real TCP: Ethernet,
+Linux cooked, loopback or raw IP link types), or a table of packets as a CSV
+file or a Markdown table with the columns ``no.``, ``time (s)``,
+``from → to``, ``flags``, ``seq/ack (relative)`` (optional) and ``TCP len``,
+like the captures printed in a paper.
+
+:func:`compare` reads both sides, keeps one TCP connection of each, sets
+both clocks to zero at the SYN (or the first packet), turns sequence
+numbers into relative ones per direction (as Wireshark shows them), and
+aligns the two packet sequences: packets match when they go the same way
+with the same flags, relative sequence and acknowledgement numbers and TCP
+payload length. The result holds the matched pairs with their time error,
+the packets only one side has and a summary.
+
+Endpoints are matched by role: the SYN's sender is the client on both sides
+(without a SYN, the sender of the first packet). ``mapping`` overrides that:
+``{"app": "192.168.1.102"}`` says that the reference's ``app`` is the run's
+192.168.1.102.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import math
+import os
+import re
+import statistics
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rtolab.errors import RtolabError
+
+#: Largest capture file read, bytes.
+MAX_CAPTURE_BYTES = 256 * 1024 * 1024
+#: Largest CSV or Markdown reference read, bytes.
+MAX_TABLE_BYTES = 16 * 1024 * 1024
+#: Most packets kept per side (of the compared connection).
+MAX_PACKETS = 200_000
+#: Largest exact alignment (packets of one side x packets of the other, once
+#: the common start and end are set aside); larger ones are aligned by
+#: matching blocks instead, and the summary says so.
+MAX_ALIGN_CELLS = 4_000_000
+#: Largest packet record in a capture; larger means the file is garbled.
+MAX_RECORD = 1 << 20
+
+#: TCP flags in the order Wireshark prints them, by bit.
+FLAG_BITS: tuple[tuple[str, int], ...] = (
+    ("FIN", 0x01),
+    ("SYN", 0x02),
+    ("RST", 0x04),
+    ("PSH", 0x08),
+    ("ACK", 0x10),
+    ("URG", 0x20),
+    ("ECE", 0x40),
+    ("CWR", 0x80),
+)
+_FLAG_ORDER = {name: i for i, (name, _) in enumerate(FLAG_BITS)}
+_FLAG_ALIASES = {"F": "FIN", "S": "SYN", "R": "RST", "P": "PSH", ".": "ACK", "U": "URG"}
+
+#: Columns of the packet tables of a :class:`Comparison`.
+PACKET_TABLE_COLUMNS = ("no", "time_s", "src", "dst", "flags", "seq", "ack", "len", "note")
+#: Columns of :attr:`Comparison.pairs`.
+PAIR_COLUMNS = (
+    "run_no",
+    "reference_no",
+    "direction",
+    "flags",
+    "seq",
+    "ack",
+    "len",
+    "run_time_s",
+    "reference_time_s",
+    "error_s",
+)
+
+ALIGNMENTS = ("syn", "first", "none")
+
+
+class CompareError(RtolabError, ValueError):
+    """A file given to :func:`compare` cannot be read or is not what it should
+    be. ``path`` names the file; the message names the line, row or packet."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+@dataclass
+class Packet:
+    """One TCP segment of either side, as compared."""
+
+    no: int
+    time_s: float
+    src: str
+    dst: str
+    flags: str
+    seq: int | None
+    ack: int | None
+    len: int
+    note: str = ""
+
+
+@dataclass
+class Capture:
+    """The packets of one side (``source`` says where they came from) and
+    whether the side gives sequence numbers at all."""
+
+    source: str
+    packets: list[Packet]
+    has_seq: bool = True
+    ignored: int = 0
+    #: Sequence numbers as sent (a capture), not yet relative (a table).
+    absolute: bool = False
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` found.
+
+    ``pairs`` holds one row per matched packet (``error_s`` is the run's time
+    minus the reference's, both measured from the alignment point);
+    ``only_run`` and ``only_reference`` the packets one side alone has;
+    ``alignment`` the whole alignment in order, as pairs of row positions
+    (``None`` where a side has no packet); ``summary`` the numbers.
+    """
+
+    pairs: pd.DataFrame
+    only_run: pd.DataFrame
+    only_reference: pd.DataFrame
+    summary: dict[str, Any]
+    run: pd.DataFrame
+    reference: pd.DataFrame
+    alignment: list[tuple[int | None, int | None]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as plain JSON-ready values (missing values as ``None``)."""
+        return {
+            "summary": self.summary,
+            "pairs": _records(self.pairs),
+            "only_run": _records(self.only_run),
+            "only_reference": _records(self.only_reference),
+            "alignment": [list(pair) for pair in self.alignment],
+        }
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [
+        {key: _plain(value) for key, value in row.items()}
+        for row in frame.to_dict(orient="records")
+    ]
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return value
+
+
+# ----- reading files -----
+
+
+def _read_bytes(path: Path, limit: int, what: str) -> bytes:
+    try:
+        if path.is_dir():
+            pcaps = sorted(p.name for p in path.glob("*.pcap"))
+            hint = f"; give one of its captures: {', '.join(pcaps)}" if pcaps else ""
+            raise CompareError(str(path), f"is a directory{hint}")
+        size = path.stat().st_size
+        if size > limit:
+            raise CompareError(
+                str(path), f"{size} bytes: larger than the {limit} bytes a {what} may have"
+            )
+        with open(path, "rb") as f:
+            return f.read(limit + 1)
+    except FileNotFoundError:
+        raise CompareError(str(path), "no such file") from None
+    except OSError as err:
+        raise CompareError(str(path), f"cannot read: {err.strerror}") from None
+
+
+_PCAP_MAGICS = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1000),
+    b"\xa1\xb2\xc3\xd4": (">", 1000),
+    b"\x4d\x3c\xb2\xa1": ("<", 1),
+    b"\xa1\xb2\x3c\x4d": (">", 1),
+}
+_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+
+
+def read_packets(path: str | os.PathLike[str], table: str | None = None) -> Capture:
+    """The TCP packets of a capture or a reference table, in file order.
+
+    ``table`` chooses one table of a Markdown file holding several: its
+    number (from 1) or the start of the heading above it (``"B"`` for
+    ``## B. ...``). Raises :class:`CompareError` naming the file and the
+    line, row or packet when something is wrong.
+    """
+    path = Path(path)
+    head = _read_bytes(path, MAX_CAPTURE_BYTES, "capture")
+    if head[:4] in _PCAP_MAGICS:
+        return _read_pcap(path, head)
+    if head[:4] == _PCAPNG_MAGIC:
+        return _read_pcapng(path, head)
+    if len(head) > MAX_TABLE_BYTES:
+        raise CompareError(
+            str(path),
+            f"not a pcap, and larger than the {MAX_TABLE_BYTES} bytes a table may have",
+        )
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise CompareError(
+            str(path), "not a pcap, pcapng, CSV or Markdown table (binary data)"
+        ) from None
+    if any(line.lstrip().startswith("|") for line in text.splitlines()):
+        return _read_markdown(path, text, table)
+    if table is not None:
+        raise CompareError(str(path), "--table applies to Markdown files only")
+    return _read_csv(path, text)
+
+
+# ----- captures -----
+
+
+def _read_pcap(path: Path, data: bytes) -> Capture:
+    order, unit = _PCAP_MAGICS[data[:4]]
+    if len(data) < 24:
+        raise CompareError(str(path), "truncated pcap header")
+    (linktype,) = struct.unpack_from(order + "I", data, 20)
+    linktype &= 0xFFFF  # the upper bits carry FCS information
+    frames: list[tuple[int, int, bytes]] = []
+    offset = 24
+    number = 0
+    while offset < len(data):
+        number += 1
+        if offset + 16 > len(data):
+            raise CompareError(str(path), f"truncated: packet {number} is cut short")
+        seconds, fraction, captured, _ = struct.unpack_from(order + "IIII", data, offset)
+        if captured > MAX_RECORD:
+            raise CompareError(str(path), f"garbled: packet {number} claims {captured} bytes")
+        start = offset + 16
+        if start + captured > len(data):
+            raise CompareError(str(path), f"truncated: packet {number} is cut short")
+        frames.append((seconds * 10**9 + fraction * unit, linktype, data[start : start + captured]))
+        offset = start + captured
+    return _decode_frames(path, frames)
+
+
+def _read_pcapng(path: Path, data: bytes) -> Capture:
+    frames: list[tuple[int, int, bytes]] = []
+    order = "<"
+    interfaces: list[tuple[int, int | float]] = []
+    offset = 0
+    number = 0
+    while offset < len(data):
+        if offset + 12 > len(data):
+            raise CompareError(str(path), f"truncated: block at byte {offset} is cut short")
+        block_type = data[offset : offset + 4]
+        if block_type == _PCAPNG_MAGIC:
+            magic = data[offset + 8 : offset + 12]
+            if magic == b"\x4d\x3c\x2b\x1a":
+                order = "<"
+            elif magic == b"\x1a\x2b\x3c\x4d":
+                order = ">"
+            else:
+                raise CompareError(str(path), f"garbled: bad section header at byte {offset}")
+            interfaces = []
+        kind, length = struct.unpack_from(order + "II", data, offset)
+        if length < 12 or length % 4 or offset + length > len(data):
+            raise CompareError(str(path), f"garbled: bad block length at byte {offset}")
+        body = data[offset + 8 : offset + length - 4]
+        if kind == 1:  # interface description
+            if len(body) < 8:
+                raise CompareError(str(path), f"garbled: short interface block at byte {offset}")
+            linktype = struct.unpack_from(order + "H", body, 0)[0]
+            interfaces.append((linktype, _pcapng_resolution(body[8:], order)))
+        elif kind == 6:  # enhanced packet
+            number += 1
+            if len(body) < 20:
+                raise CompareError(str(path), f"garbled: packet {number} is cut short")
+            iface, high, low, captured, _ = struct.unpack_from(order + "IIIII", body, 0)
+            if iface >= len(interfaces) or 20 + captured > len(body):
+                raise CompareError(str(path), f"garbled: packet {number}")
+            linktype, resolution = interfaces[iface]
+            ticks = (high << 32) | low
+            stamp = ticks * resolution if isinstance(resolution, int) else round(ticks * resolution)
+            frames.append((stamp, linktype, body[20 : 20 + captured]))
+        elif kind == 3:  # simple packet: no timestamp, useless for timing
+            raise CompareError(str(path), "simple packet blocks carry no time; not comparable")
+        offset += length
+    return _decode_frames(path, frames)
+
+
+def _pcapng_resolution(options: bytes, order: str) -> int | float:
+    """Nanoseconds per timestamp unit from an interface's ``if_tsresol``
+    option (microseconds when absent); an integer when exact."""
+    offset = 0
+    while offset + 4 <= len(options):
+        code, length = struct.unpack_from(order + "HH", options, offset)
+        if code == 0:
+            break
+        if code == 9 and length >= 1:
+            value = options[offset + 4]
+            if value & 0x80:
+                return 1e9 * 2.0 ** -(value & 0x7F)
+            return 10 ** (9 - value) if value <= 9 else 10.0 ** (9 - value)
+        offset += 4 + (length + 3) // 4 * 4
+    return 1000
+
+
+def _network_layer(linktype: int, frame: bytes) -> bytes | None:
+    """The IP packet inside a link-layer frame; ``None`` when it holds none."""
+    if linktype in (101, 228, 229, 12, 14):  # raw IP
+        return frame
+    if linktype == 1:  # Ethernet, possibly VLAN-tagged
+        offset, ethertype = 14, frame[12:14]
+        while ethertype in (b"\x81\x00", b"\x88\xa8") and len(frame) >= offset + 4:
+            ethertype = frame[offset + 2 : offset + 4]
+            offset += 4
+        return frame[offset:] if ethertype in (b"\x08\x00", b"\x86\xdd") else None
+    if linktype == 113:  # Linux cooked
+        return frame[16:] if frame[14:16] in (b"\x08\x00", b"\x86\xdd") else None
+    if linktype == 276:  # Linux cooked v2
+        return frame[20:] if frame[0:2] in (b"\x08\x00", b"\x86\xdd") else None
+    if linktype in (0, 108):  # BSD loopback: the address family in host order
+        return frame[4:]
+    raise _UnsupportedLink(linktype)
+
+
+class _UnsupportedLink(Exception):
+    pass
+
+
+def _decode_frames(path: Path, frames: Sequence[tuple[int, int, bytes]]) -> Capture:
+    """The TCP packets of a capture's frames (times in integer nanoseconds),
+    timed from the file's first frame: seconds since 1970 as floats would
+    lose the sub-microsecond digits."""
+    packets: list[Packet] = []
+    ignored = 0
+    origin = frames[0][0] if frames else 0
+    for number, (stamp, linktype, frame) in enumerate(frames, start=1):
+        try:
+            ip = _network_layer(linktype, frame)
+        except _UnsupportedLink:
+            raise CompareError(
+                str(path), f"link type {linktype} is not supported (packet {number})"
+            ) from None
+        segment = _tcp(ip) if ip is not None else None
+        if segment is None:
+            ignored += 1
+            continue
+        src, dst, seq, ack, flags, length = segment
+        packets.append(
+            Packet(
+                number,
+                (stamp - origin) / 1e9,
+                src,
+                dst,
+                _flag_text(flags),
+                seq,
+                ack if flags & 0x10 else None,
+                length,
+            )
+        )
+        if len(packets) > MAX_PACKETS:
+            raise CompareError(str(path), f"more than {MAX_PACKETS} TCP packets")
+    return Capture(str(path), packets, ignored=ignored, absolute=True)
+
+
+def _tcp(ip: bytes) -> tuple[str, str, int, int, int, int] | None:
+    """Source, destination, seq, ack, flags and payload length of a TCP
+    segment in an IPv4 or IPv6 packet; ``None`` for anything else."""
+    if len(ip) < 20:
+        return None
+    version = ip[0] >> 4
+    if version == 4:
+        header = (ip[0] & 0x0F) * 4
+        total = int.from_bytes(ip[2:4], "big")
+        fragment = int.from_bytes(ip[6:8], "big") & 0x1FFF
+        if ip[9] != 6 or fragment or header < 20 or len(ip) < header + 20:
+            return None
+        src_ip = ".".join(str(b) for b in ip[12:16])
+        dst_ip = ".".join(str(b) for b in ip[16:20])
+        # TSO captures may say 0; the bytes captured then tell the length.
+        ip_length = total if total else len(ip)
+    elif version == 6:
+        header = 40
+        if ip[6] != 6 or len(ip) < 60:
+            return None
+        src_ip = "[" + _ipv6(ip[8:24]) + "]"
+        dst_ip = "[" + _ipv6(ip[24:40]) + "]"
+        ip_length = 40 + int.from_bytes(ip[4:6], "big")
+    else:
+        return None
+    tcp = ip[header:]
+    src_port, dst_port, seq, ack = struct.unpack_from(">HHII", tcp, 0)
+    offset = (tcp[12] >> 4) * 4
+    length = ip_length - header - offset
+    if offset < 20 or length < 0:
+        return None
+    return f"{src_ip}:{src_port}", f"{dst_ip}:{dst_port}", seq, ack, tcp[13], length
+
+
+def _ipv6(raw: bytes) -> str:
+    import ipaddress
+
+    return str(ipaddress.IPv6Address(raw))
+
+
+def _flag_text(bits: int) -> str:
+    return ",".join(name for name, bit in FLAG_BITS if bits & bit)
+
+
+# ----- tables -----
+
+#: Header names (lower case, parenthesised parts removed) and what they hold.
+_HEADERS = {
+    "no": "no",
+    "no.": "no",
+    "#": "no",
+    "frame": "no",
+    "index": "no",
+    "time": "time",
+    "time_s": "time",
+    "t": "time",
+    "from → to": "direction",
+    "from -> to": "direction",
+    "from->to": "direction",
+    "from→to": "direction",
+    "direction": "direction",
+    "from": "src",
+    "src": "src",
+    "source": "src",
+    "to": "dst",
+    "dst": "dst",
+    "destination": "dst",
+    "flags": "flags",
+    "seq/ack": "seqack",
+    "seq": "seq",
+    "ack": "ack",
+    "tcp len": "len",
+    "tcp_len": "len",
+    "len": "len",
+    "length": "len",
+    "payload_len": "len",
+}
+_REQUIRED = ("time", "flags", "len")
+
+
+def _header_kind(name: str) -> str:
+    key = re.sub(r"\([^)]*\)", "", name).strip().lower()
+    key = re.sub(r"\s+", " ", key)
+    return _HEADERS.get(key, "note")
+
+
+def _columns(path: Path, header: list[str], where: str) -> dict[str, int]:
+    columns: dict[str, int] = {}
+    for i, name in enumerate(header):
+        kind = _header_kind(name)
+        if kind == "note":
+            columns.setdefault("note", i)
+        elif kind in columns:
+            raise CompareError(str(path), f"{where}: column {name.strip()!r} appears twice")
+        else:
+            columns[kind] = i
+    missing = [k for k in _REQUIRED if k not in columns]
+    if "direction" not in columns and not ("src" in columns and "dst" in columns):
+        missing.insert(1, "from → to")
+    if missing:
+        names = {"time": "time (s)", "len": "TCP len"}
+        listed = ", ".join(names.get(m, m) for m in missing)
+        raise CompareError(str(path), f"{where}: missing column {listed}")
+    return columns
+
+
+_ARROW = re.compile(r"\s*(?:→|->|>|\bto\b)\s*")
+
+
+def _row_packet(
+    path: Path, columns: dict[str, int], cells: list[str], where: str, position: int
+) -> Packet:
+    def cell(kind: str) -> str:
+        i = columns.get(kind)
+        return cells[i].strip() if i is not None and i < len(cells) else ""
+
+    needed = max(i for k, i in columns.items() if k != "note") + 1
+    if len(cells) < needed:
+        raise CompareError(
+            str(path), f"{where}: {len(cells)} cells, but the header has {needed} columns"
+        )
+    text = cell("time")
+    try:
+        time_s = float(text)
+    except ValueError:
+        raise CompareError(str(path), f"{where}: time {text!r} is not a number") from None
+    if not math.isfinite(time_s):
+        raise CompareError(str(path), f"{where}: time {text!r} is not a finite number")
+    if "direction" in columns:
+        parts = [p for p in _ARROW.split(cell("direction")) if p]
+        if len(parts) != 2:
+            raise CompareError(
+                str(path), f"{where}: direction {cell('direction')!r} is not 'FROM → TO'"
+            )
+        src, dst = parts
+    else:
+        src, dst = cell("src"), cell("dst")
+        if not src or not dst:
+            raise CompareError(str(path), f"{where}: empty from or to")
+    flags = _parse_flags(path, cell("flags"), where)
+    seq = ack = None
+    if "seqack" in columns:
+        seq, ack = _parse_seqack(path, cell("seqack"), where)
+    if "seq" in columns:
+        seq = _parse_int(path, cell("seq"), where, "seq")
+    if "ack" in columns:
+        ack = _parse_int(path, cell("ack"), where, "ack")
+    length = _parse_int(path, cell("len"), where, "TCP len")
+    if length is None:
+        raise CompareError(str(path), f"{where}: empty TCP len")
+    number_text = cell("no")
+    no = _parse_int(path, number_text, where, "no.") if number_text else None
+    return Packet(
+        no if no is not None else position,
+        time_s,
+        src,
+        dst,
+        flags,
+        seq,
+        ack,
+        length,
+        cell("note"),
+    )
+
+
+def _parse_int(path: Path, text: str, where: str, name: str) -> int | None:
+    text = text.strip()
+    if not text or text in ("-", "—"):
+        return None
+    if not re.fullmatch(r"\d{1,12}", text):
+        raise CompareError(str(path), f"{where}: {name} {text!r} is not a whole number")
+    return int(text)
+
+
+def _parse_flags(path: Path, text: str, where: str) -> str:
+    names = [n for n in re.split(r"[\s,+|/\[\]]+", text.upper()) if n]
+    if not names and text.strip() in ("", "."):
+        names = ["ACK"] if text.strip() == "." else []
+    found = set()
+    for name in names:
+        name = _FLAG_ALIASES.get(name, name)
+        if name not in _FLAG_ORDER:
+            raise CompareError(str(path), f"{where}: unknown TCP flag {name!r} in {text!r}")
+        found.add(name)
+    if not found:
+        raise CompareError(str(path), f"{where}: no TCP flags given")
+    return ",".join(sorted(found, key=_FLAG_ORDER.__getitem__))
+
+
+def _parse_seqack(path: Path, text: str, where: str) -> tuple[int | None, int | None]:
+    text = text.strip()
+    if not text or text in ("-", "—"):
+        return None, None
+    named = re.fullmatch(
+        r"(?:seq\s*=?\s*(\d{1,12}))?\s*,?\s*(?:ack\s*=?\s*(\d{1,12}))?", text, re.I
+    )
+    if named and (named.group(1) or named.group(2)):
+        return (
+            int(named.group(1)) if named.group(1) else None,
+            int(named.group(2)) if named.group(2) else None,
+        )
+    slash = re.fullmatch(r"(\d{1,12})\s*/\s*(\d{1,12})?", text)
+    if slash:
+        return int(slash.group(1)), int(slash.group(2)) if slash.group(2) else None
+    raise CompareError(str(path), f"{where}: seq/ack {text!r} is not 'seq N ack M' (or 'N/M')")
+
+
+def _split_row(line: str) -> list[str]:
+    """The cells of a Markdown table row; ``\\|`` is a literal bar."""
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [c.replace("\\|", "|") for c in re.split(r"(?<!\\)\|", inner)]
+
+
+_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+
+
+@dataclass
+class _Table:
+    heading: str
+    start: int  # the header's line number
+    lines: list[tuple[int, str]]
+
+
+def _markdown_tables(text: str) -> list[_Table]:
+    tables: list[_Table] = []
+    heading = ""
+    fenced = False
+    current: _Table | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        if fenced:
+            current = None
+            continue
+        if stripped.startswith("#"):
+            heading = stripped.lstrip("#").strip()
+        if stripped.startswith("|"):
+            if current is None:
+                current = _Table(heading, number, [])
+                tables.append(current)
+            current.lines.append((number, line))
+        else:
+            current = None
+    return tables
+
+
+def _is_packet_table(table: _Table) -> bool:
+    kinds = {_header_kind(c) for c in _split_row(table.lines[0][1])}
+    return "time" in kinds and "flags" in kinds
+
+
+def _choose_table(path: Path, tables: list[_Table], choice: str | None) -> _Table:
+    packet_tables = [t for t in tables if _is_packet_table(t)] or tables
+    described = "; ".join(
+        f"{i}: {t.heading or 'line ' + str(t.start)}" for i, t in enumerate(packet_tables, 1)
+    )
+    if choice is None:
+        if len(packet_tables) == 1:
+            return packet_tables[0]
+        raise CompareError(
+            str(path),
+            f"holds {len(packet_tables)} packet tables; choose one with --table ({described})",
+        )
+    if choice.isdigit():
+        index = int(choice)
+        if 1 <= index <= len(packet_tables):
+            return packet_tables[index - 1]
+        raise CompareError(str(path), f"--table {choice}: no such table ({described})")
+    wanted = choice.strip().lower()
+    starting = [
+        t
+        for t in packet_tables
+        if re.match(rf"{re.escape(wanted)}(?:[.:)\s]|$)", t.heading.lower())
+    ]
+    found = starting or [t for t in packet_tables if wanted in t.heading.lower()]
+    if len(found) == 1:
+        return found[0]
+    what = "no" if not found else "more than one"
+    raise CompareError(str(path), f"--table {choice!r}: {what} table matches ({described})")
+
+
+def _read_markdown(path: Path, text: str, choice: str | None) -> Capture:
+    tables = _markdown_tables(text)
+    table = _choose_table(path, tables, choice)
+    header_line, header = table.lines[0]
+    columns = _columns(path, _split_row(header), f"line {header_line}")
+    rows = table.lines[1:]
+    if rows and _SEPARATOR.match(rows[0][1]):
+        rows = rows[1:]
+    packets = [
+        _row_packet(path, columns, _split_row(line), f"line {number}", i)
+        for i, (number, line) in enumerate(rows, start=1)
+    ]
+    if len(packets) > MAX_PACKETS:
+        raise CompareError(str(path), f"more than {MAX_PACKETS} packets")
+    has_seq = "seqack" in columns or "seq" in columns
+    return Capture(str(path), packets, has_seq=has_seq)
+
+
+def _read_csv(path: Path, text: str) -> Capture:
+    first = text.split("\n", 1)[0]
+    delimiter = max((",", ";", "\t"), key=first.count)
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    try:
+        rows = [(reader.line_num, row) for row in reader if any(c.strip() for c in row)]
+    except csv.Error as err:
+        raise CompareError(str(path), f"line {reader.line_num}: not CSV ({err})") from None
+    if not rows:
+        raise CompareError(str(path), "empty: no header and no packets")
+    header_line, header = rows[0]
+    columns = _columns(path, header, f"line {header_line}")
+    packets = [
+        _row_packet(path, columns, row, f"line {number}", i)
+        for i, (number, row) in enumerate(rows[1:], start=1)
+    ]
+    if len(packets) > MAX_PACKETS:
+        raise CompareError(str(path), f"more than {MAX_PACKETS} packets")
+    has_seq = "seqack" in columns or "seq" in columns
+    return Capture(str(path), packets, has_seq=has_seq)
+
+
+# ----- connection, roles, relative numbers -----
+
+
+def _endpoint_matches(endpoint: str, address: str) -> bool:
+    """``address`` names ``endpoint`` exactly or by its host part."""
+    if endpoint == address:
+        return True
+    host, _, port = endpoint.rpartition(":")
+    return bool(port.isdigit() and host and host.strip("[]") == address.strip("[]"))
+
+
+def _first_syn(packets: Sequence[Packet]) -> Packet | None:
+    for p in packets:
+        flags = p.flags.split(",")
+        if "SYN" in flags and "ACK" not in flags:
+            return p
+    return None
+
+
+def _connection(capture: Capture, wanted: Sequence[str]) -> tuple[list[Packet], str, str]:
+    """The packets of one connection, its client and its server.
+
+    The connection is the first one (by its SYN, else by its first packet)
+    whose endpoints include every address in ``wanted``.
+    """
+    candidates = [
+        p
+        for p in capture.packets
+        if all(_endpoint_matches(p.src, a) or _endpoint_matches(p.dst, a) for a in wanted)
+    ]
+    if not candidates:
+        if wanted:
+            raise CompareError(
+                capture.source, f"no packet between the endpoints {', '.join(wanted)}"
+            )
+        raise CompareError(capture.source, "holds no TCP packet")
+    opener = _first_syn(candidates) or candidates[0]
+    client, server = opener.src, opener.dst
+    ends = {client, server}
+    packets = [p for p in candidates if {p.src, p.dst} == ends]
+    return packets, client, server
+
+
+def _relative(packets: list[Packet], client: str) -> list[Packet]:
+    """Sequence and acknowledgement numbers relative to each direction's
+    initial sequence number (the SYN's, else the first seen), as Wireshark
+    shows them."""
+    initial: dict[bool, int] = {}
+    for p in packets:
+        if p.seq is None:
+            continue
+        forward = p.src == client
+        if "SYN" in p.flags.split(","):
+            initial[forward] = p.seq
+        else:
+            initial.setdefault(forward, p.seq)
+    out = []
+    for p in packets:
+        forward = p.src == client
+        seq = (p.seq - initial[forward]) % 2**32 if p.seq is not None else None
+        ack = None
+        if p.ack is not None and (not forward) in initial:
+            ack = (p.ack - initial[not forward]) % 2**32
+        out.append(Packet(p.no, p.time_s, p.src, p.dst, p.flags, seq, ack, p.len, p.note))
+    return out
+
+
+def _first_syn_index(packets: Sequence[Packet]) -> int | None:
+    for i, p in enumerate(packets):
+        flags = p.flags.split(",")
+        if "SYN" in flags and "ACK" not in flags:
+            return i
+    return None
+
+
+# ----- alignment -----
+
+
+def _align_keys(
+    run_keys: Sequence[tuple[Any, ...]], ref_keys: Sequence[tuple[Any, ...]]
+) -> tuple[list[tuple[int | None, int | None]], str]:
+    """The order-preserving alignment with the most matches (a longest common
+    subsequence), as pairs of positions; ``None`` marks a packet only one side
+    has. Returns the method used too.
+
+    Written here rather than taken from :mod:`difflib`: its matcher grows the
+    longest contiguous block first, which can leave fewer packets matched
+    than possible (it is used only past :data:`MAX_ALIGN_CELLS`). A field
+    that either side leaves out (``None``) matches any value.
+    """
+
+    def same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+        return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
+
+    n, m = len(run_keys), len(ref_keys)
+    start = 0
+    while start < n and start < m and same(run_keys[start], ref_keys[start]):
+        start += 1
+    end = 0
+    while (
+        end < n - start and end < m - start and same(run_keys[n - 1 - end], ref_keys[m - 1 - end])
+    ):
+        end += 1
+    head = [(i, i) for i in range(start)]
+    tail = [(n - end + k, m - end + k) for k in range(end)]
+    a, b = run_keys[start : n - end], ref_keys[start : m - end]
+    method = "lcs"
+    if len(a) * len(b) <= MAX_ALIGN_CELLS:
+        middle = _lcs(a, b, same)
+    else:
+        method = "blocks"
+        middle = _blocks(a, b)
+    body = [(None if i is None else i + start, None if j is None else j + start) for i, j in middle]
+    return head + body + tail, method
+
+
+def _lcs(
+    a: Sequence[tuple[Any, ...]], b: Sequence[tuple[Any, ...]], same: Any
+) -> list[tuple[int | None, int | None]]:
+    n, m = len(a), len(b)
+    # lengths[i][j]: the longest common subsequence of a[i:] and b[j:].
+    lengths = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        row, below = lengths[i], lengths[i + 1]
+        for j in range(m - 1, -1, -1):
+            if same(a[i], b[j]):
+                row[j] = below[j + 1] + 1
+            else:
+                row[j] = max(below[j], row[j + 1])
+    out: list[tuple[int | None, int | None]] = []
+    i = j = 0
+    while i < n and j < m:
+        if same(a[i], b[j]) and lengths[i][j] == lengths[i + 1][j + 1] + 1:
+            out.append((i, j))
+            i += 1
+            j += 1
+        elif lengths[i + 1][j] >= lengths[i][j + 1]:
+            # A packet missing from the reference is listed before one
+            # missing from the run, in time order of the run.
+            out.append((i, None))
+            i += 1
+        else:
+            out.append((None, j))
+            j += 1
+    out += [(k, None) for k in range(i, n)]
+    out += [(None, k) for k in range(j, m)]
+    return out
+
+
+def _blocks(
+    a: Sequence[tuple[Any, ...]], b: Sequence[tuple[Any, ...]]
+) -> list[tuple[int | None, int | None]]:
+    matcher = difflib.SequenceMatcher(None, list(a), list(b), autojunk=False)
+    out: list[tuple[int | None, int | None]] = []
+    i = j = 0
+    for block in matcher.get_matching_blocks():
+        out += [(k, None) for k in range(i, block.a)]
+        out += [(None, k) for k in range(j, block.b)]
+        out += [(block.a + k, block.b + k) for k in range(block.size)]
+        i, j = block.a + block.size, block.b + block.size
+    return out
+
+
+# ----- the comparison -----
+
+
+def _frame(packets: Sequence[Packet], directions: Sequence[str]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {
+            "no": pd.array([p.no for p in packets], dtype="Int64"),
+            "time_s": pd.array([p.time_s for p in packets], dtype="float64"),
+            "src": [p.src for p in packets],
+            "dst": [p.dst for p in packets],
+            "direction": list(directions),
+            "flags": [p.flags for p in packets],
+            "seq": pd.array([p.seq for p in packets], dtype="Int64"),
+            "ack": pd.array([p.ack for p in packets], dtype="Int64"),
+            "len": pd.array([p.len for p in packets], dtype="Int64"),
+            "note": [p.note for p in packets],
+        }
+    )
+    return frame
+
+
+def _load(source: str | os.PathLike[str] | Capture, table: str | None) -> Capture:
+    if isinstance(source, Capture):
+        return source
+    return read_packets(source, table)
+
+
+def _parse_mapping(mapping: Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
+    if mapping is None:
+        return {}
+    if isinstance(mapping, Mapping):
+        return {str(k).strip(): str(v).strip() for k, v in mapping.items()}
+    out = {}
+    for item in mapping:
+        name, sep, address = str(item).partition("=")
+        if not sep or not name.strip() or not address.strip():
+            raise CompareError("--map", f"{item!r} is not NAME=ADDRESS")
+        out[name.strip()] = address.strip()
+    return out
+
+
+def compare(
+    run: str | os.PathLike[str] | Capture,
+    reference: str | os.PathLike[str] | Capture,
+    *,
+    align: str = "syn",
+    mapping: Mapping[str, str] | Sequence[str] | None = None,
+    table: str | None = None,
+) -> Comparison:
+    """Compares the packets of a run's capture with a reference, one TCP
+    connection each.
+
+    ``run`` and ``reference`` are paths (pcap, pcapng, CSV or Markdown, see
+    :func:`read_packets`) or :class:`Capture` objects. ``align`` is ``"syn"``
+    (both clocks start at the first SYN), ``"first"`` (at the first packet)
+    or ``"none"`` (the times as recorded). ``mapping`` maps reference
+    endpoints to run addresses (``{"app": "192.168.1.102"}`` or
+    ``["app=192.168.1.102"]``); ``table`` chooses a table of a Markdown
+    reference. Raises :class:`CompareError` on unreadable input.
+    """
+    if align not in ALIGNMENTS:
+        raise CompareError("--align", f"expected one of {', '.join(ALIGNMENTS)}, got {align!r}")
+    names = _parse_mapping(mapping)
+    run_capture = _load(run, None)
+    ref_capture = _load(reference, table)
+
+    ref_packets, ref_client, ref_server = _connection(ref_capture, list(names))
+    for name in names:
+        if not any(_endpoint_matches(e, name) for e in (ref_client, ref_server)):
+            raise CompareError(
+                ref_capture.source,
+                f"--map {name}: no such endpoint (it has {ref_client} and {ref_server})",
+            )
+    run_packets, run_client, run_server = _connection(run_capture, list(names.values()))
+    if names:
+        # The user's mapping decides the roles: the run endpoint named for the
+        # reference's client is the client.
+        for name, address in names.items():
+            ref_is_client = _endpoint_matches(ref_client, name)
+            run_end = run_client if _endpoint_matches(run_client, address) else run_server
+            if not _endpoint_matches(run_end, address):
+                raise CompareError(
+                    run_capture.source,
+                    f"--map {name}={address}: no such endpoint "
+                    f"(it has {run_client} and {run_server})",
+                )
+            if (run_end == run_client) != ref_is_client:
+                run_client, run_server = run_server, run_client
+
+    sides = []
+    for capture, packets, client in (
+        (run_capture, run_packets, run_client),
+        (ref_capture, ref_packets, ref_client),
+    ):
+        if capture.absolute:
+            packets = _relative(packets, client)
+        if align == "syn":
+            index = _first_syn_index(packets)
+            if index is None:
+                raise CompareError(
+                    capture.source, "has no SYN to align on (use --align first or none)"
+                )
+            zero = packets[index].time_s
+        elif align == "first":
+            zero = packets[0].time_s
+        else:
+            zero = 0.0
+        packets = [
+            Packet(p.no, p.time_s - zero, p.src, p.dst, p.flags, p.seq, p.ack, p.len, p.note)
+            for p in packets
+        ]
+        sides.append(packets)
+    run_packets, ref_packets = sides
+
+    compare_seq = run_capture.has_seq and ref_capture.has_seq
+    arrow = {True: f"{ref_client} → {ref_server}", False: f"{ref_server} → {ref_client}"}
+
+    def key(p: Packet, client: str) -> tuple[Any, ...]:
+        if compare_seq:
+            return (p.src == client, p.flags, p.seq, p.ack, p.len)
+        return (p.src == client, p.flags, p.len)
+
+    run_keys = [key(p, run_client) for p in run_packets]
+    ref_keys = [key(p, ref_client) for p in ref_packets]
+    alignment, method = _align_keys(run_keys, ref_keys)
+
+    run_frame = _frame(run_packets, [arrow[p.src == run_client] for p in run_packets])
+    ref_frame = _frame(ref_packets, [arrow[p.src == ref_client] for p in ref_packets])
+
+    pair_rows = []
+    for i, j in alignment:
+        if i is None or j is None:
+            continue
+        r, f = run_packets[i], ref_packets[j]
+        pair_rows.append(
+            {
+                "run_no": r.no,
+                "reference_no": f.no,
+                "direction": arrow[r.src == run_client],
+                "flags": r.flags,
+                "seq": r.seq if compare_seq else None,
+                "ack": r.ack if compare_seq else None,
+                "len": r.len,
+                "run_time_s": r.time_s,
+                "reference_time_s": f.time_s,
+                "error_s": r.time_s - f.time_s,
+            }
+        )
+    pairs = pd.DataFrame(pair_rows, columns=list(PAIR_COLUMNS))
+    for name in ("run_no", "reference_no", "seq", "ack", "len"):
+        pairs[name] = pairs[name].astype("Int64")
+    for name in ("run_time_s", "reference_time_s", "error_s"):
+        pairs[name] = pairs[name].astype("float64")
+    only_run = run_frame.iloc[[i for i, j in alignment if j is None and i is not None]]
+    only_ref = ref_frame.iloc[[j for i, j in alignment if i is None and j is not None]]
+
+    errors = [abs(e) for e in pairs["error_s"]]
+    worst = max(range(len(errors)), key=errors.__getitem__) if errors else None
+    divergence = next((k for k, (i, j) in enumerate(alignment) if i is None or j is None), None)
+    summary: dict[str, Any] = {
+        "run": run_capture.source,
+        "reference": ref_capture.source,
+        "align": align,
+        "compared": ["direction", "flags", "seq", "ack", "len"]
+        if compare_seq
+        else ["direction", "flags", "len"],
+        "alignment_method": method,
+        "run_client": run_client,
+        "run_server": run_server,
+        "reference_client": ref_client,
+        "reference_server": ref_server,
+        "run_packets": len(run_packets),
+        "reference_packets": len(ref_packets),
+        "matched": len(pairs),
+        "only_run": len(only_run),
+        "only_reference": len(only_ref),
+        # 1 exactly when both sides hold the same packets in the same order.
+        "matched_fraction": len(pairs) / max(len(run_packets), len(ref_packets), 1),
+        "median_abs_error_s": statistics.median(errors) if errors else None,
+        "worst_abs_error_s": errors[worst] if worst is not None else None,
+        "worst_pair": _pair_summary(pairs.iloc[worst]) if worst is not None else None,
+        "first_divergence": _divergence(alignment, divergence, run_frame, ref_frame),
+        "ignored_run_packets": run_capture.ignored + len(run_capture.packets) - len(run_packets),
+        "ignored_reference_packets": ref_capture.ignored
+        + len(ref_capture.packets)
+        - len(ref_packets),
+    }
+    return Comparison(
+        pairs=pairs,
+        only_run=only_run.reset_index(drop=True),
+        only_reference=only_ref.reset_index(drop=True),
+        summary=summary,
+        run=run_frame,
+        reference=ref_frame,
+        alignment=alignment,
+    )
+
+
+def _pair_summary(row: pd.Series) -> dict[str, Any]:
+    return {key: _plain(value) for key, value in row.items()}
+
+
+def _divergence(
+    alignment: list[tuple[int | None, int | None]],
+    position: int | None,
+    run_frame: pd.DataFrame,
+    ref_frame: pd.DataFrame,
+) -> dict[str, Any] | None:
+    """Where the two sequences first part: the alignment position and the
+    next packet of each side from there (``None`` when a side has ended)."""
+    if position is None:
+        return None
+    matched_before = position
+    run_next = next((i for i, _ in alignment[position:] if i is not None), None)
+    ref_next = next((j for _, j in alignment[position:] if j is not None), None)
+    return {
+        "index": matched_before,
+        "run_index": run_next,
+        "reference_index": ref_next,
+        "run": _pair_summary(run_frame.iloc[run_next]) if run_next is not None else None,
+        "reference": _pair_summary(ref_frame.iloc[ref_next]) if ref_next is not None else None,
+    }
+
+
+__all__ = [
+    "ALIGNMENTS",
+    "Capture",
+    "CompareError",
+    "Comparison",
+    "Packet",
+    "compare",
+    "read_packets",
+]
