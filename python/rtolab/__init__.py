@@ -3,8 +3,9 @@
 The entry points are :func:`run` (one scenario → a :class:`Result` with
 pandas DataFrames of packets, traces and metrics), :func:`validate`,
 :class:`Scenario` (scenarios built in Python), :func:`sweep` (a parameter
-grid x seeds on Dask, results in Parquet) and :func:`report` (one
-self-contained HTML page). Figures are in :mod:`rtolab.plots`;
+grid x seeds on Dask, results in Parquet), :func:`report` (one
+self-contained HTML page) and :func:`compare` (a run's capture next to a
+reference capture or a published table, packet by packet). Figures are in :mod:`rtolab.plots`;
 :func:`policies` lists the TCP policies a profile can select by name. The
 ``rtolab`` command wraps them all.
 """
@@ -22,6 +23,7 @@ from rtolab.api import (
     validate,
 )
 from rtolab.catalog import Policy, policies
+from rtolab.compare import CompareError, Comparison, compare
 from rtolab.errors import (
     CaptureError,
     ExperimentError,
@@ -49,6 +51,8 @@ __all__ = [
     "App",
     "Capture",
     "CaptureError",
+    "CompareError",
+    "Comparison",
     "ExperimentError",
     "Host",
     "Link",
@@ -65,6 +69,7 @@ __all__ = [
     "Sweep",
     "SweepError",
     "__version__",
+    "compare",
     "default_scenario",
     "load_results",
     "policies",

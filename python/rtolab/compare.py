@@ -800,17 +800,14 @@ def _align_keys(
         return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
 
     n, m = len(run_keys), len(ref_keys)
+    # The common start is matched at once (it is most of a good run). The
+    # common end is not: that would pair a late retransmission with the
+    # reference's packet where the alignment favours the earliest match.
     start = 0
     while start < n and start < m and same(run_keys[start], ref_keys[start]):
         start += 1
-    end = 0
-    while (
-        end < n - start and end < m - start and same(run_keys[n - 1 - end], ref_keys[m - 1 - end])
-    ):
-        end += 1
     head = [(i, i) for i in range(start)]
-    tail = [(n - end + k, m - end + k) for k in range(end)]
-    a, b = run_keys[start : n - end], ref_keys[start : m - end]
+    a, b = run_keys[start:], ref_keys[start:]
     method = "lcs"
     if len(a) * len(b) <= MAX_ALIGN_CELLS:
         middle = _lcs(a, b, same)
@@ -818,7 +815,7 @@ def _align_keys(
         method = "blocks"
         middle = _blocks(a, b)
     body = [(None if i is None else i + start, None if j is None else j + start) for i, j in middle]
-    return head + body + tail, method
+    return head + body, method
 
 
 def _lcs(
