@@ -750,17 +750,27 @@ def _connection(capture: Capture, wanted: Sequence[str]) -> tuple[list[Packet], 
 
 def _relative(packets: list[Packet], client: str) -> list[Packet]:
     """Sequence and acknowledgement numbers relative to each direction's
-    initial sequence number (the SYN's, else the first seen), as Wireshark
-    shows them."""
+    initial sequence number, as Wireshark shows them. The initial number is
+    the SYN's; without one, one less than the first acknowledgement the
+    other side sends (so a capture that lost the SYN-ACK still numbers the
+    server's bytes from 1); else the first sequence number seen."""
     initial: dict[bool, int] = {}
+    first_ack: dict[bool, int] = {}
+    first_seq: dict[bool, int] = {}
     for p in packets:
-        if p.seq is None:
-            continue
         forward = p.src == client
-        if "SYN" in p.flags.split(","):
-            initial[forward] = p.seq
-        else:
+        if p.seq is not None and "SYN" in p.flags.split(","):
             initial.setdefault(forward, p.seq)
+        if p.seq is not None:
+            first_seq.setdefault(forward, p.seq)
+        if p.ack is not None:
+            first_ack.setdefault(not forward, (p.ack - 1) % 2**32)
+    for forward in (True, False):
+        if forward not in initial:
+            if forward in first_ack:
+                initial[forward] = first_ack[forward]
+            elif forward in first_seq:
+                initial[forward] = first_seq[forward]
     out = []
     for p in packets:
         forward = p.src == client
@@ -906,6 +916,15 @@ def _parse_mapping(mapping: Mapping[str, str] | Sequence[str] | None) -> dict[st
     return out
 
 
+def _check_names(capture: Capture, names: Mapping[str, str]) -> None:
+    """Every name of a mapping is an endpoint of the reference."""
+    endpoints = list(dict.fromkeys(e for p in capture.packets for e in (p.src, p.dst)))
+    for name in names:
+        if not any(_endpoint_matches(e, name) for e in endpoints):
+            shown = ", ".join(endpoints[:6]) + (", …" if len(endpoints) > 6 else "")
+            raise CompareError(capture.source, f"--map {name}: no such endpoint (it has {shown})")
+
+
 def compare(
     run: str | os.PathLike[str] | Capture,
     reference: str | os.PathLike[str] | Capture,
@@ -931,13 +950,8 @@ def compare(
     run_capture = _load(run, None)
     ref_capture = _load(reference, table)
 
+    _check_names(ref_capture, names)
     ref_packets, ref_client, ref_server = _connection(ref_capture, list(names))
-    for name in names:
-        if not any(_endpoint_matches(e, name) for e in (ref_client, ref_server)):
-            raise CompareError(
-                ref_capture.source,
-                f"--map {name}: no such endpoint (it has {ref_client} and {ref_server})",
-            )
     run_packets, run_client, run_server = _connection(run_capture, list(names.values()))
     if names:
         # The user's mapping decides the roles: the run endpoint named for the
