@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rtolab
-from rtolab.compare import Capture, CompareError, Packet, compare, read_packets
+from rtolab.comparison import Capture, CompareError, Packet, compare, read_packets
 
 DATA = Path(__file__).resolve().parent / "data"
 #: The bridge study's three printed captures, transcribed (see data/README.md).

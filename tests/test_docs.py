@@ -25,11 +25,11 @@ def test_api_reference_builds(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     index = (tmp_path / "rtolab.html").read_text(encoding="utf-8")
-    for name in ("run", "Result", "Scenario", "sweep", "report", "ScenarioError"):
+    for name in ("run", "Result", "Scenario", "sweep", "report", "ScenarioError", "compare"):
         assert f'id="{name}"' in index, name
     api = (tmp_path / "rtolab" / "api.html").read_text(encoding="utf-8")
     assert "One row per packet per capture point" in api
-    for page in ("sweeps", "plots", "reports", "scenario", "frames", "experiments"):
+    for page in ("sweeps", "plots", "reports", "scenario", "frames", "experiments", "comparison"):
         assert (tmp_path / "rtolab" / f"{page}.html").is_file(), page
 
 

@@ -21,7 +21,7 @@ MODULES = [
     "rtolab.scenario",
     "rtolab.catalog",
     "rtolab.frames",
-    "rtolab.compare",
+    "rtolab.comparison",
     "rtolab.sweeps",
     "rtolab.plots",
     "rtolab.pacing",

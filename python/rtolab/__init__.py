@@ -23,7 +23,7 @@ from rtolab.api import (
     validate,
 )
 from rtolab.catalog import Policy, policies
-from rtolab.compare import CompareError, Comparison, compare
+from rtolab.comparison import CompareError, Comparison, compare
 from rtolab.errors import (
     CaptureError,
     ExperimentError,

@@ -702,7 +702,7 @@ def compare_command(
     Packets match when they go the same way with the same flags, relative
     seq/ack and TCP length; the table shows each pair's time error and the
     packets only one side has."""
-    from rtolab.compare import compare
+    from rtolab.comparison import compare
 
     with _user_errors():
         result = compare(run_capture, reference, align=align, mapping=mapping, table=table)
