@@ -268,6 +268,28 @@ def exchange_scenario(
     return scenario("bridge-single-exchange", rate_kbps, sensing, app, rto=rto)
 
 
+def ethernet_exchange_scenario(nfc_bytes: int = 1080) -> str:
+    """The single exchange with both hosts on the Ethernet and no NFC link
+    (the study's capture C): lwIP at both ends, the profile's settings."""
+    payload = nfc_bytes - HEADERS - FRAMING
+    return (
+        'name = "bridge-ethernet-only"\nseed = 1\nduration = "10s"\n\n'
+        + _host("appliance", None, None)
+        + "\n"
+        + _host("enduser", None, None)
+        + '\n[[link]]\nname = "eth"\nkind = "point-to-point"\n'
+        + f'ends = [{{ host = "appliance", address = "{APPLIANCE}/24" }},'
+        + f' {{ host = "enduser", address = "{END_USER}/24" }}]\n'
+        + f'rate = "{ETH_RATE_BPS / 1e6:g}Mbps"\ndelay = "{ETH_DELAY_S * 1e6:g}us"\n\n'
+        + '[[capture]]\nhost = "enduser"\nlink = "eth"\nfile = "ethernet.pcap"\n\n'
+        + '[[app]]\nkind = "exchange-server"\nname = "server"\nhost = "enduser"\n'
+        + f"port = {SERVER_PORT}\n\n"
+        + '[[app]]\nkind = "exchange"\nname = "client"\nhost = "appliance"\n'
+        + f'peer = "{END_USER}:{SERVER_PORT}"\nsource_port = {CLIENT_PORT}\n'
+        + f"connect_first = true\nrequest = {payload}\nresponse = {payload}\n"
+    )
+
+
 def long_session_sizes(count: int = LONG_MESSAGES) -> tuple[list[int], list[int]]:
     """Message and answer sizes of the long session: control messages of 8
     or 9 bytes (the request header is 8) mixed with recipe uploads of
