@@ -12,6 +12,7 @@ over a time-slotted NFC link through a bridge, its two fixes, and Algorithm 1.
 * ``long_session.csv`` and ``long_session_packets.csv``: one connection
   carrying a series of messages of varying size, Van Jacobson's estimator
   (lwIP's) against Algorithm 1, with and without the modified delayed ACK;
+  ``long_session_sweep.csv``: the same over a range of message mixes;
 * ``figures/*.png``; every run's captures of both sides are in
   ``DIR/bridge/<experiment>/<run>/`` (``nfc.pcap``: the appliance's NFC
   interface, ``ethernet.pcap``: the end-user device's Ethernet interface).
