@@ -12,6 +12,7 @@ over a time-slotted NFC link through a bridge, its two fixes, and Algorithm 1.
 * ``long_session.csv`` and ``long_session_packets.csv``: one connection
   carrying a series of messages of varying size, Van Jacobson's estimator
   (lwIP's) against Algorithm 1, with and without the modified delayed ACK;
+  ``long_session_sweep.csv``: the same over a range of message mixes;
 * ``figures/*.png``; every run's captures of both sides are in
   ``DIR/bridge/<experiment>/<run>/`` (``nfc.pcap``: the appliance's NFC
   interface, ``ethernet.pcap``: the end-user device's Ethernet interface).
@@ -74,7 +75,14 @@ SWEEP = {11.2: (1.0, 2.0, 3.0, 3.5, 4.0, 5.0), 24.0: (1.0, 1.5, 2.0, 2.5, 3.0)}
 SWEEP_SEEDS = (1, 2, 3)
 LONG_MESSAGES = 68
 LONG_SIZES_SEED = 7
-LONG_GAP_S = 8.0
+#: The long session's mix (the study gives none): the share of messages
+#: that are recipe uploads (1001-1024 bytes, one full segment each; the rest
+#: are 8-9 byte control messages) and the share the end-user device answers
+#: with a short reply (8-9 bytes).
+LONG_LARGE_SHARE = 0.25
+LONG_REPLY_SHARE = 0.5
+#: The sweep over the mix: (share of uploads, share of replies).
+LONG_SWEEP = tuple((large, reply) for large in (0.1, 0.25, 0.5) for reply in (0.0, 0.5, 1.0))
 
 SINGLE_COLUMNS = (
     "rate_kbps",
@@ -94,6 +102,7 @@ SINGLE_COLUMNS = (
 )
 SWEEP_COLUMNS = (*SINGLE_COLUMNS, "initial_rto_s")
 LONG_COLUMNS = ("estimator", "modified_delayed_ack", "spurious_retx", "dup_acks", "session_s")
+LONG_SWEEP_COLUMNS = ("large_share", "reply_share", *LONG_COLUMNS)
 PACKET_COLUMNS = ("estimator", "seq", "size", "rto_s", "measured_rtt_s")
 
 APPLIANCE = "192.168.1.102"
@@ -268,32 +277,66 @@ def exchange_scenario(
     return scenario("bridge-single-exchange", rate_kbps, sensing, app, rto=rto)
 
 
-def long_session_sizes(count: int = LONG_MESSAGES) -> tuple[list[int], list[int]]:
-    """Message and answer sizes of the long session: control messages of 8
-    or 9 bytes (the request header is 8) mixed with recipe uploads of
-    1025-2048 bytes, drawn once from a fixed seed."""
+def ethernet_exchange_scenario(nfc_bytes: int = 1080) -> str:
+    """The single exchange with both hosts on the Ethernet and no NFC link
+    (the study's capture C): lwIP at both ends, the profile's settings."""
+    payload = nfc_bytes - HEADERS - FRAMING
+    return (
+        'name = "bridge-ethernet-only"\nseed = 1\nduration = "10s"\n\n'
+        + _host("appliance", None, None)
+        + "\n"
+        + _host("enduser", None, None)
+        + '\n[[link]]\nname = "eth"\nkind = "point-to-point"\n'
+        + f'ends = [{{ host = "appliance", address = "{APPLIANCE}/24" }},'
+        + f' {{ host = "enduser", address = "{END_USER}/24" }}]\n'
+        + f'rate = "{ETH_RATE_BPS / 1e6:g}Mbps"\ndelay = "{ETH_DELAY_S * 1e6:g}us"\n\n'
+        + '[[capture]]\nhost = "enduser"\nlink = "eth"\nfile = "ethernet.pcap"\n\n'
+        + '[[app]]\nkind = "exchange-server"\nname = "server"\nhost = "enduser"\n'
+        + f"port = {SERVER_PORT}\n\n"
+        + '[[app]]\nkind = "exchange"\nname = "client"\nhost = "appliance"\n'
+        + f'peer = "{END_USER}:{SERVER_PORT}"\nsource_port = {CLIENT_PORT}\n'
+        + f"connect_first = true\nrequest = {payload}\nresponse = {payload}\n"
+    )
+
+
+def long_session_sizes(
+    count: int = LONG_MESSAGES,
+    large_share: float = LONG_LARGE_SHARE,
+    reply_share: float = LONG_REPLY_SHARE,
+) -> tuple[list[int], list[int]]:
+    """Message and answer sizes of the long session, drawn once from a fixed
+    seed: each message is a recipe upload of 1001-1024 bytes with
+    probability ``large_share``, else a control message of 8 or 9 bytes (the
+    request header is 8); the end-user device answers a message with a
+    reply of 8 or 9 bytes with probability ``reply_share``, else not at all
+    (0)."""
     rng = random.Random(LONG_SIZES_SEED)
-
-    def draw() -> int:
-        return rng.randint(8, 9) if rng.random() < 0.5 else rng.randint(1025, 2048)
-
-    messages = [draw() for _ in range(count)]
-    answers = [draw() for _ in range(count)]
+    messages, answers = [], []
+    for _ in range(count):
+        large = rng.random() < large_share
+        messages.append(rng.randint(1001, 1024) if large else rng.randint(8, 9))
+        answers.append(rng.randint(8, 9) if rng.random() < reply_share else 0)
     return messages, answers
 
 
-def long_session_scenario(estimator: str, modified_ack: bool, count: int = LONG_MESSAGES) -> str:
-    """The long session at 11.2 kbps with channel sensing: ``estimator`` is
-    ``vj`` (lwIP's Van Jacobson estimator, optimum initial RTO) or
-    ``algorithm1`` (the per-packet estimator); ``modified_ack`` switches to
-    the size-aware delayed ACK."""
+def long_session_scenario(
+    estimator: str,
+    modified_ack: bool,
+    count: int = LONG_MESSAGES,
+    large_share: float = LONG_LARGE_SHARE,
+    reply_share: float = LONG_REPLY_SHARE,
+) -> str:
+    """The long session at 11.2 kbps with channel sensing: the appliance
+    writes its messages back to back, each the moment the previous one is
+    acknowledged and answered; ``estimator`` is ``vj`` (lwIP's Van Jacobson
+    estimator, optimum initial RTO) or ``algorithm1`` (the per-packet
+    estimator); ``modified_ack`` switches to the size-aware delayed ACK."""
     rate = 11.2
-    messages, answers = long_session_sizes(count)
+    messages, answers = long_session_sizes(count, large_share, reply_share)
     app = (
         f'[[app]]\nkind = "message-series"\nname = "client"\nhost = "appliance"\n'
         f'peer = "{END_USER}:{SERVER_PORT}"\nsource_port = {CLIENT_PORT}\n'
-        f"connect_first = true\nsizes = {messages}\nresponses = {answers}\n"
-        f'gaps = ["{LONG_GAP_S:g}s"]\n'
+        f"connect_first = true\nafter_ack = true\nsizes = {messages}\nresponses = {answers}\n"
     )
     if estimator == "vj":
         rto = _lwip_rto(optimum_initial_rto(rate))
@@ -304,7 +347,8 @@ def long_session_scenario(estimator: str, modified_ack: bool, count: int = LONG_
         'granularity = { ticks = { period = "250ms" } } } } }'
     )
     ack = f'{{ policy = "size_aware", delayed = {lwip_delayed} }}' if modified_ack else None
-    duration = count * LONG_GAP_S + 180.0
+    # Generous: every message crossing with its worst retransmissions.
+    duration = count * 20.0 + 180.0
     return scenario("bridge-long-session", rate, True, app, rto=rto, ack=ack, duration_s=duration)
 
 
@@ -383,19 +427,50 @@ def sweep_cells(reduced: bool | None = None) -> list[Cell]:
 LONG_RUNS = (("vj", False), ("vj", True), ("algorithm1", False), ("algorithm1", True))
 
 
+def _long_label(estimator: str, modified: bool) -> str:
+    return f"{estimator}-{'modified' if modified else 'plain'}-ack"
+
+
+def _sweep_label(estimator: str, modified: bool, large: float, reply: float) -> str:
+    return f"mix-large{large:g}-reply{reply:g}-{_long_label(estimator, modified)}"
+
+
+def long_sweep_points(reduced: bool | None = None) -> tuple[tuple[float, float], ...]:
+    """The mixes of the long session's sweep."""
+    reduced = quick() if reduced is None else reduced
+    return ((0.1, 0.0), (0.5, 1.0)) if reduced else LONG_SWEEP
+
+
 def long_session_runs(reduced: bool | None = None) -> list[ExperimentRun]:
-    """The long session's four runs."""
+    """The long session's four runs with the documented mix, then the same
+    four for every mix of the sweep."""
     reduced = quick() if reduced is None else reduced
     count = 12 if reduced else LONG_MESSAGES
-    return [
+    runs = [
         ExperimentRun(
-            f"{estimator}-{'modified' if modified else 'plain'}-ack",
+            _long_label(estimator, modified),
             long_session_scenario(estimator, modified, count),
             1,
             params={"estimator": estimator, "modified_delayed_ack": modified},
         )
         for estimator, modified in LONG_RUNS
     ]
+    for large, reply in long_sweep_points(reduced):
+        for estimator, modified in LONG_RUNS:
+            runs.append(
+                ExperimentRun(
+                    _sweep_label(estimator, modified, large, reply),
+                    long_session_scenario(estimator, modified, count, large, reply),
+                    1,
+                    params={
+                        "estimator": estimator,
+                        "modified_delayed_ack": modified,
+                        "large_share": large,
+                        "reply_share": reply,
+                    },
+                )
+            )
+    return runs
 
 
 # ----- analysis of one run -----
@@ -894,6 +969,15 @@ def long_session_checks(results: dict[str, Result]) -> list[Check]:
             packets.extend(packet_rows(results[label], estimator))
     table = pd.DataFrame(rows, columns=list(LONG_COLUMNS))
     packet_table = pd.DataFrame(packets, columns=list(PACKET_COLUMNS))
+    sweep = []
+    for large, reply in long_sweep_points():
+        for estimator, modified in LONG_RUNS:
+            label = _sweep_label(estimator, modified, large, reply)
+            if label in results:
+                row = long_row(results[label], estimator, modified)
+                sweep.append({"large_share": large, "reply_share": reply, **row})
+    sweep_table = pd.DataFrame(sweep, columns=list(LONG_SWEEP_COLUMNS))
+    _write(sweep_table, out / "long_session_sweep.csv")
     _write(table, out / "long_session.csv")
     _write(packet_table, out / "long_session_packets.csv")
     for name, fig in long_session_figures(packet_table, results):
@@ -908,6 +992,13 @@ def long_session_checks(results: dict[str, Result]) -> list[Check]:
             "an RTO was recorded for every data packet",
             _nan_free(packet_table, "rto_s"),
             f"{int(packet_table['rto_s'].notna().sum())} of {len(packet_table)}",
+        ),
+        Check(
+            "every session of the mix sweep completed",
+            len(sweep_table) == len(LONG_RUNS) * len(long_sweep_points())
+            and _nan_free(sweep_table, "session_s"),
+            f"{int(sweep_table['session_s'].notna().sum())} of "
+            f"{len(LONG_RUNS) * len(long_sweep_points())}",
         ),
     ]
 

@@ -41,6 +41,11 @@ pub struct MessageSeriesConfig {
     /// Write only once the handshake completed (see
     /// [`super::ExchangeConfig::connect_first`]).
     pub connect_first: bool,
+    /// Release each message the moment the previous one is acknowledged
+    /// and, with responses, answered (instead of after `gaps`): messages
+    /// back to back, each in its own segments, as an application that
+    /// waits for its write to complete sends them.
+    pub after_ack: bool,
 }
 
 /// Counters of a [`MessageSeriesApp`].
@@ -141,7 +146,7 @@ impl MessageSeriesApp {
         self.released_at.push(cx.now());
         self.released_to = end;
         self.stats.messages_sent += 1;
-        if index + 1 < self.ends.len() {
+        if index + 1 < self.ends.len() && !self.config.after_ack {
             let at = cx.now() + self.gap_after(index);
             cx.set_timer(at, 0);
         }
@@ -179,6 +184,7 @@ impl MessageSeriesApp {
     /// Closes once everything is released and queued and, with responses,
     /// every response has arrived.
     fn maybe_close<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
+        self.skip_empty_responses();
         let all_released = self.released_at.len() == self.ends.len();
         let answered = self.stats.responses_received as usize >= self.config.responses.len();
         if all_released && self.stats.bytes_sent >= self.released_to && answered && !self.closing {
@@ -216,8 +222,20 @@ impl MessageSeriesApp {
         }
     }
 
+    /// Counts the empty responses due next as received: a request that
+    /// asks for no answer gets none.
+    fn skip_empty_responses(&mut self) {
+        let (mut index, got) = self.response_at;
+        while got == 0 && self.config.responses.get(index) == Some(&0) {
+            self.stats.responses_received += 1;
+            index += 1;
+        }
+        self.response_at = (index, got);
+    }
+
     /// Reads and checks responses.
     fn read_responses<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
+        self.skip_empty_responses();
         loop {
             let n = match cx.tcp_recv(flow, &mut self.chunk) {
                 Ok(n) if n > 0 => n,
@@ -278,6 +296,22 @@ impl MessageSeriesApp {
         }
     }
 
+    /// With `after_ack`, releases the next message once every released
+    /// one is acknowledged and answered.
+    fn release_next<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
+        self.skip_empty_responses();
+        let released = self.released_at.len();
+        if !self.config.after_ack || released == 0 || released >= self.ends.len() {
+            return;
+        }
+        let answered =
+            self.config.responses.is_empty() || self.stats.responses_received as usize >= released;
+        if self.stats.messages_acked as usize >= released && answered {
+            self.release(cx);
+            self.push(cx, flow);
+        }
+    }
+
     /// A snapshot of the app's counters.
     pub fn stats(&self) -> AppStats {
         AppStats::MessageSeries(MessageSeriesStats {
@@ -327,6 +361,7 @@ impl<C: AppCx> App<C> for MessageSeriesApp {
                 self.connected = true;
                 self.push(cx, flow);
                 self.update_acked(cx, flow);
+                self.release_next(cx, flow);
             }
             TcpEvent::Readable => {
                 if self.config.responses.is_empty() {
@@ -334,6 +369,8 @@ impl<C: AppCx> App<C> for MessageSeriesApp {
                     while cx.tcp_recv(flow, &mut scratch).is_ok_and(|n| n > 0) {}
                 } else {
                     self.read_responses(cx, flow);
+                    self.update_acked(cx, flow);
+                    self.release_next(cx, flow);
                 }
             }
             TcpEvent::PeerClosed => {}
@@ -370,6 +407,7 @@ pub struct RawMessageSeries {
     responses: Option<Vec<u32>>,
     source_port: Option<u16>,
     connect_first: Option<bool>,
+    after_ack: Option<bool>,
 }
 
 /// `kind = "message-series"`: a TCP sender of a message series
@@ -391,6 +429,9 @@ pub struct MessageSeriesSpec {
     pub source_port: Option<u16>,
     /// Write only after the handshake.
     pub connect_first: bool,
+    /// Release each message when the previous one is acknowledged (and
+    /// answered).
+    pub after_ack: bool,
 }
 
 impl ScenarioApp for MessageSeriesSpec {
@@ -434,6 +475,13 @@ impl ScenarioApp for MessageSeriesSpec {
                 ));
             }
         }
+        if raw.after_ack == Some(true) && raw.gaps.is_some() {
+            return Err(ScenarioError::new(
+                cx.at("gaps"),
+                "has no use with after_ack = true, which releases each message when the \
+                 previous one is acknowledged",
+            ));
+        }
         Ok(MessageSeriesSpec {
             peer,
             sizes,
@@ -445,6 +493,7 @@ impl ScenarioApp for MessageSeriesSpec {
             responses,
             source_port: raw.source_port,
             connect_first: raw.connect_first.unwrap_or(false),
+            after_ack: raw.after_ack.unwrap_or(false),
         })
     }
 
@@ -457,6 +506,7 @@ impl ScenarioApp for MessageSeriesSpec {
             responses: self.responses.clone(),
             source_port: self.source_port,
             connect_first: self.connect_first,
+            after_ack: self.after_ack,
         })
     }
 
