@@ -1,149 +1,179 @@
 """The bridge model against the three captures the study printed (its
-Ethernet side, transcribed in the bridge reference): the same packets in the
-same order, with the same direction, flags, relative sequence and
-acknowledgement numbers and length, each within 10 % or 100 ms (whichever is
-larger) of the published time, both aligned on the SYN. Every slot phase
-tried (seeds 1-5) must match."""
+Ethernet side, transcribed in the bridge reference), compared with
+``rtolab compare``: every packet matched, in the same order, with the same
+direction, flags, relative sequence and acknowledgement numbers and length,
+each within 10 % or 100 ms (whichever is larger) of the published time, both
+aligned on the SYN. Every slot phase tried (seeds 1-5) must match. The
+side-by-side tables in docs/bridge.md are what the documented commands print
+now."""
 
 from __future__ import annotations
 
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
-import pandas as pd
 import pytest
+import tomllib
 
 import rtolab
+from rtolab.comparison import Comparison, compare, read_packets
 from rtolab.experiments import bridge
-from rtolab.frames import read_capture
 
-UP, DOWN = "app->user", "user->app"
-
-# (time s, direction, flags, seq, ack, TCP length); seq/ack relative, None
-# where the capture does not print them.
-CAPTURE_A = [
-    (0.000579, UP, "SYN", 0, None, 0),
-    (0.001024, DOWN, "SYN,ACK", 0, 1, 0),
-    (0.139693, UP, "ACK", 1, 1, 0),
-    (1.860508, UP, "PSH,ACK", 1, 1, 1024),
-    (1.861212, DOWN, "PSH,ACK", 1, 1025, 1024),
-    (2.758809, DOWN, "PSH,ACK", 1, 1025, 1024),
-    (3.850816, UP, "PSH,ACK", 1, 1, 1024),
-    (3.861312, DOWN, "ACK", 1025, 1025, 0),
-    (4.202049, UP, "FIN,ACK", 1025, 1025, 0),
-    (4.202545, DOWN, "ACK", 1025, 1026, 0),
-    (4.202651, DOWN, "FIN,ACK", 1025, 1026, 0),
-    (4.412743, UP, "ACK", 1026, 1026, 0),
-]
-CAPTURE_B = [
-    (0.000630, UP, "SYN", 0, None, 0),
-    (0.001072, DOWN, "SYN,ACK", 0, 1, 0),
-    (0.139762, UP, "ACK", 1, 1, 0),
-    (5.872002, UP, "PSH,ACK", 1, 1, 1024),
-    (5.872726, DOWN, "PSH,ACK", 1, 1025, 1024),
-    (7.126788, UP, "FIN,ACK", 1025, 1025, 0),
-    (7.127341, DOWN, "ACK", 1025, 1026, 0),
-    (7.127436, DOWN, "FIN,ACK", 1025, 1026, 0),
-    (7.337531, UP, "ACK", 1026, 1026, 0),
-]
-CAPTURE_C = [
-    (0.000606, UP, "SYN", None, None, 0),
-    (0.001128, DOWN, "SYN,ACK", None, None, 0),
-    (0.001253, UP, "ACK", None, None, 0),
-    (0.001338, UP, "PSH,ACK", None, None, 1024),
-    (0.002062, DOWN, "PSH,ACK", None, None, 1024),
-    (0.002302, UP, "FIN,ACK", None, None, 0),
-    (0.002657, DOWN, "ACK", None, None, 0),
-    (0.002678, DOWN, "FIN,ACK", None, None, 0),
-    (0.002801, UP, "ACK", None, None, 0),
-]
-
+REPO = Path(__file__).resolve().parent.parent
+CAPTURES = REPO / "tests" / "data" / "bridge-captures.md"
+SCENARIOS = REPO / "scenarios"
+DOC = REPO / "docs" / "bridge.md"
 SEEDS = (1, 2, 3, 4, 5)
+#: The tolerance the calibration promises: 100 ms or 10 % of the time.
+ABSOLUTE_S, RELATIVE = 0.1, 0.1
+
+#: Each capture's configuration as `rtolab reproduce bridge` builds it, and
+#: the shipped scenario file the doc's commands run.
+CONFIGURATIONS = {
+    "A": (bridge.exchange_scenario(11.2, 1080, False, None), "bridge.toml"),
+    "B": (bridge.exchange_scenario(11.2, 1080, False, 5.0), "bridge-rto-5s.toml"),
+    "C": (bridge.ethernet_exchange_scenario(), "bridge-ethernet.toml"),
+}
 
 
-def packets(capture: Path) -> list[tuple[float, str, str, int, int, int]]:
-    """The TCP packets of a run's Ethernet capture as the reference lists
-    them: time from the SYN, direction, flags, and sequence and
-    acknowledgement numbers relative to each side's initial one."""
-    frame = read_capture(capture)
-    frame = frame[frame["protocol"] == "tcp"]
-    isn: dict[str, int] = {}
-    rows = []
-    start = None
-    for row in frame.to_dict("records"):
-        direction = UP if row["src"] == bridge.APPLIANCE else DOWN
-        other = DOWN if direction == UP else UP
-        flags = str(row["flags"])
-        if "SYN" in flags:
-            isn.setdefault(direction, int(row["seq"]))
-        if start is None:
-            start = float(row["time_s"])
-        seq = (int(row["seq"]) - isn[direction]) % 2**32
-        ack = (int(row["ack"]) - isn[other]) % 2**32 if other in isn and "ACK" in flags else None
-        rows.append(
-            (float(row["time_s"]) - start, direction, flags, seq, ack, int(row["payload_len"]))
-        )
-    return rows
+def problems(result: Comparison) -> list[str]:
+    """What keeps a comparison from a match within the tolerance."""
+    found = [
+        f"only in the {side}: no. {row['no']} {row['direction']} {row['flags']} "
+        f"at {row['time_s']:.3f} s"
+        for side, frame in (("run", result.only_run), ("reference", result.only_reference))
+        for row in frame.to_dict("records")
+    ]
+    found += [
+        f"reference no. {row['reference_no']}: {row['error_s'] * 1e3:+.1f} ms off"
+        for row in result.outside(ABSOLUTE_S, RELATIVE).to_dict("records")
+    ]
+    return found
 
 
-def differences(run: list, reference: list) -> list[str]:
-    """What keeps ``run`` from matching ``reference`` packet by packet."""
-    problems = []
-    if len(run) != len(reference):
-        problems.append(f"{len(run)} packets, the capture has {len(reference)}")
-    t0 = reference[0][0]
-    for i, (got, want) in enumerate(zip(run, reference, strict=False)):
-        for name, g, w in zip(
-            ("direction", "flags", "seq", "ack", "length"), got[1:], want[1:], strict=True
-        ):
-            if w is not None and g != w:
-                problems.append(f"packet {i + 1}: {name} {g}, the capture has {w}")
-        published = want[0] - t0
-        allowed = max(0.1, 0.1 * published)
-        if abs(got[0] - published) > allowed:
-            problems.append(
-                f"packet {i + 1}: at {got[0]:.3f} s, the capture at {published:.3f} s "
-                f"(allowed ±{allowed:.3f} s)"
-            )
-    return problems
-
-
-def run_capture(scenario: str, seed: int, out: Path) -> list:
-    result = rtolab.run(scenario, seed=seed, out=out, traces=False)
+def run_and_compare(choice: str, seed: int, out: Path) -> Comparison:
+    result = rtolab.run(CONFIGURATIONS[choice][0], seed=seed, out=out, traces=False)
     assert result.out_dir is not None
-    return packets(result.out_dir / "ethernet.pcap")
+    return compare(result.out_dir / "ethernet.pcap", CAPTURES, table=choice)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_capture_a_original_configuration(seed: int, tmp_path: Path) -> None:
-    run = run_capture(bridge.exchange_scenario(11.2, 1080, False, None), seed, tmp_path)
-    assert differences(run, CAPTURE_A) == []
+    result = run_and_compare("A", seed, tmp_path)
+    assert problems(result) == []
+    assert result.summary["compared"] == ["direction", "flags", "seq", "ack", "len"]
+    assert result.summary["matched"] == 12
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_capture_b_initial_rto_5s(seed: int, tmp_path: Path) -> None:
-    run = run_capture(bridge.exchange_scenario(11.2, 1080, False, 5.0), seed, tmp_path)
-    assert differences(run, CAPTURE_B) == []
+    result = run_and_compare("B", seed, tmp_path)
+    assert problems(result) == []
+    assert result.summary["compared"] == ["direction", "flags", "seq", "ack", "len"]
+    assert result.summary["matched"] == 9
 
 
 def test_capture_c_without_the_nfc_link(tmp_path: Path) -> None:
-    run = run_capture(bridge.ethernet_exchange_scenario(), 1, tmp_path)
-    assert differences(run, CAPTURE_C) == []
+    result = run_and_compare("C", 1, tmp_path)
+    assert problems(result) == []
+    # The printed table has no seq/ack column.
+    assert result.summary["compared"] == ["direction", "flags", "len"]
+    assert result.summary["matched"] == 9
 
 
 def test_the_comparison_sees_a_difference() -> None:
-    """The comparison is not vacuous: a lost FIN, a late packet and a
-    changed flag are each reported."""
-    late = [list(p) for p in CAPTURE_B]
-    late[-1][0] += 1.0
-    assert differences([tuple(p) for p in late], CAPTURE_B)
-    assert differences(CAPTURE_B[:-1], CAPTURE_B)
-    flagged = [list(p) for p in CAPTURE_B]
-    flagged[5][2] = "ACK"
-    assert differences([tuple(p) for p in flagged], CAPTURE_B)
-    assert differences(CAPTURE_B, CAPTURE_B) == []
+    """The check is not vacuous: a missing packet, a late packet and a
+    changed flag, each made in a copy of capture B, are each reported."""
+    reference = read_packets(CAPTURES, table="B")
+    assert problems(compare(reference, reference)) == []
+
+    missing = replace(reference, packets=reference.packets[:-1])
+    assert any("only in the reference" in p for p in problems(compare(missing, reference)))
+
+    late = replace(reference, packets=list(reference.packets))
+    last = late.packets[-1]
+    late.packets[-1] = replace(last, time_s=last.time_s + 1.0)
+    assert [p for p in problems(compare(late, reference)) if "ms off" in p] == [
+        "reference no. 11: +1000.0 ms off"
+    ]
+    # Within the tolerance: 10 % of the last packet's 7.34 s is 0.73 s.
+    close = replace(reference, packets=list(reference.packets))
+    close.packets[-1] = replace(last, time_s=last.time_s + 0.7)
+    assert problems(compare(close, reference)) == []
+
+    flagged = replace(reference, packets=list(reference.packets))
+    flagged.packets[5] = replace(flagged.packets[5], flags="ACK")
+    found = problems(compare(flagged, reference))
+    assert any("only in the run" in p and "ACK" in p for p in found)
+    assert any("only in the reference" in p and "FIN,ACK" in p for p in found)
 
 
 def test_the_transcribed_tables_are_in_time_order() -> None:
-    for table in (CAPTURE_A, CAPTURE_B, CAPTURE_C):
-        times = pd.Series([p[0] for p in table])
-        assert times.is_monotonic_increasing
+    for choice in CONFIGURATIONS:
+        times = [p.time_s for p in read_packets(CAPTURES, table=choice).packets]
+        assert times == sorted(times), choice
+
+
+@pytest.mark.parametrize("choice", sorted(CONFIGURATIONS))
+def test_the_shipped_scenarios_are_the_reproductions(choice: str) -> None:
+    """The files the doc's commands run describe the run that
+    `rtolab reproduce bridge` and the tests above build."""
+    built, shipped = CONFIGURATIONS[choice]
+    ours = tomllib.loads(built)
+    theirs = tomllib.loads((SCENARIOS / shipped).read_text(encoding="utf-8"))
+    for scenario in (ours, theirs):
+        scenario.pop("name")
+        # "120s" and "120.0s" are the same duration.
+        scenario["duration"] = float(scenario["duration"].removesuffix("s"))
+    assert theirs == ours
+
+
+# ----- the tables in docs/bridge.md -----
+
+#: A shell block of the doc whose last command is `rtolab compare
+#: --markdown`, then that command's output, up to the end marker.
+_GENERATED = re.compile(
+    r"```sh\n(?P<commands>(?:rtolab [^\n]*\n)+)```\n\n(?P<output>.*?)<!-- end of output -->",
+    re.S,
+)
+
+
+def generated_blocks() -> list[tuple[list[str], str]]:
+    text = DOC.read_text(encoding="utf-8")
+    return [
+        (m["commands"].splitlines(), m["output"])
+        for m in _GENERATED.finditer(text)
+        if "--markdown" in m["commands"]
+    ]
+
+
+def test_the_doc_shows_all_three_captures() -> None:
+    tables = [
+        re.search(r"--table (\w+)", commands[-1]).group(1)  # type: ignore[union-attr]
+        for commands, _ in generated_blocks()
+    ]
+    assert tables == ["A", "B", "C"]
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_the_doc_tables_are_what_the_commands_print(index: int, tmp_path: Path) -> None:
+    """Runs the doc's commands as written (the output directory moved to a
+    temporary one) and compares what the last prints with the doc."""
+    commands, shown = generated_blocks()[index]
+    printed = ""
+    for line in commands:
+        args = [a.replace("results/", f"{tmp_path}/") for a in shlex.split(line)[1:]]
+        done = subprocess.run(
+            [sys.executable, "-m", "rtolab", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=REPO,
+        )
+        assert done.returncode == 0, (line, done.stderr)
+        printed = done.stdout
+    assert shown.rstrip("\n") == printed.rstrip("\n")

@@ -164,11 +164,11 @@ def test_a_perturbed_linux_capture_shows_the_perturbation(tmp_path: Path) -> Non
 
 
 def test_the_bridge_run_against_the_published_capture(bridge_pcap: Path) -> None:
-    """Every packet of capture A has its counterpart in the run; the run has
-    more (what the calibration is about), and they come after frame 10."""
+    """Every packet of capture A has its counterpart in the run (the
+    calibration; tests/test_bridge_captures.py checks the times)."""
     result = compare(bridge_pcap, CAPTURES, table="A")
     s = result.summary
-    assert s["matched"] + s["only_reference"] == 12
+    assert s["matched"] == 12 and s["only_reference"] == 0
     assert s["run_client"] == "192.168.1.102:49153" and s["reference_client"] == "app"
     first = result.pairs.iloc[0]
     assert (first["flags"], first["error_s"]) == ("SYN", 0.0)
@@ -252,7 +252,11 @@ def test_cli_prints_the_side_by_side_table(bridge_pcap: Path) -> None:
     done = rtolab_cli("compare", str(bridge_pcap), str(CAPTURES), "--table", "A")
     assert done.returncode == 0, done.stderr
     assert "spurious retransmission" in done.stdout  # the reference's notes
-    assert "matched 12 of" in done.stdout and "first divergence" in done.stdout
+    assert "matched 12 of 12 run" in done.stdout and "no divergence" in done.stdout
+    # The same run against capture B (another initial RTO) parts from it.
+    done = rtolab_cli("compare", str(bridge_pcap), str(CAPTURES), "--table", "B")
+    assert done.returncode == 0, done.stderr
+    assert "only run" in done.stdout and "first divergence at row 6" in done.stdout
 
 
 def test_cli_json_is_machine_readable(bridge_pcap: Path) -> None:
@@ -262,6 +266,59 @@ def test_cli_json_is_machine_readable(bridge_pcap: Path) -> None:
     assert data["summary"]["matched_fraction"] == 1.0
     assert len(data["pairs"]) == data["summary"]["matched"]
     assert data["only_run"] == [] and data["only_reference"] == []
+
+
+def test_cli_markdown_is_the_table_and_the_summary(bridge_pcap: Path) -> None:
+    done = rtolab_cli("compare", str(bridge_pcap), str(CAPTURES), "--table", "A", "--markdown")
+    assert done.returncode == 0, done.stderr
+    result = compare(bridge_pcap, CAPTURES, table="A")
+    assert done.stdout == result.to_markdown()
+    table, summary = done.stdout.rstrip("\n").split("\n\n")
+    rows = table.splitlines()
+    assert rows[0].startswith("| run | t run (s) | ref |") and rows[1].startswith("|---:|")
+    # One row per alignment position, each with every column.
+    assert len(rows) == 2 + len(result.alignment)
+    assert all(row.count(" | ") == 9 for row in rows[2:])
+    assert summary.splitlines() == ["- " + line for line in result.summary_lines()]
+
+
+def test_markdown_keeps_user_text_in_its_cell(tmp_path: Path) -> None:
+    table = tmp_path / "t.csv"
+    table.write_text("time,from,to,flags,len,note\n0,a,b,SYN,0,x | y\n", encoding="utf-8")
+    text = compare(table, table).to_markdown()
+    row = text.splitlines()[2]
+    assert row.endswith("| x \\| y |") and row.count(" | ") == 9
+
+
+def test_outside_applies_the_larger_of_the_two_tolerances() -> None:
+    reference = read_packets(CAPTURES, table="B")
+    # Shifted by 0.5 s: beyond 100 ms everywhere, within 10 % only past 5 s.
+    late = Capture(
+        "late",
+        [
+            Packet(p.no, p.time_s + (0.5 if i else 0.0), p.src, p.dst, p.flags, p.seq, p.ack, p.len)
+            for i, p in enumerate(reference.packets)
+        ],
+    )
+    result = compare(late, reference)
+    # Aligned on the SYN, which stays put: every later packet is 0.5 s late.
+    assert list(result.outside(0.1)["reference_no"]) == [4, 5, 6, 7, 8, 9, 10, 11]
+    beyond = result.outside(0.1, 0.1)
+    assert list(beyond["reference_no"]) == [4, 5]
+    assert list(result.outside(0.5 + 1e-9)["reference_no"]) == []
+    with pytest.raises(ValueError, match="not negative"):
+        result.outside(-1.0)
+
+
+def test_the_compare_page_quotes_the_command_as_it_prints_now(bridge_pcap: Path) -> None:
+    """docs/compare.md's example summary is the run of bridge.toml (its
+    seed, 1) against capture A."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "compare.md").read_text(
+        encoding="utf-8"
+    )
+    quoted = page.split("For example, a run of `scenarios/bridge.toml`", 1)[1]
+    quoted = quoted.split("```\n", 2)[1]
+    assert quoted.strip().splitlines() == compare(bridge_pcap, CAPTURES, table="A").summary_lines()
 
 
 def test_cli_shows_user_text_as_text(tmp_path: Path) -> None:
@@ -319,6 +376,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None
         ([], "holds 3 packet tables; choose one with --table"),
         (["--table", "A", "--align", "middle"], "--align: expected one of syn, first, none"),
         (["--table", "A", "--map", "app"], "--map: 'app' is not NAME=ADDRESS"),
+        (["--table", "A", "--json", "--markdown"], "--json and --markdown: choose one"),
     ],
 )
 def test_cli_bad_options_are_one_line_and_exit_2(args: list[str], expected: str) -> None:

@@ -696,6 +696,10 @@ def compare_command(
         typer.Option(help="Which table of a Markdown file: its number or its heading's start."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    as_markdown: Annotated[
+        bool,
+        typer.Option("--markdown", help="Print the table and summary as Markdown."),
+    ] = False,
 ) -> None:
     """Compare a run's capture with a reference capture, packet by packet.
 
@@ -705,116 +709,38 @@ def compare_command(
     from rtolab.comparison import compare
 
     with _user_errors():
+        if as_json and as_markdown:
+            raise RtolabError("--json and --markdown: choose one")
         result = compare(run_capture, reference, align=align, mapping=mapping, table=table)
     if as_json:
         typer.echo(json.dumps(result.to_dict()))
         return
+    if as_markdown:
+        typer.echo(result.to_markdown(), nl=False)
+        return
     _print_comparison(result)
 
 
-def _seqack(seq: Any, ack: Any) -> str:
-    parts = []
-    if _present(seq):
-        parts.append(f"seq {seq}")
-    if _present(ack):
-        parts.append(f"ack {ack}")
-    return " ".join(parts)
-
-
-def _present(value: Any) -> bool:
-    """Not missing: neither ``None``, pandas' NA nor NaN."""
-    import pandas as pd
-
-    return value is not None and not pd.isna(value)
-
-
-def _side_cells(rows: Any, position: int | None) -> list[Text]:
-    """A side's packet number and time, or a dash where it has no packet."""
-    if position is None:
-        return [Text("—"), Text("")]
-    row = rows.iloc[position]
-    return [_cell(row["no"]), Text(f"{row['time_s']:.6f}")]
-
-
 def _print_comparison(result: Any) -> None:
+    from rtolab.comparison import SIDE_BY_SIDE_COLUMNS
+
     summary = result.summary
     table = Table(
         title=Text(f"{_shown(summary['run'])} (run) vs {_shown(summary['reference'])}"),
         title_justify="left",
     )
-    for name, justify in (
-        ("run", "right"),
-        ("t run (s)", "right"),
-        ("ref", "right"),
-        ("t ref (s)", "right"),
-        ("Δt (ms)", "right"),
-        ("direction", "left"),
-        ("flags", "left"),
-        ("seq/ack", "left"),
-        ("len", "right"),
-        ("note", "left"),
-    ):
+    for name, justify in SIDE_BY_SIDE_COLUMNS:
         table.add_column(name, justify=justify, no_wrap=name != "note")
-    run_rows, ref_rows = result.run, result.reference
-    for i, j in result.alignment:
-        packet = run_rows.iloc[i] if i is not None else ref_rows.iloc[j]
-        run_cells = _side_cells(run_rows, i)
-        ref_cells = _side_cells(ref_rows, j)
-        if i is not None and j is not None:
-            error = run_rows.iloc[i]["time_s"] - ref_rows.iloc[j]["time_s"]
-            error_cell = Text(f"{error * 1e3:+.3f}")
-            style = ""
-        else:
-            error_cell = Text("only run" if j is None else "only ref")
-            style = "yellow" if j is None else "red"
-        note = ref_rows.iloc[j]["note"] if j is not None else ""
-        table.add_row(
-            *run_cells,
-            *ref_cells,
-            error_cell,
-            _cell(packet["direction"]),
-            _cell(packet["flags"]),
-            Text(_seqack(packet["seq"], packet["ack"])),
-            _cell(packet["len"]),
-            _cell(note),
-            style=style,
-        )
+    styles = {"matched": "", "only run": "yellow", "only ref": "red"}
+    for cells, status in result.side_by_side():
+        table.add_row(*(_cell(c) for c in cells), style=styles[status])
     console = out_console
     if not console.is_terminal:
         # Piped or redirected: the whole table, as wide as it needs.
         width = Console(width=10_000).measure(table).maximum
         console = Console(highlight=False, width=max(width, console.width))
     console.print(table)
-    matched = summary["matched"]
-    lines = [
-        f"matched {matched} of {summary['run_packets']} run and "
-        f"{summary['reference_packets']} reference packets "
-        f"({summary['matched_fraction']:.1%}); compared: {', '.join(summary['compared'])}",
-    ]
-    if matched:
-        lines.append(
-            f"time error: median {summary['median_abs_error_s'] * 1e3:.3f} ms, "
-            f"worst {summary['worst_abs_error_s'] * 1e3:.3f} ms "
-            f"(run no. {summary['worst_pair']['run_no']}, "
-            f"reference no. {summary['worst_pair']['reference_no']})"
-        )
-    divergence = summary["first_divergence"]
-    if divergence is None:
-        lines.append("no divergence: the same packets in the same order")
-    else:
-        sides = []
-        for side in ("run", "reference"):
-            packet = divergence[side]
-            if packet is None:
-                sides.append(f"{side}: ended")
-            else:
-                sides.append(
-                    f"{side} no. {packet['no']} {packet['direction']} {packet['flags']} "
-                    f"{_seqack(packet['seq'], packet['ack'])} len {packet['len']} "
-                    f"at {packet['time_s']:.6f} s".replace("  ", " ")
-                )
-        lines.append(f"first divergence at row {divergence['index'] + 1}: " + "; ".join(sides))
-    for line in lines:
+    for line in result.summary_lines():
         out_console.print(Text(_visible(line)), soft_wrap=True)
 
 

@@ -142,6 +142,92 @@ class Comparison:
     reference: pd.DataFrame
     alignment: list[tuple[int | None, int | None]] = field(default_factory=list)
 
+    def outside(self, absolute_s: float = 0.0, relative: float = 0.0) -> pd.DataFrame:
+        """The matched pairs whose time error exceeds ``absolute_s`` seconds
+        or ``relative`` times the reference's time, whichever is larger:
+        ``outside(0.1, 0.1)`` for "within 10 % or 100 ms". The reference's
+        time counts from the alignment point, so it is the elapsed time the
+        tolerance scales with."""
+        if absolute_s < 0 or relative < 0:
+            raise ValueError("tolerances are not negative")
+        allowed = (self.pairs["reference_time_s"].abs() * relative).clip(lower=absolute_s)
+        return self.pairs[self.pairs["error_s"].abs() > allowed].reset_index(drop=True)
+
+    def side_by_side(self) -> list[tuple[list[str], str]]:
+        """The side-by-side table as text, one row per packet in alignment
+        order (columns :data:`SIDE_BY_SIDE_COLUMNS`), each with what the row
+        is: ``"matched"``, ``"only run"`` or ``"only ref"``."""
+        rows = []
+        for i, j in self.alignment:
+            packet = self.run.iloc[i] if i is not None else self.reference.iloc[j]
+            if i is not None and j is not None:
+                error = self.run.iloc[i]["time_s"] - self.reference.iloc[j]["time_s"]
+                status, delta = "matched", f"{error * 1e3:+.3f}"
+            else:
+                status = "only run" if j is None else "only ref"
+                delta = status
+            note = self.reference.iloc[j]["note"] if j is not None else ""
+            cells = [
+                *_side_text(self.run, i),
+                *_side_text(self.reference, j),
+                delta,
+                str(packet["direction"]),
+                str(packet["flags"]),
+                seqack_text(packet["seq"], packet["ack"]),
+                str(_plain(packet["len"])),
+                str(note),
+            ]
+            rows.append((cells, status))
+        return rows
+
+    def summary_lines(self) -> list[str]:
+        """The summary as the command prints it below the table: packets
+        matched, the time error, and the first divergence."""
+        summary = self.summary
+        matched = summary["matched"]
+        lines = [
+            f"matched {matched} of {summary['run_packets']} run and "
+            f"{summary['reference_packets']} reference packets "
+            f"({summary['matched_fraction']:.1%}); compared: {', '.join(summary['compared'])}",
+        ]
+        if matched:
+            lines.append(
+                f"time error: median {summary['median_abs_error_s'] * 1e3:.3f} ms, "
+                f"worst {summary['worst_abs_error_s'] * 1e3:.3f} ms "
+                f"(run no. {summary['worst_pair']['run_no']}, "
+                f"reference no. {summary['worst_pair']['reference_no']})"
+            )
+        divergence = summary["first_divergence"]
+        if divergence is None:
+            lines.append("no divergence: the same packets in the same order")
+        else:
+            sides = []
+            for side in ("run", "reference"):
+                packet = divergence[side]
+                if packet is None:
+                    sides.append(f"{side}: ended")
+                else:
+                    sides.append(
+                        f"{side} no. {packet['no']} {packet['direction']} {packet['flags']} "
+                        f"{seqack_text(packet['seq'], packet['ack'])} len {packet['len']} "
+                        f"at {packet['time_s']:.6f} s".replace("  ", " ")
+                    )
+            lines.append(f"first divergence at row {divergence['index'] + 1}: " + "; ".join(sides))
+        return lines
+
+    def to_markdown(self) -> str:
+        """The side-by-side table as a Markdown table, then the summary
+        lines as a list: what ``rtolab compare --markdown`` prints. User text is kept
+        to one cell: bars are escaped, control characters shown as
+        ``\\xNN``."""
+        header = [name for name, _ in SIDE_BY_SIDE_COLUMNS]
+        rule = ["---:" if justify == "right" else "---" for _, justify in SIDE_BY_SIDE_COLUMNS]
+        lines = [_markdown_row(header), "|" + "|".join(rule) + "|"]
+        lines += [_markdown_row(cells) for cells, _ in self.side_by_side()]
+        lines.append("")
+        lines += ["- " + _escape_controls(line) for line in self.summary_lines()]
+        return "\n".join(lines) + "\n"
+
     def to_dict(self) -> dict[str, Any]:
         """Everything as plain JSON-ready values (missing values as ``None``)."""
         return {
@@ -151,6 +237,55 @@ class Comparison:
             "only_reference": _records(self.only_reference),
             "alignment": [list(pair) for pair in self.alignment],
         }
+
+
+#: Columns of the side-by-side table and how each is justified.
+SIDE_BY_SIDE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run", "right"),
+    ("t run (s)", "right"),
+    ("ref", "right"),
+    ("t ref (s)", "right"),
+    ("Δt (ms)", "right"),
+    ("direction", "left"),
+    ("flags", "left"),
+    ("seq/ack", "left"),
+    ("len", "right"),
+    ("note", "left"),
+)
+
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _escape_controls(text: str) -> str:
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _markdown_row(cells: Sequence[str]) -> str:
+    escaped = [_escape_controls(c).replace("|", "\\|") for c in cells]
+    return "| " + " | ".join(escaped) + " |"
+
+
+def seqack_text(seq: Any, ack: Any) -> str:
+    """``seq N ack M`` as the tables print it, leaving out what is missing."""
+    parts = []
+    if _present(seq):
+        parts.append(f"seq {seq}")
+    if _present(ack):
+        parts.append(f"ack {ack}")
+    return " ".join(parts)
+
+
+def _present(value: Any) -> bool:
+    """Not missing: neither ``None``, pandas' NA nor NaN."""
+    return value is not None and not pd.isna(value)
+
+
+def _side_text(rows: pd.DataFrame, position: int | None) -> list[str]:
+    """A side's packet number and time, or a dash where it has no packet."""
+    if position is None:
+        return ["—", ""]
+    row = rows.iloc[position]
+    return [str(_plain(row["no"])), f"{row['time_s']:.6f}"]
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -1115,6 +1250,7 @@ def _divergence(
 
 __all__ = [
     "ALIGNMENTS",
+    "SIDE_BY_SIDE_COLUMNS",
     "Capture",
     "CompareError",
     "Comparison",

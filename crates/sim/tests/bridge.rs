@@ -288,3 +288,63 @@ fn per_packet_policies_plug_in_from_the_scenario() {
         }
     }
 }
+
+#[test]
+fn bad_mcu_buffer_and_uart_queue_are_named() {
+    let good = scenario_text("bridge");
+    let rejects = |setting: &str| {
+        let text = good.replacen(
+            "rate = \"11.2kbps\"",
+            &format!("rate = \"11.2kbps\"\n{setting}"),
+            1,
+        );
+        let line = Scenario::from_toml_str(&text)
+            .expect_err(setting)
+            .to_string();
+        assert!(!line.contains('\n'), "{line:?}");
+        line
+    };
+    for (setting, expected) in [
+        (
+            "mcu_buffer = 0",
+            "link[0].mcu_buffer: must be at least 1 byte",
+        ),
+        (
+            "mcu_buffer = -5",
+            "link[0].mcu_buffer: invalid value: integer `-5`, expected u32",
+        ),
+        (
+            "mcu_buffer = \"2kB\"",
+            "link[0].mcu_buffer: invalid type: string \"2kB\", expected u32",
+        ),
+        (
+            "uart_queue = [1]",
+            "link[0].uart_queue: must list two packet counts, one per end, got 1",
+        ),
+        (
+            "uart_queue = [0, 1, 2]",
+            "link[0].uart_queue: must list two packet counts, one per end, got 3",
+        ),
+        (
+            "uart_queue = [0, -1]",
+            "link[0].uart_queue[1]: invalid value: integer `-1`, expected usize",
+        ),
+        (
+            "uart_queue = [\"x\", 1]",
+            "link[0].uart_queue[0]: invalid type: string \"x\", expected usize",
+        ),
+        (
+            "uart_queue = 1",
+            "link[0].uart_queue: invalid type: integer `1`, expected a sequence",
+        ),
+    ] {
+        assert_eq!(rejects(setting), expected, "{setting}");
+    }
+    // The edges that are allowed: no queue at either end, a 1-byte buffer.
+    let text = good.replacen(
+        "rate = \"11.2kbps\"",
+        "rate = \"11.2kbps\"\nuart_queue = [0, 0]\nmcu_buffer = 1",
+        1,
+    );
+    Scenario::from_toml_str(&text).expect("valid");
+}

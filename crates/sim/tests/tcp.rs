@@ -540,3 +540,165 @@ fn shared_sends_arrive_intact_over_a_lossy_link() {
     assert!(retransmitted > 0, "the loss should force retransmissions");
     assert_eq!(received.lock().unwrap().as_slice(), &data[..]);
 }
+
+/// A message series from `a` to `b` over a lossy link; `apps` holds the
+/// receiver's and the series' `[[app]]` tables.
+fn series_scenario(apps: &str) -> String {
+    format!(
+        r#"
+name = "series"
+duration = "300s"
+
+[[host]]
+name = "a"
+profile = "lwip"
+
+[[host]]
+name = "b"
+profile = "lwip"
+
+[[link]]
+name = "ab"
+kind = "point-to-point"
+ends = [
+  {{ host = "a", address = "10.0.0.1/24" }},
+  {{ host = "b", address = "10.0.0.2/24" }},
+]
+rate = "2Mbps"
+delay = "10ms"
+loss = 0.05
+{apps}
+"#
+    )
+}
+
+/// Release and acknowledgment time of each message of the series, in
+/// order, from the trace (a release is the acknowledgment less the
+/// latency).
+fn message_times(events: &[(SimTime, TraceEvent)]) -> Vec<(SimTime, SimTime)> {
+    let mut out = Vec::new();
+    for (at, e) in events {
+        if let TraceEvent::App {
+            detail:
+                rtolab_sim::trace::AppEvent::MessageAcked {
+                    index, latency_ns, ..
+                },
+            ..
+        } = e
+        {
+            assert_eq!(
+                *index as usize,
+                out.len(),
+                "messages are acknowledged in order"
+            );
+            let released = SimTime::from_nanos(at.as_nanos() - latency_ns);
+            out.push((released, *at));
+        }
+    }
+    out
+}
+
+const SINK_AND_SERIES: &str = r#"
+[[app]]
+kind = "tcp-sink"
+name = "sink"
+host = "b"
+port = 5002
+
+[[app]]
+kind = "message-series"
+name = "series"
+host = "a"
+peer = "10.0.0.2:5002"
+sizes = [3000, 1, 20000, 700]
+start = "30ms"
+"#;
+
+#[test]
+fn after_ack_releases_each_message_when_the_previous_one_is_acknowledged() {
+    let start = SimTime::from_millis(30);
+    for seed in 1..=3 {
+        let text = series_scenario(&format!("{SINK_AND_SERIES}after_ack = true\n"));
+        let (sim, events) = run_traced(&text, seed);
+        let times = message_times(&events);
+        assert_eq!(times.len(), 4, "seed {seed}: every message acknowledged");
+        assert_eq!(times[0].0, start);
+        for i in 1..times.len() {
+            // Released at the very instant the previous one was
+            // acknowledged, never before.
+            assert_eq!(times[i].0, times[i - 1].1, "seed {seed}, message {i}");
+        }
+        let report = report(&sim, "t", Vec::new());
+        let AppStats::TcpSink(sink) = app(&report, "sink") else {
+            panic!()
+        };
+        assert_eq!((sink.bytes_received, sink.bytes_corrupt), (23_701, 0));
+        let retransmissions: u64 = report.flows.iter().map(|f| f.counts.retransmissions).sum();
+        assert!(retransmissions > 0, "seed {seed}: the loss never bit");
+
+        // Without it (and without gaps) every message is released at once.
+        let (_, events) = run_traced(&series_scenario(SINK_AND_SERIES), seed);
+        let times = message_times(&events);
+        assert_eq!(times.len(), 4);
+        assert!(times.iter().all(|&(released, _)| released == start));
+    }
+}
+
+#[test]
+fn a_request_may_ask_for_no_answer() {
+    let apps = r#"
+[[app]]
+kind = "exchange-server"
+name = "server"
+host = "b"
+port = 80
+
+[[app]]
+kind = "message-series"
+name = "series"
+host = "a"
+peer = "10.0.0.2:80"
+sizes = [100, 50, 2000, 8]
+responses = [10, 0, 20, 0]
+start = "30ms"
+after_ack = true
+"#;
+    for seed in 1..=3 {
+        let (sim, events) = run_traced(&series_scenario(apps), seed);
+        let report = report(&sim, "t", Vec::new());
+        let AppStats::MessageSeries(series) = app(&report, "series") else {
+            panic!()
+        };
+        let what = format!("seed {seed}: {series:?}");
+        assert_eq!(series.messages_acked, 4, "{what}");
+        // The empty answers count as received, with no bytes.
+        assert_eq!(series.responses_received, 4, "{what}");
+        assert_eq!(
+            (series.response_bytes, series.bytes_corrupt),
+            (30, 0),
+            "{what}"
+        );
+        assert_eq!(series.failure, None, "{what}");
+        let AppStats::ExchangeServer(server) = app(&report, "server") else {
+            panic!()
+        };
+        assert_eq!(server.requests_served, 4, "seed {seed}: {server:?}");
+        assert_eq!((server.bytes_received, server.bytes_sent), (2158, 30));
+        assert_eq!((server.bytes_corrupt, server.bad_requests), (0, 0));
+
+        // Message 2 follows the unanswered message 1 once it is
+        // acknowledged; message 1 waited for the answer to message 0.
+        let times = message_times(&events);
+        assert_eq!(times.len(), 4);
+        assert_eq!(times[2].0, times[1].1, "seed {seed}");
+        assert!(times[1].0 >= times[0].1, "seed {seed}");
+        // The series closed after its last, unanswered request.
+        assert_eq!(report.flows.len(), 2);
+        for f in &report.flows {
+            assert!(
+                matches!(f.state, State::Closed | State::TimeWait),
+                "seed {seed}: {f:?}"
+            );
+        }
+    }
+}
