@@ -80,6 +80,7 @@
 
 pub mod checksum;
 mod error;
+pub mod ieee802154;
 pub mod ipv4;
 pub mod packet;
 pub mod pcap;
