@@ -80,15 +80,17 @@
 
 pub mod checksum;
 mod error;
+pub mod icmpv6;
 pub mod ieee802154;
 pub mod ipv4;
+pub mod ipv6;
 pub mod packet;
 pub mod pcap;
 pub mod tcp;
 pub mod udp;
 
 pub use error::{WireError, WireErrorKind};
-pub use std::net::Ipv4Addr;
+pub use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Result of every fallible function of this crate.
 pub type Result<T> = core::result::Result<T, WireError>;
