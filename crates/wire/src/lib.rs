@@ -86,6 +86,7 @@ pub mod ipv4;
 pub mod ipv6;
 pub mod packet;
 pub mod pcap;
+pub mod sixlowpan;
 pub mod tcp;
 pub mod udp;
 
