@@ -764,6 +764,18 @@ mod tests {
         #[test]
         fn push_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..130)) {
             let _ = Reassembler::new().push(&bytes, A, B);
+            // Random bytes rarely start with an IPHC or fragment dispatch:
+            // force each, so the decoders behind them are reached too.
+            if let Some((&first, rest)) = bytes.split_first() {
+                let mut r = Reassembler::new();
+                let iphc: Vec<u8> = [DISPATCH_IPHC | (first & 0x1f)].iter().chain(rest).copied().collect();
+                let _ = r.push(&iphc, A, B);
+                let _ = r.push(&iphc, A, Address::Short(u16::from(first)));
+                for head in [[0xc0 | (first & 7), 0x80, 0, 1], [0xc0, 0x28, 0, 1]] {
+                    let frag1: Vec<u8> = head.iter().chain(&iphc).copied().collect();
+                    let _ = r.push(&frag1, A, B);
+                }
+            }
         }
     }
 }
