@@ -1,10 +1,10 @@
-//! The Internet checksum (RFC 1071) and the IPv4 pseudo header.
+//! The Internet checksum (RFC 1071) and the IPv4 and IPv6 pseudo headers.
 //!
 //! Sums are kept as `u32` holding an already folded 16-bit one's-complement
 //! value, so partial sums of any number of pieces can be added without
 //! overflow before [`finish`] complements them.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// One's-complement sum of `data` as big-endian 16-bit words (an odd final
 /// byte is padded with zero), folded to 16 bits.
@@ -69,6 +69,35 @@ pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, len: u16) -
         + u64::from(protocol)
         + u64::from(len);
     fold64(acc)
+}
+
+/// Folded sum of the IPv6 pseudo header of RFC 8200 §8.1, used by TCP,
+/// UDP and ICMPv6 checksums: source, destination, the 32-bit upper-layer
+/// length, three zero bytes and the next header value.
+///
+/// Adding [`sum`] of the upper-layer packet (its checksum field zero) and
+/// passing the result to [`finish`] gives the checksum to send.
+pub fn pseudo_header_sum_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, len: u32) -> u32 {
+    let mut acc: u64 = 0;
+    for addr in [src, dst] {
+        for word in addr.segments() {
+            acc += u64::from(word);
+        }
+    }
+    acc += u64::from(len >> 16) + u64::from(len & 0xffff) + u64::from(next_header);
+    fold64(acc)
+}
+
+/// The checksum to send in a TCP, UDP or ICMPv6 packet `data` carried over
+/// IPv6 (its checksum field must hold zero), pseudo header included.
+pub fn upper_layer_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, data: &[u8]) -> u16 {
+    // Upper-layer packets longer than u32::MAX do not exist (jumbograms
+    // stop there too); saturating keeps this total.
+    let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+    finish(combine(&[
+        pseudo_header_sum_v6(src, dst, next_header, len),
+        sum(data),
+    ]))
 }
 
 fn fold64(mut acc: u64) -> u32 {
@@ -139,6 +168,18 @@ mod tests {
         let c = internet(&data);
         data[6..8].copy_from_slice(&c.to_be_bytes());
         assert_eq!(internet(&data), 0);
+    }
+
+    #[test]
+    fn v6_pseudo_header_matches_explicit_bytes() {
+        let src: Ipv6Addr = "fe80::212:7401:1:101".parse().unwrap();
+        let dst: Ipv6Addr = "2001:db8::ff:fe00:1".parse().unwrap();
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&src.octets());
+        bytes.extend_from_slice(&dst.octets());
+        bytes.extend_from_slice(&70_000u32.to_be_bytes());
+        bytes.extend_from_slice(&[0, 0, 0, 6]);
+        assert_eq!(pseudo_header_sum_v6(src, dst, 6, 70_000), sum(&bytes));
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Zero-copy views and representations of IPv4, UDP and TCP packets, TCP
-//! options and pcap writing.
+//! Zero-copy views and representations of IPv4, IPv6, UDP and TCP packets,
+//! TCP options, IEEE 802.15.4 frames, 6LoWPAN and pcap writing.
 //!
 //! Each protocol has two layers:
 //!
@@ -12,6 +12,12 @@
 //!
 //! [`packet`] parses and emits whole datagrams in one call; [`pcap`] writes
 //! them to capture files.
+//!
+//! For the low-power mesh (docs/mesh.md): [`ipv6`] (whole IPv6 datagrams
+//! with TCP, UDP or ICMPv6), [`icmpv6`] (echo, RPL control messages),
+//! [`ieee802154`] (data and ACK frames, FCS, airtime) and [`sixlowpan`]
+//! (IPHC compression, fragmentation, reassembly), built on the `smoltcp`
+//! crate's wire module without exposing its types.
 //!
 //! # Panic safety
 //!
@@ -80,14 +86,18 @@
 
 pub mod checksum;
 mod error;
+pub mod icmpv6;
+pub mod ieee802154;
 pub mod ipv4;
+pub mod ipv6;
 pub mod packet;
 pub mod pcap;
+pub mod sixlowpan;
 pub mod tcp;
 pub mod udp;
 
 pub use error::{WireError, WireErrorKind};
-pub use std::net::Ipv4Addr;
+pub use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Result of every fallible function of this crate.
 pub type Result<T> = core::result::Result<T, WireError>;

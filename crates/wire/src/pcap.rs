@@ -1,9 +1,9 @@
 //! Writing captures that Wireshark and tshark read.
 //!
 //! This wraps the `pcap-file` crate rather than exposing it: callers get one
-//! fixed, reproducible format (nanosecond timestamps, little-endian, raw
-//! IPv4 link type, snapshot length 65535) and `std::io` errors, and the
-//! dependency can change without touching any caller.
+//! fixed, reproducible format (nanosecond timestamps, little-endian,
+//! snapshot length 65535, one of the [`LinkType`]s) and `std::io` errors,
+//! and the dependency can change without touching any caller.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -17,8 +17,38 @@ use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
 /// Snapshot length recorded in the file header, and the longest packet accepted.
 pub const SNAPLEN: u32 = 65535;
 
-/// Writes nanosecond-resolution pcap files (magic 0xa1b23c4d) with
-/// LINKTYPE_RAW (raw IPv4, no link header), via the pcap-file crate.
+/// What each record of a capture starts with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LinkType {
+    /// LINKTYPE_RAW (101): an IP datagram, no link header.
+    #[default]
+    Raw,
+    /// LINKTYPE_IEEE802_15_4_WITHFCS (195): an IEEE 802.15.4 PSDU ending
+    /// with its 2-byte FCS.
+    Ieee802154WithFcs,
+    /// LINKTYPE_IEEE802_15_4_NOFCS (230): an IEEE 802.15.4 PSDU without
+    /// its FCS.
+    Ieee802154NoFcs,
+}
+
+impl LinkType {
+    /// The LINKTYPE_ number in the file header.
+    pub fn number(self) -> u32 {
+        u32::from(self.data_link())
+    }
+
+    fn data_link(self) -> DataLink {
+        match self {
+            LinkType::Raw => DataLink::RAW,
+            LinkType::Ieee802154WithFcs => DataLink::IEEE802_15_4,
+            LinkType::Ieee802154NoFcs => DataLink::IEEE802_15_4_NOFCS,
+        }
+    }
+}
+
+/// Writes nanosecond-resolution pcap files (magic 0xa1b23c4d) via the
+/// pcap-file crate, with LINKTYPE_RAW (raw IP, no link header) unless
+/// another [`LinkType`] is asked for.
 ///
 /// The header and records are written with pcap-file's own encoders
 /// straight into a buffer this writer owns: one capture per interface is on
@@ -32,20 +62,34 @@ pub struct PcapWriter {
 const BUFFER_BYTES: usize = 1 << 20;
 
 impl PcapWriter {
-    /// Creates (or truncates) `path` and writes the file header.
+    /// Creates (or truncates) `path` and writes the file header
+    /// (LINKTYPE_RAW).
     pub fn create(path: &Path) -> io::Result<Self> {
         Self::from_writer(Box::new(File::create(path)?))
     }
 
-    /// Writes the file header to `w` and returns a writer for packets.
+    /// Writes the file header (LINKTYPE_RAW) to `w` and returns a writer
+    /// for packets.
     pub fn from_writer(w: Box<dyn Write + Send>) -> io::Result<Self> {
+        Self::from_writer_with(w, LinkType::Raw)
+    }
+
+    /// Creates (or truncates) `path` and writes the file header for
+    /// `link_type`.
+    pub fn create_with(path: &Path, link_type: LinkType) -> io::Result<Self> {
+        Self::from_writer_with(Box::new(File::create(path)?), link_type)
+    }
+
+    /// Writes the file header for `link_type` to `w` and returns a writer
+    /// for packets.
+    pub fn from_writer_with(w: Box<dyn Write + Send>, link_type: LinkType) -> io::Result<Self> {
         let header = PcapHeader {
             version_major: 2,
             version_minor: 4,
             ts_correction: 0,
             ts_accuracy: 0,
             snaplen: SNAPLEN,
-            datalink: DataLink::RAW,
+            datalink: link_type.data_link(),
             ts_resolution: TsResolution::NanoSecond,
             // Fixed rather than native so the same run gives byte-identical
             // files on every machine.
@@ -56,8 +100,9 @@ impl PcapWriter {
         Ok(PcapWriter { out })
     }
 
-    /// Appends one packet (a raw IPv4 datagram) stamped `time_ns` nanoseconds
-    /// after the epoch of the capture.
+    /// Appends one packet (what the link type says: an IP datagram, or an
+    /// IEEE 802.15.4 PSDU with or without FCS) stamped `time_ns`
+    /// nanoseconds after the epoch of the capture.
     ///
     /// A packet longer than [`SNAPLEN`] (which no IPv4 datagram can be) is
     /// refused with `InvalidInput` rather than cut: readers such as
