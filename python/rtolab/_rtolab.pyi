@@ -1,6 +1,8 @@
 """Type stubs of the native module built from crates/py."""
 
 __version__: str
+#: Events in a row at one instant of simulated time that stop a run as stalled.
+DEFAULT_STALL_EVENTS: int
 
 class ScenarioError(ValueError):
     """A scenario failed validation; ``args`` is ``(field_path, message)``."""
@@ -26,6 +28,7 @@ def run(
     max_events: int | None = None,
     max_wall_s: float | None = None,
     max_output: int | None = None,
+    max_stall_events: int | None = None,
 ) -> str:
     """Runs a scenario given as TOML text and returns the run report as JSON;
     the limits stop it early (``RunStopped``), and so does a signal handler

@@ -192,6 +192,7 @@ def run(
     max_events: int | None = None,
     max_wall: float | None = None,
     max_output: int | None = None,
+    max_stall_events: int | None = None,
 ) -> Result:
     """Run a scenario in the simulator.
 
@@ -207,7 +208,10 @@ def run(
     (bytes of captures and traces) stop the run early, with
     :class:`rtolab.RunStopped`; Ctrl-C stops it within milliseconds with
     ``KeyboardInterrupt``. Either way the files written so far are valid and
-    ``metrics.json`` says ``"complete": false``.
+    ``metrics.json`` says ``"complete": false``. ``max_stall_events`` (default
+    one million) is how many events in a row may fire at one instant of
+    simulated time before the run fails with :class:`rtolab.RunStopped`
+    (``stopped_by`` ``"stalled"``), naming the component and the event.
 
     Raises :class:`rtolab.ScenarioError` (naming the field) for a bad
     scenario and :class:`rtolab.RunError` when the run fails.
@@ -215,9 +219,13 @@ def run(
     text = scenario_text(scenario)
     if seed is not None and (isinstance(seed, bool) or not 0 <= seed < 2**64):
         raise ScenarioError("seed", f"must be an integer in [0, 2^64), got {seed}")
-    for name, limit in (("max_events", max_events), ("max_output", max_output)):
-        if limit is not None and (isinstance(limit, bool) or not 0 <= limit < 2**64):
-            raise ScenarioError(name, f"must be an integer in [0, 2^64), got {limit}")
+    for name, limit, least in (
+        ("max_events", max_events, 0),
+        ("max_output", max_output, 0),
+        ("max_stall_events", max_stall_events, 1),
+    ):
+        if limit is not None and (isinstance(limit, bool) or not least <= limit < 2**64):
+            raise ScenarioError(name, f"must be an integer in [{least}, 2^64), got {limit}")
     temporary = out is None
     out_dir = Path(tempfile.mkdtemp(prefix="rtolab-run-")) if out is None else Path(out)
     try:
@@ -236,6 +244,7 @@ def run(
                     max_events=max_events,
                     max_wall_s=max_wall,
                     max_output=max_output,
+                    max_stall_events=max_stall_events,
                 )
             )
     except BaseException:

@@ -34,6 +34,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rtolab import api
+from rtolab._rtolab import DEFAULT_STALL_EVENTS
 from rtolab.errors import RtolabError, RunError, RunStopped
 
 app = typer.Typer(
@@ -279,6 +280,15 @@ def run(
     max_output: Annotated[
         int | None, typer.Option(help="Stop once pcaps and traces hold this many bytes.", min=0)
     ] = None,
+    max_stall_events: Annotated[
+        int | None,
+        typer.Option(
+            help="Fail when this many events in a row fire at one instant "
+            f"(simulated time standing still); default {DEFAULT_STALL_EVENTS}.",
+            min=1,
+            max=2**64 - 1,
+        ),
+    ] = None,
 ) -> None:
     """Run one scenario in the simulator and summarise it.
 
@@ -301,6 +311,7 @@ def run(
                     max_events=max_events,
                     max_wall=max_wall,
                     max_output=max_output,
+                    max_stall_events=max_stall_events,
                 ),
                 as_json,
             )

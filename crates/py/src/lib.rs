@@ -141,11 +141,13 @@ fn run_error(err: RunError) -> PyErr {
 /// Runs a scenario given as TOML text and returns the run report as JSON.
 /// `max_events`, `max_wall_s` and `max_output` (bytes of captures and
 /// traces) stop the run early; so does a signal whose handler raises
-/// (Ctrl-C), whose exception is then raised here.
+/// (Ctrl-C), whose exception is then raised here. `max_stall_events` sets
+/// the guard against simulated time standing still (events in a row at one
+/// instant; the core's default when `None`).
 #[pyfunction]
 #[pyo3(signature = (
     text, seed=None, out_dir=None, duration_s=None, write_traces=true,
-    max_events=None, max_wall_s=None, max_output=None,
+    max_events=None, max_wall_s=None, max_output=None, max_stall_events=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run(
@@ -158,10 +160,18 @@ fn run(
     max_events: Option<u64>,
     max_wall_s: Option<f64>,
     max_output: Option<u64>,
+    max_stall_events: Option<u64>,
 ) -> PyResult<String> {
     let scenario = parse(text)?;
     let duration_s = positive_seconds("duration", duration_s)?;
     let max_wall_s = positive_seconds("max_wall", max_wall_s)?;
+    if max_stall_events == Some(0) {
+        // At 0 the guard would stop a run at its first event.
+        return Err(NativeScenarioError::new_err((
+            "max_stall_events".to_string(),
+            "must be a positive number of events, got 0".to_string(),
+        )));
+    }
     let stop = StopFlag::new();
     let options = RunOptions {
         seed,
@@ -172,7 +182,7 @@ fn run(
         max_wall: max_wall_s.map(Duration::from_secs_f64),
         max_output,
         stop: Some(stop.clone()),
-        ..RunOptions::default()
+        stall_events: max_stall_events,
     };
     let report =
         interruptible(py, &stop, || run_scenario(&scenario, &options))?.map_err(run_error)?;
@@ -216,6 +226,10 @@ fn policy_catalog() -> PyResult<String> {
 #[pymodule]
 fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "DEFAULT_STALL_EVENTS",
+        rtolab_sim::limits::DEFAULT_STALL_EVENTS,
+    )?;
     m.add("ScenarioError", m.py().get_type::<NativeScenarioError>())?;
     m.add("RunError", m.py().get_type::<NativeRunError>())?;
     m.add("RunStopped", m.py().get_type::<NativeRunStopped>())?;
