@@ -151,6 +151,7 @@
 //! * errors and values with units live in [`crate::config`], below every
 //!   kind.
 
+mod pieces;
 mod profiles;
 mod raw;
 mod validate;
