@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,6 +17,7 @@ import tomllib
 
 from rtolab import _native, _rtolab, frames
 from rtolab.errors import ResultError, ScenarioError, native_errors, read_json_file
+from rtolab.runreport import Report, release_freed_memory
 from rtolab.scenario import Scenario
 
 #: What :func:`run` and :func:`validate` accept: a path to a TOML file, TOML
@@ -69,9 +70,13 @@ class Result:
     * :attr:`traces`: every trace event, nested fields as dotted columns;
     * :attr:`metrics`: the run report in long form (scope, name, part,
       metric, value); :meth:`flat_metrics` gives the same as a dict.
+
+    :attr:`report` reads like the dict of ``metrics.json``; it keeps the
+    report's text and decodes a value (the list of apps, say) when it is
+    first asked for.
     """
 
-    report: dict[str, Any]
+    report: Mapping[str, Any]
     out_dir: Path | None
     files: list[Path] = field(default_factory=list)
     scenario: str | None = None
@@ -86,7 +91,7 @@ class Result:
         metrics_path = out / METRICS_FILE
         if not metrics_path.is_file():
             raise ResultError(str(out), f"no {METRICS_FILE}: not the output of a run")
-        report = read_json_file(metrics_path)
+        report = _read_report(metrics_path)
         names = report.get("files", [])
         seed = report.get("seed")
         # The fields a Result relies on, checked here so that a garbled file
@@ -96,8 +101,14 @@ class Result:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ResultError(str(metrics_path), "garbled: no integer seed")
         for key in ("nodes", "links", "apps", "flows"):
-            items = report.get(key, [])
-            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            if key not in report:
+                continue
+            if isinstance(report, Report):
+                lists = report.lists_objects(key) or report.count(key) == 0
+            else:
+                items = report[key]
+                lists = isinstance(items, list) and all(isinstance(i, dict) for i in items)
+            if not lists:
                 raise ResultError(str(metrics_path), f"garbled: {key} is not a list of objects")
         files = [out / f for f in names]
         scenario_path = out / SCENARIO_FILE
@@ -182,6 +193,15 @@ class Result:
         return frames.flat_metrics(self.report)
 
 
+def _read_report(path: Path) -> Mapping[str, Any]:
+    """The report in a ``metrics.json``, kept as text; whatever the core's
+    reader does not take is read as before, with the same errors."""
+    try:
+        return Report(path.read_bytes())
+    except (OSError, ValueError):
+        return read_json_file(path)
+
+
 def run(
     scenario: ScenarioSource,
     *,
@@ -234,7 +254,7 @@ def run(
         raise ScenarioError("out", f"cannot create {out_dir}: {err.strerror}") from None
     try:
         with native_errors():
-            report: dict[str, Any] = json.loads(
+            report = Report(
                 _rtolab.run(
                     text,
                     seed=seed,
@@ -251,6 +271,8 @@ def run(
         if temporary:
             shutil.rmtree(out_dir, ignore_errors=True)
         raise
+    finally:
+        release_freed_memory()
     files = [Path(f) for f in report.get("files", [])]
     scenario_path = out_dir / SCENARIO_FILE
     scenario_path.write_text(text, encoding="utf-8")
@@ -269,13 +291,16 @@ def run(
 
 def run_metrics(
     scenario: ScenarioSource, *, seed: int | None = None, duration: float | None = None
-) -> dict[str, Any]:
-    """Run a scenario without writing any file; returns the run report only.
+) -> Mapping[str, Any]:
+    """Run a scenario without writing any file; returns the run report only
+    (read like a dict, see :class:`Result`).
 
     The fastest way to get numbers (what sweeps use)."""
     text = scenario_text(scenario)
-    with native_errors():
-        report: dict[str, Any] = json.loads(
-            _rtolab.run(text, seed=seed, out_dir=None, duration_s=duration, write_traces=False)
-        )
-    return report
+    try:
+        with native_errors():
+            return Report(
+                _rtolab.run(text, seed=seed, out_dir=None, duration_s=duration, write_traces=False)
+            )
+    finally:
+        release_freed_memory()

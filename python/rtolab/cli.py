@@ -14,7 +14,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -36,6 +36,7 @@ from rich.text import Text
 from rtolab import api
 from rtolab._rtolab import DEFAULT_STALL_EVENTS
 from rtolab.errors import RtolabError, RunError, RunStopped
+from rtolab.runreport import Report, write_metrics_parquet
 
 app = typer.Typer(
     name="rtolab",
@@ -198,15 +199,15 @@ def _print_summary(report: dict[str, Any], seconds: float, files: list[Path]) ->
         soft_wrap=True,
     )
     for key in ("links", "apps", "middleboxes", "flows"):
-        rows = report.get(key, [])
-        if not isinstance(rows, list):
+        count = _count(report, key)
+        if count is None:
             continue
-        if len(rows) > MAX_TABLE_ITEMS:
+        if count > MAX_TABLE_ITEMS:
             # A column per item stops being readable long before it gets slow.
             what = "TCP connections" if key == "flows" else key
-            out_console.print(f"{key}: {len(rows)} {what} (see metrics.json and metrics.parquet)")
+            out_console.print(f"{key}: {count} {what} (see metrics.json and metrics.parquet)")
             continue
-        table = _table(key, rows)
+        table = _table(key, report[key])
         if table is not None:
             out_console.print(table)
     if files:
@@ -215,6 +216,15 @@ def _print_summary(report: dict[str, Any], seconds: float, files: list[Path]) ->
             by_kind.setdefault(_file_kind(f), []).append(_visible(str(f)))
         for kind, names in by_kind.items():
             out_console.print(Text(f"{kind}: " + ", ".join(names)), soft_wrap=True)
+
+
+def _count(report: Mapping[str, Any], key: str) -> int | None:
+    """How many items ``report`` lists under ``key`` (``None`` if no list),
+    without decoding them when the report is kept as text."""
+    if isinstance(report, Report):
+        return report.count(key)
+    rows = report.get(key)
+    return len(rows) if isinstance(rows, list) else None
 
 
 def _file_kind(path: Path) -> str:
@@ -332,7 +342,7 @@ def run(
             os._exit(130)
         elapsed = time.perf_counter() - started
         metrics_table = out / "metrics.parquet"
-        result.metrics.to_parquet(metrics_table, index=False)
+        write_metrics_parquet(result.report, metrics_table)
         extra = [metrics_table]
         if plot and result.trace_file:
             from rtolab import plots
@@ -343,11 +353,17 @@ def run(
 
             extra.append(_with_spinner("writing the report", lambda: write_report(out), as_json))
         if as_json:
-            data = dict(result.report)
-            data["files"] = [str(f) for f in result.files] + [str(f) for f in extra]
-            data["plots"] = [str(p) for p in extra if p.suffix == ".png"]
-            data["wall_s"] = elapsed
-            typer.echo(json.dumps(data))
+            changes = {
+                "files": [str(f) for f in result.files] + [str(f) for f in extra],
+                "plots": [str(p) for p in extra if p.suffix == ".png"],
+                "wall_s": elapsed,
+            }
+            if isinstance(result.report, Report):
+                # Copies the report's text: no object per app.
+                result.report.write_json(sys.stdout, **changes)
+                sys.stdout.flush()
+            else:
+                typer.echo(json.dumps({**result.report, **changes}))
         else:
             _print_summary(result.report, elapsed, result.files + extra)
 

@@ -5,8 +5,12 @@
 //! GIL released, and hands results back as JSON text that the Python package
 //! turns into its own objects. Keeping the boundary to strings means the
 //! Python side never holds Rust state and the core's types can change freely.
+//! A run report, which grows with the apps and connections, stays text on
+//! the Python side: [`report_index`] says where its values are and
+//! [`metric_columns`] turns its numbers into the columns of a table.
 
 mod capture;
+mod report;
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -15,6 +19,7 @@ use std::time::Duration;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
 use rtolab_sim::{run_scenario, RunError, RunOptions, Scenario, ScenarioError, StopFlag};
 use rtolab_time::SimDuration;
 
@@ -138,7 +143,8 @@ fn run_error(err: RunError) -> PyErr {
     }
 }
 
-/// Runs a scenario given as TOML text and returns the run report as JSON.
+/// Runs a scenario given as TOML text and returns the run report as JSON
+/// (UTF-8 bytes).
 /// `max_events`, `max_wall_s` and `max_output` (bytes of captures and
 /// traces) stop the run early; so does a signal whose handler raises
 /// (Ctrl-C), whose exception is then raised here. `max_stall_events` sets
@@ -161,7 +167,7 @@ fn run(
     max_wall_s: Option<f64>,
     max_output: Option<u64>,
     max_stall_events: Option<u64>,
-) -> PyResult<String> {
+) -> PyResult<Py<PyBytes>> {
     let scenario = parse(text)?;
     let duration_s = positive_seconds("duration", duration_s)?;
     let max_wall_s = positive_seconds("max_wall", max_wall_s)?;
@@ -186,8 +192,74 @@ fn run(
     };
     let report =
         interruptible(py, &stop, || run_scenario(&scenario, &options))?.map_err(run_error)?;
-    serde_json::to_string(&report)
-        .map_err(|e| NativeRunError::new_err(format!("cannot encode report: {e}")))
+    // A large scenario takes as much memory as its report: free it first.
+    drop(scenario);
+    let text = py
+        .detach(|| serde_json::to_vec(&report))
+        .map_err(|e| NativeRunError::new_err(format!("cannot encode report: {e}")))?;
+    Ok(PyBytes::new(py, &text).unbind())
+}
+
+/// Where each top-level value of a run report (JSON bytes) is: a list of
+/// `(key, start, end, length, objects)`, `length` and `objects` (whether
+/// every element is an object) for arrays only, else `None`. A key given
+/// twice keeps its first place and its last value. Raises `ValueError`
+/// when the text is not one JSON object.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn report_index(
+    py: Python<'_>,
+    text: &[u8],
+) -> PyResult<Vec<(String, usize, usize, Option<usize>, Option<bool>)>> {
+    let entries = py
+        .detach(|| report::index(text))
+        .map_err(|e| PyValueError::new_err(report::describe(&e)))?;
+    Ok(entries
+        .into_iter()
+        .map(|e| {
+            let (length, objects) = e.array.unzip();
+            (e.key, e.start, e.end, length, objects)
+        })
+        .collect())
+}
+
+/// The long metrics table of a run report (JSON bytes) as columns, in a
+/// dict: `scopes` and `keys` (each scope's name and the report key that
+/// lists its items), `names` (the run's, then every item's), `kinds` (per
+/// name), `items` (per scope: first index into `names` and count), `parts`
+/// (index 0: none), `metrics`, and per row, as little-endian arrays,
+/// `scope` (u8: 0 the run, else 1 + the scope's index in `scopes`),
+/// `name`, `part`, `metric` (u32 indices) and `value` (f64). Raises
+/// `ValueError` when the text is not one JSON object.
+#[pyfunction]
+fn metric_columns<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let c = py
+        .detach(|| report::metric_columns(text))
+        .map_err(|e| PyValueError::new_err(report::describe(&e)))?;
+    fn bytes<const N: usize, T: Copy>(values: &[T], to: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+        values.iter().flat_map(|&v| to(v)).collect()
+    }
+    let out = PyDict::new(py);
+    let (scopes, keys): (Vec<&str>, Vec<&str>) = report::SCOPES.iter().copied().unzip();
+    out.set_item("scopes", scopes)?;
+    out.set_item("keys", keys)?;
+    out.set_item("names", c.names)?;
+    out.set_item("kinds", c.kinds)?;
+    out.set_item("items", c.items)?;
+    out.set_item("parts", c.parts)?;
+    out.set_item("metrics", c.metrics)?;
+    out.set_item("scope", PyBytes::new(py, &c.scope))?;
+    out.set_item("name", PyBytes::new(py, &bytes(&c.name, u32::to_le_bytes)))?;
+    out.set_item("part", PyBytes::new(py, &bytes(&c.part, u32::to_le_bytes)))?;
+    out.set_item(
+        "metric",
+        PyBytes::new(py, &bytes(&c.metric, u32::to_le_bytes)),
+    )?;
+    out.set_item(
+        "value",
+        PyBytes::new(py, &bytes(&c.value, f64::to_le_bytes)),
+    )?;
+    Ok(out)
 }
 
 /// Decodes a capture file written by a run; returns its packets as JSON
@@ -236,6 +308,8 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CaptureError", m.py().get_type::<NativeCaptureError>())?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(report_index, m)?)?;
+    m.add_function(wrap_pyfunction!(metric_columns, m)?)?;
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_scenarios, m)?)?;
