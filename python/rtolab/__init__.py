@@ -11,6 +11,7 @@ self-contained HTML page). Figures are in :mod:`rtolab.plots`;
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rtolab._rtolab import __version__
 from rtolab.api import (
@@ -32,9 +33,30 @@ from rtolab.errors import (
     ScenarioError,
     SweepError,
 )
-from rtolab.frames import read_capture
 from rtolab.scenario import App, Capture, Host, Link, Middlebox, Route, Scenario
-from rtolab.sweeps import Sweep, load_results, sweep
+
+if TYPE_CHECKING:
+    from rtolab.frames import read_capture
+    from rtolab.sweeps import Sweep, load_results, sweep
+
+#: Names whose modules (pandas, pyarrow, Dask) are imported on first use,
+#: so that ``import rtolab`` and the ``rtolab`` command start quickly.
+_LAZY = {
+    "read_capture": "rtolab.frames",
+    "Sweep": "rtolab.sweeps",
+    "load_results": "rtolab.sweeps",
+    "sweep": "rtolab.sweeps",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rtolab' has no attribute {name!r}")
 
 
 def report(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:

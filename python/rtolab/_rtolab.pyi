@@ -46,9 +46,11 @@ def report_index(
 
 def metric_columns(text: bytes) -> dict[str, Any]:
     """The long metrics table of a run report (JSON) as columns: distinct
-    strings (``scopes``, ``keys``, ``names``, ``kinds``, ``parts``,
-    ``metrics``), ``items`` (per scope, its first name and count) and per
-    row little-endian arrays ``scope`` (u8), ``name``, ``part``, ``metric``
+    strings (``scopes``, ``names``, ``kinds``, ``parts``, ``metrics``, each
+    as the buffers of an Arrow ``large_string`` array: ``(length, validity
+    or None, offsets, data)``), ``keys`` (the report key of each scope),
+    ``items`` (per scope, its first name and count) and per row
+    little-endian arrays ``scope`` (u8), ``name``, ``part``, ``metric``
     (u32) and ``value`` (f64). ``ValueError`` unless the text is one JSON
     object."""
 

@@ -10,15 +10,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import tomllib
 
-from rtolab import _native, _rtolab, frames
+from rtolab import _native, _rtolab, runreport
 from rtolab.errors import ResultError, ScenarioError, native_errors, read_json_file
 from rtolab.runreport import Report, release_freed_memory
 from rtolab.scenario import Scenario
+
+if TYPE_CHECKING:
+    # pandas is imported by the tables' own module when one is asked for:
+    # running a scenario or writing its metrics does without it.
+    import pandas as pd
 
 #: What :func:`run` and :func:`validate` accept: a path to a TOML file, TOML
 #: text, the name of a shipped scenario, or a :class:`rtolab.Scenario`.
@@ -175,22 +179,28 @@ class Result:
         ``window``, ``len`` (IP datagram bytes), ``payload_len``,
         ``segment_len`` and the TCP options. Decoded by the core's wire
         parser."""
+        from rtolab import frames
+
         return frames.packets(self.pcaps, self.capture_specs)
 
     @cached_property
     def traces(self) -> pd.DataFrame:
         """One row per trace event (see :func:`rtolab.frames.traces`)."""
+        from rtolab import frames
+
         return frames.traces(self.trace_file, self.report)
 
     @cached_property
     def metrics(self) -> pd.DataFrame:
         """The run report as a long table (see :func:`rtolab.frames.metrics`)."""
+        from rtolab import frames
+
         return frames.metrics(self.report)
 
     def flat_metrics(self) -> dict[str, float]:
         """Every number of the report under a dotted key, e.g.
         ``app.sink.received_packets``."""
-        return frames.flat_metrics(self.report)
+        return runreport.flat_metrics(self.report)
 
 
 def _read_report(path: Path) -> Mapping[str, Any]:

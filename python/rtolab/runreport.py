@@ -172,25 +172,40 @@ def metric_table(report: Mapping[str, Any]) -> pa.Table:
     return _table(_columns(report))
 
 
-def _table(columns: dict[str, Any]) -> pa.Table:
-    import numpy as np
+def _strings(buffers: tuple[int, bytes | None, bytes, bytes]) -> pa.Array:
+    """An Arrow string array from the core's buffers (no object per string)."""
     import pyarrow as pa
 
-    def strings(values: list[str | None], indices: np.ndarray) -> pa.Array:
-        # Each distinct string once, then one index per row.
-        return pa.array(values, pa.string()).take(pa.array(indices))
+    length, valid, offsets, data = buffers
+    return pa.Array.from_buffers(
+        pa.large_string(),
+        length,
+        [valid and pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)],
+    )
 
-    name = np.frombuffer(columns["name"], "<u4")
-    part = np.frombuffer(columns["part"], "<u4")
-    parts: list[str | None] = [None, *columns["parts"][1:]]
+
+def _numbers(kind: pa.DataType, data: bytes) -> pa.Array:
+    """An Arrow array of numbers from their little-endian bytes."""
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(kind, len(data) // kind.byte_width, [None, pa.py_buffer(data)])
+
+
+def _table(columns: dict[str, Any]) -> pa.Table:
+    # Built from buffers only: converting Python or NumPy values would make
+    # pyarrow import pandas, which ``rtolab run --no-plot`` does without.
+    import pyarrow as pa
+
+    names = _strings(columns["names"])
+    name = _numbers(pa.uint32(), columns["name"])
     return pa.table(
         {
-            "scope": strings(["run", *columns["scopes"]], np.frombuffer(columns["scope"], "u1")),
-            "name": strings(columns["names"], name),
-            "kind": strings(columns["kinds"], name),
-            "part": strings(parts, part),
-            "metric": strings(columns["metrics"], np.frombuffer(columns["metric"], "<u4")),
-            "value": pa.array(np.frombuffer(columns["value"], "<f8")),
+            "scope": _strings(columns["scopes"]).take(_numbers(pa.uint8(), columns["scope"])),
+            "name": names.take(name),
+            "kind": _strings(columns["kinds"]).take(name),
+            "part": _strings(columns["parts"]).take(_numbers(pa.uint32(), columns["part"])),
+            "metric": _strings(columns["metrics"]).take(_numbers(pa.uint32(), columns["metric"])),
+            "value": _numbers(pa.float64(), columns["value"]),
         }
     )
 
@@ -211,10 +226,12 @@ def flat_metrics(report: Mapping[str, Any]) -> dict[str, float]:
     """Every number of a run report under one dotted key, e.g.
     ``app.sink.received_packets`` or ``link.ab.directions[0].delivered_bytes``
     (what a sweep stores per run)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     flat: dict[str, float] = {}
     table = metric_table(report)
+    dot = pa.scalar(".", pa.large_string())
     # A slice at a time: the keys of millions of rows as Arrow strings and
     # Python strings at once would double what the dict itself takes.
     for start in range(0, table.num_rows, _FLAT_ROWS):
@@ -222,7 +239,7 @@ def flat_metrics(report: Mapping[str, Any]) -> dict[str, float]:
         # The run's own numbers go without its name; parts only where there is one.
         name = pc.if_else(pc.equal(rows["scope"], "run"), None, rows["name"])
         keys = pc.binary_join_element_wise(
-            rows["scope"], name, rows["part"], rows["metric"], ".", null_handling="skip"
+            rows["scope"], name, rows["part"], rows["metric"], dot, null_handling="skip"
         )
         flat.update(zip(keys.to_pylist(), values(rows), strict=True))
     return flat
@@ -247,7 +264,7 @@ def item_names(report: Mapping[str, Any], key: str) -> list[str]:
         columns = report._metric_columns()
         if key in columns["keys"]:
             start, count = columns["items"][columns["keys"].index(key)]
-            return list(columns["names"][start : start + count])
+            return _strings(columns["names"]).slice(start, count).to_pylist()
     items = report.get(key, [])
     return [
         str(item.get("name", i)) if isinstance(item, Mapping) else str(i)

@@ -224,11 +224,12 @@ fn report_index(
 }
 
 /// The long metrics table of a run report (JSON bytes) as columns, in a
-/// dict: `scopes` and `keys` (each scope's name and the report key that
-/// lists its items), `names` (the run's, then every item's), `kinds` (per
+/// dict: `scopes` (`run`, then each scope's name), `keys` (the report key
+/// that lists each scope's items), `names` (the run's, then every item's), `kinds` (per
 /// name), `items` (per scope: first index into `names` and count), `parts`
-/// (index 0: none), `metrics`, and per row, as little-endian arrays,
-/// `scope` (u8: 0 the run, else 1 + the scope's index in `scopes`),
+/// (index 0: none), `metrics` (the strings as buffers of Arrow arrays, see
+/// [`arrow_strings`]), and per row, as little-endian arrays,
+/// `scope` (u8: index into `scopes`),
 /// `name`, `part`, `metric` (u32 indices) and `value` (f64). Raises
 /// `ValueError` when the text is not one JSON object.
 #[pyfunction]
@@ -241,13 +242,25 @@ fn metric_columns<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyDi
     }
     let out = PyDict::new(py);
     let (scopes, keys): (Vec<&str>, Vec<&str>) = report::SCOPES.iter().copied().unzip();
-    out.set_item("scopes", scopes)?;
+    let scopes = ["run"]
+        .into_iter()
+        .chain(scopes)
+        .map(Some)
+        .collect::<Vec<_>>();
+    out.set_item("scopes", arrow_strings(py, scopes.into_iter()))?;
     out.set_item("keys", keys)?;
-    out.set_item("names", c.names)?;
-    out.set_item("kinds", c.kinds)?;
+    let names = c.names.iter().map(|n| Some(n.as_str()));
+    out.set_item("names", arrow_strings(py, names))?;
+    out.set_item(
+        "kinds",
+        arrow_strings(py, c.kinds.iter().map(Option::as_deref)),
+    )?;
     out.set_item("items", c.items)?;
-    out.set_item("parts", c.parts)?;
-    out.set_item("metrics", c.metrics)?;
+    let parts = c.parts.iter().enumerate();
+    let parts = parts.map(|(i, p)| (i > 0).then_some(p.as_str()));
+    out.set_item("parts", arrow_strings(py, parts))?;
+    let metrics = c.metrics.iter().map(|m| Some(m.as_str()));
+    out.set_item("metrics", arrow_strings(py, metrics))?;
     out.set_item("scope", PyBytes::new(py, &c.scope))?;
     out.set_item("name", PyBytes::new(py, &bytes(&c.name, u32::to_le_bytes)))?;
     out.set_item("part", PyBytes::new(py, &bytes(&c.part, u32::to_le_bytes)))?;
@@ -260,6 +273,42 @@ fn metric_columns<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyDi
         PyBytes::new(py, &bytes(&c.value, f64::to_le_bytes)),
     )?;
     Ok(out)
+}
+
+/// Strings (or none) as the buffers of an Arrow `large_string` array:
+/// `(length, validity bitmap or None, i64 offsets, data)`, so that Python
+/// builds the array without an object per string.
+fn arrow_strings<'a, 'py>(
+    py: Python<'py>,
+    values: impl ExactSizeIterator<Item = Option<&'a str>>,
+) -> (
+    usize,
+    Option<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+) {
+    let len = values.len();
+    let mut valid = vec![0u8; len.div_ceil(8)];
+    let mut offsets = Vec::with_capacity(8 * (len + 1));
+    let mut data = Vec::new();
+    let mut nulls = false;
+    offsets.extend_from_slice(&0i64.to_le_bytes());
+    for (i, value) in values.enumerate() {
+        match value {
+            Some(v) => {
+                valid[i / 8] |= 1 << (i % 8);
+                data.extend_from_slice(v.as_bytes());
+            }
+            None => nulls = true,
+        }
+        offsets.extend_from_slice(&(data.len() as i64).to_le_bytes());
+    }
+    (
+        len,
+        nulls.then(|| PyBytes::new(py, &valid)),
+        PyBytes::new(py, &offsets),
+        PyBytes::new(py, &data),
+    )
 }
 
 /// Decodes a capture file written by a run; returns its packets as JSON
