@@ -246,6 +246,20 @@ def test_many_apps_draw_a_bounded_bar_chart() -> None:
     plots.plt.close(fig)
 
 
+def test_a_run_report_lists_a_bounded_number_of_apps(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from rtolab import reports
+
+    monkeypatch.setattr(reports, "MAX_ROWS", 7)
+    result = rtolab.run(many_apps(10), seed=1, out=tmp_path / "run")
+    page = rtolab.report(result.out_dir).read_text(encoding="utf-8")
+    apps = page.split("<h2>Apps", 1)[1].split("<h2>", 1)[0]
+    assert "The first 7 of 20 rows; every one is in" in apps
+    assert apps.split("<tbody>")[1].count("<tr>") == 7
+    assert "sink3" in apps and "sink4" not in apps
+
+
 def test_progress_labels_are_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 

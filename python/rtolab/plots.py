@@ -94,8 +94,9 @@ def _empty(ax: Axes, message: str) -> Axes:
 MAX_LEGEND = 8
 #: Most bars (apps, parameter values) in a bar chart; the first ones are
 #: drawn and the title says how many there are. Drawing 10 000 tick labels
-#: takes minutes and shows nothing.
-MAX_BARS = 40
+#: takes minutes and shows nothing; 40 slanted labels already took a second
+#: to lay out and overlapped at the figure's width.
+MAX_BARS = 20
 #: Longest name in a legend or under a bar; longer ones end in "…".
 MAX_LABEL = 30
 
