@@ -137,6 +137,25 @@ def test_validate_checks_a_sweep_file(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["runs"] == 4
 
 
+def test_validate_tells_large_files_apart(tmp_path: Path) -> None:
+    # Files of a megabyte or more are read by the core first: a scenario is
+    # summarised, a sweep (or a bad scenario) then read as before.
+    padding = "# " + "x" * 1000 + "\n"
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(SWEEP + padding * 1100)
+    done = rtolab("validate", str(sweep), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["runs"] == 4
+    scenario = tmp_path / "scenario.toml"
+    text = (Path(__file__).parent.parent / "scenarios" / "p2p-cbr.toml").read_text()
+    scenario.write_text(text + padding * 1100)
+    done = rtolab("validate", str(scenario), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["name"] == "p2p-cbr"
+    scenario.write_text(text.replace("[[link]]", "[[link]]\nspeed = 1", 1) + padding * 1100)
+    assert "link[0]" in one_line_error(rtolab("validate", str(scenario)))
+
+
 @pytest.mark.parametrize(
     ("body", "needle"),
     [

@@ -35,7 +35,7 @@ from rich.text import Text
 
 from rtolab import api
 from rtolab._rtolab import DEFAULT_STALL_EVENTS
-from rtolab.errors import RtolabError, RunError, RunStopped
+from rtolab.errors import RtolabError, RunError, RunStopped, ScenarioError
 from rtolab.runreport import Report, write_metrics_parquet
 
 app = typer.Typer(
@@ -372,6 +372,17 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+#: Files from this size on are tried as scenarios before as sweeps.
+LARGE_FILE = 1 << 20
+
+
+def _is_large(path: str) -> bool:
+    try:
+        return os.path.getsize(path) >= LARGE_FILE
+    except OSError:
+        return False
+
+
 def _is_sweep_file(path: str) -> bool:
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -381,6 +392,31 @@ def _is_sweep_file(path: str) -> bool:
     return "scenario" in data and "duration" not in data
 
 
+def _large_scenario_summary(path: str) -> dict[str, Any] | None:
+    """The summary of the scenario in a large file, or ``None`` if it is a
+    sweep. Reading 50 MB as TOML takes Python a minute, and sweep files are
+    small: the core reads it first."""
+    try:
+        return api.validate(path)
+    except ScenarioError:
+        if _is_sweep_file(path):
+            return None
+        raise
+
+
+def _sweep_summary(path: str) -> dict[str, Any]:
+    from rtolab.sweeps import Sweep
+
+    spec = Sweep.load(path)
+    return {
+        "sweep": spec.name,
+        "runs": len(spec.combinations()) * len(spec.seeds),
+        "combinations": len(spec.combinations()),
+        "seeds": len(spec.seeds),
+        "parameters": list(spec.grid),
+    }
+
+
 @app.command()
 def validate(
     file: Annotated[str, typer.Argument(help="Scenario or sweep TOML file to check.")],
@@ -388,19 +424,9 @@ def validate(
 ) -> None:
     """Check a scenario (or sweep) file without running it."""
     with _user_errors():
-        if _is_sweep_file(file):
-            from rtolab.sweeps import Sweep
-
-            spec = Sweep.load(file)
-            summary: dict[str, Any] = {
-                "sweep": spec.name,
-                "runs": len(spec.combinations()) * len(spec.seeds),
-                "combinations": len(spec.combinations()),
-                "seeds": len(spec.seeds),
-                "parameters": list(spec.grid),
-            }
-        else:
-            summary = api.validate(file)
+        summary = _large_scenario_summary(file) if _is_large(file) else None
+        if summary is None:
+            summary = _sweep_summary(file) if _is_sweep_file(file) else api.validate(file)
     if as_json:
         typer.echo(json.dumps(summary))
     else:
