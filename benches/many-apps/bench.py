@@ -78,6 +78,10 @@ def timed(step: Callable[[], Any]) -> tuple[float, Any]:
 
 def measure(path: Path) -> dict[str, float]:
     """The steps of a run of the scenario in ``path``, in this process."""
+    # Imported first, whatever rtolab imports on first use: starting Python
+    # and importing are constant costs, which --cli measures.
+    import pandas  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
     from rich.console import Console
 
     import rtolab
