@@ -21,6 +21,7 @@ MODULES = [
     "rtolab.scenario",
     "rtolab.catalog",
     "rtolab.frames",
+    "rtolab.runreport",
     "rtolab.sweeps",
     "rtolab.plots",
     "rtolab.reports",
