@@ -34,6 +34,10 @@ def test_run_json_is_machine_readable(p2p_scenario: Path, tmp_path: Path) -> Non
     report = json.loads(done.stdout)
     assert report["seed"] == 3
     assert {Path(f).name for f in report["files"]} >= {"a-ab.pcap", "b-ab.pcap", "metrics.json"}
+    written = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    assert {k: v for k, v in report.items() if k not in ("files", "plots", "wall_s")} == {
+        k: v for k, v in written.items() if k != "files"
+    }
 
 
 def test_validate_accepts_a_good_file(p2p_scenario: Path) -> None:

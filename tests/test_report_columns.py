@@ -182,11 +182,11 @@ def test_a_report_is_decoded_only_where_asked(results: dict[str, rtolab.Result])
 
 def test_write_json_gives_the_report_with_changes(results: dict[str, rtolab.Result]) -> None:
     report = results["p2p-cbr"].report
-    out = io.StringIO()
+    out = io.BytesIO()
     report.write_json(out, files=["x"], wall_s=1.5)
     written = json.loads(out.getvalue())
     assert written == {**dict(report), "files": ["x"], "wall_s": 1.5}
-    assert list(written)[-1] == "wall_s" and out.getvalue().endswith("}\n")
+    assert list(written)[-1] == "wall_s" and out.getvalue().endswith(b"}\n")
 
 
 def test_a_result_loaded_from_disk_keeps_its_report_as_text(

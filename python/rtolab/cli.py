@@ -360,8 +360,9 @@ def run(
             }
             if isinstance(result.report, Report):
                 # Copies the report's text: no object per app.
-                result.report.write_json(sys.stdout, **changes)
                 sys.stdout.flush()
+                result.report.write_json(sys.stdout.buffer, **changes)
+                sys.stdout.buffer.flush()
             else:
                 typer.echo(json.dumps({**result.report, **changes}))
         else:

@@ -14,13 +14,12 @@ pyarrow alone.
 
 from __future__ import annotations
 
-import codecs
 import ctypes
 import json
 import math
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from rtolab import _rtolab
 from rtolab.errors import ResultError
@@ -86,22 +85,26 @@ class Report(Mapping[str, Any]):
         entry = self._arrays.get(key)
         return bool(entry and entry[1])
 
-    def write_json(self, out: TextIO, **changes: Any) -> None:
-        """Writes the report to ``out`` as one line of JSON, with the given
-        keys replaced or added, copying the values' text piece by piece
-        rather than decoding it."""
-        decode = codecs.getincrementaldecoder("utf-8")()
-        out.write("{")
+    def write_json(self, out: BinaryIO, **changes: Any) -> None:
+        """Writes the report to ``out`` as one line of JSON (UTF-8), with
+        the given keys replaced or added, copying the values' text rather
+        than decoding it."""
+
+        def dumps(value: Any) -> bytes:
+            return json.dumps(value).encode("utf-8")
+
+        out.write(b"{")
         for i, (key, (start, end)) in enumerate(self._spans.items()):
-            out.write(f"{', ' if i else ''}{json.dumps(key)}: ")
+            out.write(b", " * bool(i) + dumps(key) + b": ")
             if key in changes:
-                out.write(json.dumps(changes.pop(key)))
+                out.write(dumps(changes.pop(key)))
                 continue
+            view = memoryview(self._text)
             for at in range(start, end, _COPY_BYTES):
-                out.write(decode.decode(self._text[at : min(at + _COPY_BYTES, end)]))
+                out.write(view[at : min(at + _COPY_BYTES, end)])
         for key, value in changes.items():
-            out.write(f", {json.dumps(key)}: {json.dumps(value)}")
-        out.write("}\n")
+            out.write(b", " + dumps(key) + b": " + dumps(value))
+        out.write(b"}\n")
 
     def _metric_columns(self) -> dict[str, Any]:
         """The core's columns of the long metrics table (see
