@@ -34,6 +34,10 @@ def test_run_json_is_machine_readable(p2p_scenario: Path, tmp_path: Path) -> Non
     report = json.loads(done.stdout)
     assert report["seed"] == 3
     assert {Path(f).name for f in report["files"]} >= {"a-ab.pcap", "b-ab.pcap", "metrics.json"}
+    written = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    assert {k: v for k, v in report.items() if k not in ("files", "plots", "wall_s")} == {
+        k: v for k, v in written.items() if k != "files"
+    }
 
 
 def test_validate_accepts_a_good_file(p2p_scenario: Path) -> None:
@@ -135,6 +139,25 @@ def test_validate_checks_a_sweep_file(tmp_path: Path) -> None:
     done = rtolab("validate", str(spec), "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["runs"] == 4
+
+
+def test_validate_tells_large_files_apart(tmp_path: Path) -> None:
+    # Files of a megabyte or more are read by the core first: a scenario is
+    # summarised, a sweep (or a bad scenario) then read as before.
+    padding = "# " + "x" * 1000 + "\n"
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(SWEEP + padding * 1100)
+    done = rtolab("validate", str(sweep), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["runs"] == 4
+    scenario = tmp_path / "scenario.toml"
+    text = (Path(__file__).parent.parent / "scenarios" / "p2p-cbr.toml").read_text()
+    scenario.write_text(text + padding * 1100)
+    done = rtolab("validate", str(scenario), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["name"] == "p2p-cbr"
+    scenario.write_text(text.replace("[[link]]", "[[link]]\nspeed = 1", 1) + padding * 1100)
+    assert "link[0]" in one_line_error(rtolab("validate", str(scenario)))
 
 
 @pytest.mark.parametrize(

@@ -212,3 +212,40 @@ def test_budgets_raise_run_stopped_in_python(tmp_path: Path) -> None:
     assert stopped.value.stopped_by == "max_wall"
     with pytest.raises(rtolab.ScenarioError, match="max_events"):
         rtolab.run(bulk(), max_events=-1)
+
+
+def test_max_stall_events_sets_the_guard_of_rtolab_run(tmp_path: Path) -> None:
+    # At its start the bulk sender's timer fires three times at t=0: a normal
+    # run, which the default guard lets through and a guard of 3 stops.
+    path = tmp_path / "short.toml"
+    path.write_text(bulk(duration="1s"), encoding="utf-8")
+    done = rtolab_cli("run", str(path), "--out", str(tmp_path / "ok"), "--no-plot")
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "stalled"
+    done = rtolab_cli("run", str(path), "--out", str(out), "--max-stall-events", "3")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert 'timer of app "tcp-bulk1" fired 3 times at t=0.000000000s' in lines[0]
+    assert "without time advancing" in lines[0]
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["complete"] is False and metrics["stopped_by"] == "stalled"
+    assert rtolab.read_capture(out / "a.pcap").empty  # valid, and nothing sent yet
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "18446744073709551616", "many"])
+def test_max_stall_events_must_be_a_positive_count(value: str, tmp_path: Path) -> None:
+    done = rtolab_cli("run", "--max-stall-events", value, "--out", str(tmp_path))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'--max-stall-events'" in lines[0], done.stderr
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_max_stall_events_in_python(tmp_path: Path) -> None:
+    with pytest.raises(rtolab.RunStopped, match='start of app "tcp-bulk1" fired 2 times') as err:
+        rtolab.run(bulk(duration="1s"), out=tmp_path, max_stall_events=2)
+    assert err.value.stopped_by == "stalled"
+    for bad in (0, -1, 2**64, True):
+        with pytest.raises(rtolab.ScenarioError, match="max_stall_events"):
+            rtolab.run(bulk(duration="1s"), max_stall_events=bad)

@@ -22,6 +22,7 @@ MODULES = [
     "rtolab.catalog",
     "rtolab.frames",
     "rtolab.comparison",
+    "rtolab.runreport",
     "rtolab.sweeps",
     "rtolab.plots",
     "rtolab.pacing",

@@ -12,6 +12,7 @@ reference capture or a published table, packet by packet). Figures are in :mod:`
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rtolab._rtolab import __version__
 from rtolab.api import (
@@ -34,9 +35,30 @@ from rtolab.errors import (
     ScenarioError,
     SweepError,
 )
-from rtolab.frames import read_capture
 from rtolab.scenario import App, Capture, Host, Link, Middlebox, Route, Scenario
-from rtolab.sweeps import Sweep, load_results, sweep
+
+if TYPE_CHECKING:
+    from rtolab.frames import read_capture
+    from rtolab.sweeps import Sweep, load_results, sweep
+
+#: Names whose modules (pandas, pyarrow, Dask) are imported on first use,
+#: so that ``import rtolab`` and the ``rtolab`` command start quickly.
+_LAZY = {
+    "read_capture": "rtolab.frames",
+    "Sweep": "rtolab.sweeps",
+    "load_results": "rtolab.sweeps",
+    "sweep": "rtolab.sweeps",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rtolab' has no attribute {name!r}")
 
 
 def report(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:

@@ -1,6 +1,10 @@
 """Type stubs of the native module built from crates/py."""
 
+from typing import Any
+
 __version__: str
+#: Events in a row at one instant of simulated time that stop a run as stalled.
+DEFAULT_STALL_EVENTS: int
 
 class ScenarioError(ValueError):
     """A scenario failed validation; ``args`` is ``(field_path, message)``."""
@@ -26,10 +30,29 @@ def run(
     max_events: int | None = None,
     max_wall_s: float | None = None,
     max_output: int | None = None,
-) -> str:
-    """Runs a scenario given as TOML text and returns the run report as JSON;
-    the limits stop it early (``RunStopped``), and so does a signal handler
-    that raises (Ctrl-C), whose exception is raised here."""
+    max_stall_events: int | None = None,
+) -> bytes:
+    """Runs a scenario given as TOML text and returns the run report as JSON
+    (UTF-8); the limits stop it early (``RunStopped``), and so does a signal
+    handler that raises (Ctrl-C), whose exception is raised here."""
+
+def report_index(
+    text: bytes,
+) -> list[tuple[str, int, int, int | None, bool | None]]:
+    """Where each top-level value of a run report (JSON) is: ``(key, start,
+    end, length, objects)``, the last two for arrays only (their length, and
+    whether every element is an object). ``ValueError`` unless the text is
+    one JSON object."""
+
+def metric_columns(text: bytes) -> dict[str, Any]:
+    """The long metrics table of a run report (JSON) as columns: distinct
+    strings (``scopes``, ``names``, ``kinds``, ``parts``, ``metrics``, each
+    as the buffers of an Arrow ``large_string`` array: ``(length, validity
+    or None, offsets, data)``), ``keys`` (the report key of each scope),
+    ``items`` (per scope, its first name and count) and per row
+    little-endian arrays ``scope`` (u8), ``name``, ``part``, ``metric``
+    (u32) and ``value`` (f64). ``ValueError`` unless the text is one JSON
+    object."""
 
 def default_scenario() -> str:
     """The TOML text of the embedded default scenario."""

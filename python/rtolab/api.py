@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import tomllib
 
-from rtolab import _native, _rtolab, frames
+from rtolab import _native, _rtolab, runreport
 from rtolab.errors import ResultError, ScenarioError, native_errors, read_json_file
+from rtolab.runreport import Report, release_freed_memory
 from rtolab.scenario import Scenario
+
+if TYPE_CHECKING:
+    # pandas is imported by the tables' own module when one is asked for:
+    # running a scenario or writing its metrics does without it.
+    import pandas as pd
 
 #: What :func:`run` and :func:`validate` accept: a path to a TOML file, TOML
 #: text, the name of a shipped scenario, or a :class:`rtolab.Scenario`.
@@ -69,9 +74,13 @@ class Result:
     * :attr:`traces`: every trace event, nested fields as dotted columns;
     * :attr:`metrics`: the run report in long form (scope, name, part,
       metric, value); :meth:`flat_metrics` gives the same as a dict.
+
+    :attr:`report` reads like the dict of ``metrics.json``; it keeps the
+    report's text and decodes a value (the list of apps, say) when it is
+    first asked for.
     """
 
-    report: dict[str, Any]
+    report: Mapping[str, Any]
     out_dir: Path | None
     files: list[Path] = field(default_factory=list)
     scenario: str | None = None
@@ -86,7 +95,7 @@ class Result:
         metrics_path = out / METRICS_FILE
         if not metrics_path.is_file():
             raise ResultError(str(out), f"no {METRICS_FILE}: not the output of a run")
-        report = read_json_file(metrics_path)
+        report = _read_report(metrics_path)
         names = report.get("files", [])
         seed = report.get("seed")
         # The fields a Result relies on, checked here so that a garbled file
@@ -96,8 +105,14 @@ class Result:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ResultError(str(metrics_path), "garbled: no integer seed")
         for key in ("nodes", "links", "apps", "flows"):
-            items = report.get(key, [])
-            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            if key not in report:
+                continue
+            if isinstance(report, Report):
+                lists = report.lists_objects(key) or report.count(key) == 0
+            else:
+                items = report[key]
+                lists = isinstance(items, list) and all(isinstance(i, dict) for i in items)
+            if not lists:
                 raise ResultError(str(metrics_path), f"garbled: {key} is not a list of objects")
         files = [out / f for f in names]
         scenario_path = out / SCENARIO_FILE
@@ -164,22 +179,37 @@ class Result:
         ``window``, ``len`` (IP datagram bytes), ``payload_len``,
         ``segment_len`` and the TCP options. Decoded by the core's wire
         parser."""
+        from rtolab import frames
+
         return frames.packets(self.pcaps, self.capture_specs)
 
     @cached_property
     def traces(self) -> pd.DataFrame:
         """One row per trace event (see :func:`rtolab.frames.traces`)."""
+        from rtolab import frames
+
         return frames.traces(self.trace_file, self.report)
 
     @cached_property
     def metrics(self) -> pd.DataFrame:
         """The run report as a long table (see :func:`rtolab.frames.metrics`)."""
+        from rtolab import frames
+
         return frames.metrics(self.report)
 
     def flat_metrics(self) -> dict[str, float]:
         """Every number of the report under a dotted key, e.g.
         ``app.sink.received_packets``."""
-        return frames.flat_metrics(self.report)
+        return runreport.flat_metrics(self.report)
+
+
+def _read_report(path: Path) -> Mapping[str, Any]:
+    """The report in a ``metrics.json``, kept as text; whatever the core's
+    reader does not take is read as before, with the same errors."""
+    try:
+        return Report(path.read_bytes())
+    except (OSError, ValueError):
+        return read_json_file(path)
 
 
 def run(
@@ -192,6 +222,7 @@ def run(
     max_events: int | None = None,
     max_wall: float | None = None,
     max_output: int | None = None,
+    max_stall_events: int | None = None,
 ) -> Result:
     """Run a scenario in the simulator.
 
@@ -207,7 +238,10 @@ def run(
     (bytes of captures and traces) stop the run early, with
     :class:`rtolab.RunStopped`; Ctrl-C stops it within milliseconds with
     ``KeyboardInterrupt``. Either way the files written so far are valid and
-    ``metrics.json`` says ``"complete": false``.
+    ``metrics.json`` says ``"complete": false``. ``max_stall_events`` (default
+    one million) is how many events in a row may fire at one instant of
+    simulated time before the run fails with :class:`rtolab.RunStopped`
+    (``stopped_by`` ``"stalled"``), naming the component and the event.
 
     Raises :class:`rtolab.ScenarioError` (naming the field) for a bad
     scenario and :class:`rtolab.RunError` when the run fails.
@@ -215,9 +249,13 @@ def run(
     text = scenario_text(scenario)
     if seed is not None and (isinstance(seed, bool) or not 0 <= seed < 2**64):
         raise ScenarioError("seed", f"must be an integer in [0, 2^64), got {seed}")
-    for name, limit in (("max_events", max_events), ("max_output", max_output)):
-        if limit is not None and (isinstance(limit, bool) or not 0 <= limit < 2**64):
-            raise ScenarioError(name, f"must be an integer in [0, 2^64), got {limit}")
+    for name, limit, least in (
+        ("max_events", max_events, 0),
+        ("max_output", max_output, 0),
+        ("max_stall_events", max_stall_events, 1),
+    ):
+        if limit is not None and (isinstance(limit, bool) or not least <= limit < 2**64):
+            raise ScenarioError(name, f"must be an integer in [{least}, 2^64), got {limit}")
     temporary = out is None
     out_dir = Path(tempfile.mkdtemp(prefix="rtolab-run-")) if out is None else Path(out)
     try:
@@ -226,7 +264,7 @@ def run(
         raise ScenarioError("out", f"cannot create {out_dir}: {err.strerror}") from None
     try:
         with native_errors():
-            report: dict[str, Any] = json.loads(
+            report = Report(
                 _rtolab.run(
                     text,
                     seed=seed,
@@ -236,12 +274,15 @@ def run(
                     max_events=max_events,
                     max_wall_s=max_wall,
                     max_output=max_output,
+                    max_stall_events=max_stall_events,
                 )
             )
     except BaseException:
         if temporary:
             shutil.rmtree(out_dir, ignore_errors=True)
         raise
+    finally:
+        release_freed_memory()
     files = [Path(f) for f in report.get("files", [])]
     scenario_path = out_dir / SCENARIO_FILE
     scenario_path.write_text(text, encoding="utf-8")
@@ -260,13 +301,16 @@ def run(
 
 def run_metrics(
     scenario: ScenarioSource, *, seed: int | None = None, duration: float | None = None
-) -> dict[str, Any]:
-    """Run a scenario without writing any file; returns the run report only.
+) -> Mapping[str, Any]:
+    """Run a scenario without writing any file; returns the run report only
+    (read like a dict, see :class:`Result`).
 
     The fastest way to get numbers (what sweeps use)."""
     text = scenario_text(scenario)
-    with native_errors():
-        report: dict[str, Any] = json.loads(
-            _rtolab.run(text, seed=seed, out_dir=None, duration_s=duration, write_traces=False)
-        )
-    return report
+    try:
+        with native_errors():
+            return Report(
+                _rtolab.run(text, seed=seed, out_dir=None, duration_s=duration, write_traces=False)
+            )
+    finally:
+        release_freed_memory()

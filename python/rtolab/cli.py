@@ -14,7 +14,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -34,7 +34,9 @@ from rich.table import Table
 from rich.text import Text
 
 from rtolab import api
-from rtolab.errors import RtolabError, RunError, RunStopped
+from rtolab._rtolab import DEFAULT_STALL_EVENTS
+from rtolab.errors import RtolabError, RunError, RunStopped, ScenarioError
+from rtolab.runreport import Report, write_metrics_parquet
 
 app = typer.Typer(
     name="rtolab",
@@ -197,15 +199,15 @@ def _print_summary(report: dict[str, Any], seconds: float, files: list[Path]) ->
         soft_wrap=True,
     )
     for key in ("links", "apps", "middleboxes", "flows"):
-        rows = report.get(key, [])
-        if not isinstance(rows, list):
+        count = _count(report, key)
+        if count is None:
             continue
-        if len(rows) > MAX_TABLE_ITEMS:
+        if count > MAX_TABLE_ITEMS:
             # A column per item stops being readable long before it gets slow.
             what = "TCP connections" if key == "flows" else key
-            out_console.print(f"{key}: {len(rows)} {what} (see metrics.json and metrics.parquet)")
+            out_console.print(f"{key}: {count} {what} (see metrics.json and metrics.parquet)")
             continue
-        table = _table(key, rows)
+        table = _table(key, report[key])
         if table is not None:
             out_console.print(table)
     if files:
@@ -214,6 +216,15 @@ def _print_summary(report: dict[str, Any], seconds: float, files: list[Path]) ->
             by_kind.setdefault(_file_kind(f), []).append(_visible(str(f)))
         for kind, names in by_kind.items():
             out_console.print(Text(f"{kind}: " + ", ".join(names)), soft_wrap=True)
+
+
+def _count(report: Mapping[str, Any], key: str) -> int | None:
+    """How many items ``report`` lists under ``key`` (``None`` if no list),
+    without decoding them when the report is kept as text."""
+    if isinstance(report, Report):
+        return report.count(key)
+    rows = report.get(key)
+    return len(rows) if isinstance(rows, list) else None
 
 
 def _file_kind(path: Path) -> str:
@@ -279,6 +290,15 @@ def run(
     max_output: Annotated[
         int | None, typer.Option(help="Stop once pcaps and traces hold this many bytes.", min=0)
     ] = None,
+    max_stall_events: Annotated[
+        int | None,
+        typer.Option(
+            help="Fail when this many events in a row fire at one instant "
+            f"(simulated time standing still); default {DEFAULT_STALL_EVENTS}.",
+            min=1,
+            max=2**64 - 1,
+        ),
+    ] = None,
 ) -> None:
     """Run one scenario in the simulator and summarise it.
 
@@ -301,6 +321,7 @@ def run(
                     max_events=max_events,
                     max_wall=max_wall,
                     max_output=max_output,
+                    max_stall_events=max_stall_events,
                 ),
                 as_json,
             )
@@ -321,7 +342,7 @@ def run(
             os._exit(130)
         elapsed = time.perf_counter() - started
         metrics_table = out / "metrics.parquet"
-        result.metrics.to_parquet(metrics_table, index=False)
+        write_metrics_parquet(result.report, metrics_table)
         extra = [metrics_table]
         if plot and result.trace_file:
             from rtolab import plots
@@ -332,17 +353,35 @@ def run(
 
             extra.append(_with_spinner("writing the report", lambda: write_report(out), as_json))
         if as_json:
-            data = dict(result.report)
-            data["files"] = [str(f) for f in result.files] + [str(f) for f in extra]
-            data["plots"] = [str(p) for p in extra if p.suffix == ".png"]
-            data["wall_s"] = elapsed
-            typer.echo(json.dumps(data))
+            changes = {
+                "files": [str(f) for f in result.files] + [str(f) for f in extra],
+                "plots": [str(p) for p in extra if p.suffix == ".png"],
+                "wall_s": elapsed,
+            }
+            if isinstance(result.report, Report):
+                # Copies the report's text: no object per app.
+                sys.stdout.flush()
+                result.report.write_json(sys.stdout.buffer, **changes)
+                sys.stdout.buffer.flush()
+            else:
+                typer.echo(json.dumps({**result.report, **changes}))
         else:
             _print_summary(result.report, elapsed, result.files + extra)
 
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+#: Files from this size on are tried as scenarios before as sweeps.
+LARGE_FILE = 1 << 20
+
+
+def _is_large(path: str) -> bool:
+    try:
+        return os.path.getsize(path) >= LARGE_FILE
+    except OSError:
+        return False
 
 
 def _is_sweep_file(path: str) -> bool:
@@ -354,6 +393,31 @@ def _is_sweep_file(path: str) -> bool:
     return "scenario" in data and "duration" not in data
 
 
+def _large_scenario_summary(path: str) -> dict[str, Any] | None:
+    """The summary of the scenario in a large file, or ``None`` if it is a
+    sweep. Reading 50 MB as TOML takes Python a minute, and sweep files are
+    small: the core reads it first."""
+    try:
+        return api.validate(path)
+    except ScenarioError:
+        if _is_sweep_file(path):
+            return None
+        raise
+
+
+def _sweep_summary(path: str) -> dict[str, Any]:
+    from rtolab.sweeps import Sweep
+
+    spec = Sweep.load(path)
+    return {
+        "sweep": spec.name,
+        "runs": len(spec.combinations()) * len(spec.seeds),
+        "combinations": len(spec.combinations()),
+        "seeds": len(spec.seeds),
+        "parameters": list(spec.grid),
+    }
+
+
 @app.command()
 def validate(
     file: Annotated[str, typer.Argument(help="Scenario or sweep TOML file to check.")],
@@ -361,19 +425,9 @@ def validate(
 ) -> None:
     """Check a scenario (or sweep) file without running it."""
     with _user_errors():
-        if _is_sweep_file(file):
-            from rtolab.sweeps import Sweep
-
-            spec = Sweep.load(file)
-            summary: dict[str, Any] = {
-                "sweep": spec.name,
-                "runs": len(spec.combinations()) * len(spec.seeds),
-                "combinations": len(spec.combinations()),
-                "seeds": len(spec.seeds),
-                "parameters": list(spec.grid),
-            }
-        else:
-            summary = api.validate(file)
+        summary = _large_scenario_summary(file) if _is_large(file) else None
+        if summary is None:
+            summary = _sweep_summary(file) if _is_sweep_file(file) else api.validate(file)
     if as_json:
         typer.echo(json.dumps(summary))
     else:

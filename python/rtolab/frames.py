@@ -13,15 +13,15 @@ new statistics appear as new columns or rows, never as errors.
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from rtolab import _rtolab
+from rtolab import _rtolab, runreport
 from rtolab.errors import ResultError, native_errors
 
 #: Columns of :func:`packets`, in order (more may follow when the core adds fields).
@@ -78,7 +78,7 @@ _INT_COLUMNS = (
 )
 
 #: Columns of :func:`metrics`.
-METRIC_COLUMNS: tuple[str, ...] = ("scope", "name", "kind", "part", "metric", "value")
+METRIC_COLUMNS: tuple[str, ...] = runreport.METRIC_COLUMNS
 
 
 def read_capture(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -140,25 +140,26 @@ def flatten_record(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any
     return flat
 
 
-def _names(report: Mapping[str, Any], key: str) -> dict[int, str]:
-    return {i: str(item.get("name", i)) for i, item in enumerate(report.get(key, []))}
-
-
 def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """A run's ``traces.jsonl`` as a DataFrame, one row per event.
 
     Columns: ``t_ns``, ``t_s``, ``event`` (the top-level event name), ``kind``
     (the most specific name: ``detail.kind`` of app events, ``tcp_event`` of
     TCP engine events, else ``event``), then every field, nested ones as
-    dotted names (``detail.delay_ns``). With the run ``report``,
-    ``node_name``, ``link_name`` and ``app_name`` translate the indices.
+    dotted names (``detail.delay_ns``), in the order events first give them
+    a value. With the run ``report``, ``node_name``, ``link_name`` and
+    ``app_name`` translate the indices. The file is read as columns, a block
+    at a time (a trace of millions of events takes about the memory of the
+    table); one the column reader does not take (a field whose type
+    changes, a garbled line) is read event by event.
     """
     if trace_file is None or not Path(trace_file).is_file():
         return pd.DataFrame(
             {c: pd.Series(dtype="object") for c in ("t_ns", "t_s", "event", "kind")}
         )
-    records = _trace_records(Path(trace_file))
-    frame = pd.DataFrame.from_records(records)
+    frame = _trace_columns(Path(trace_file))
+    if frame is None:
+        frame = pd.DataFrame.from_records(_trace_records(Path(trace_file)))
     if frame.empty:
         return pd.DataFrame(
             {c: pd.Series(dtype="object") for c in ("t_ns", "t_s", "event", "kind")}
@@ -171,7 +172,7 @@ def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> 
             if len(present) and (present % 1 == 0).all() and present.abs().max() < 2**53:
                 frame[name] = values.astype("Int64")
     frame["t_s"] = frame["t_ns"].astype("float64") / 1e9
-    kind = frame["event"].astype("object")
+    kind = frame["event"]
     # Deeper names win: "app" + detail.kind "datagram_received" is the latter.
     nested = sorted(
         (c for c in frame.columns if c != "event" and c.endswith(("event", ".kind"))),
@@ -183,12 +184,93 @@ def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> 
     if report is not None:
         for column, key in (("node", "nodes"), ("link", "links"), ("app", "apps")):
             if column in frame:
-                names = _names(report, key)
-                frame[f"{column}_name"] = frame[column].map(
-                    lambda i, names=names: names.get(int(i)) if _is_number(i) else None
-                )
+                names = runreport.item_names(report, key)
+                frame[f"{column}_name"] = _lookup(frame[column], names)
     first = ["t_s", "t_ns", "event", "kind"]
     return frame[first + [c for c in frame.columns if c not in first]]
+
+
+def _lookup(indices: pd.Series, names: list[str]) -> pd.Series:
+    """``names[i]`` for each index ``i`` of ``indices`` (``None`` where it is
+    missing or out of range), a whole column at once."""
+    codes = pd.to_numeric(indices, errors="coerce").astype("float64").to_numpy()
+    known = np.isfinite(codes) & (codes >= 0) & (codes < len(names))
+    out = np.full(len(codes), None, dtype=object)
+    out[known] = np.asarray(names, dtype=object)[codes[known].astype(np.int64)]
+    return pd.Series(out, index=indices.index).infer_objects()
+
+
+def _trace_columns(path: Path) -> pd.DataFrame | None:
+    """A trace file read as columns by pyarrow's JSON reader, laid out as
+    :func:`_trace_records` would give it (nested fields as dotted columns in
+    order of first appearance, lists as lists); ``None`` when the reader
+    does not take the file (garbled, or a field whose type changes), which
+    is left to :func:`_trace_records`."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    pieces = []
+    try:
+        for block in _line_blocks(path):
+            piece = pj.read_json(pa.BufferReader(block))
+            while any(pa.types.is_struct(f.type) for f in piece.schema):
+                piece = piece.flatten()
+            pieces.append(piece)
+        if not pieces:
+            return pd.DataFrame()
+        table = pa.concat_tables(pieces, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError):
+        return None
+    del pieces
+    # Columns in the order the events first give them, as records would.
+    first = [_first_valid(table.column(i)) for i in range(table.num_columns)]
+    order = sorted(range(table.num_columns), key=lambda i: (first[i], i))
+    table = table.select(order)
+    columns = {}
+    for name in table.column_names:
+        column = table.column(name)
+        if pa.types.is_list(column.type):
+            values = pd.Series(column.to_pylist(), dtype=object)
+        elif pa.types.is_integer(column.type) and column.null_count:
+            # Integers some events lack: nullable, as records give them.
+            values = column.to_pandas(types_mapper={column.type: pd.Int64Dtype()}.get)
+        else:
+            values = column.to_pandas()
+        if values.dtype == object:
+            # Booleans with gaps: NaN where an event lacks the field, as in records.
+            values = values.where(values.notna(), np.nan)
+        columns[name] = values
+        table = table.drop_columns([name])  # its Arrow memory goes now
+    return pd.DataFrame(columns)
+
+
+#: Bytes of a trace file the JSON reader takes at a time: its memory for
+#: the text and its parse stays this size, whatever the file's.
+TRACE_BLOCK = 32 << 20
+
+
+def _line_blocks(path: Path) -> Iterator[bytes]:
+    """The file in blocks of about :data:`TRACE_BLOCK` bytes of whole lines."""
+    with open(path, "rb") as f:
+        rest = b""
+        while chunk := f.read(TRACE_BLOCK):
+            block = rest + chunk
+            end = block.rfind(b"\n") + 1
+            if end:
+                rest = block[end:]
+                yield block[:end]
+            else:
+                rest = block
+        if rest.strip():
+            yield rest
+
+
+def _first_valid(column: Any) -> int:
+    """Index of the first non-null value of an Arrow column (its length if none)."""
+    import pyarrow.compute as pc
+
+    valid = pc.is_valid(column)
+    return int(pc.index(valid, True).as_py()) if column.null_count < len(column) else len(column)
 
 
 def _trace_records(path: Path) -> list[dict[str, Any]]:
@@ -214,92 +296,12 @@ def _trace_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not (isinstance(value, float) and math.isnan(value))
-
-
-def _numeric(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        return float(value)
-    return None
-
-
-def _stat_rows(
-    stats: Any, prefix: str = "", part: str | None = None
-) -> Iterable[tuple[str | None, str, float]]:
-    """(part, metric, value) for every number in a stats record. A list of
-    records (a link's directions, an app's connections) gives a ``part`` per
-    element, named ``<key>[<i>]``."""
-    if isinstance(stats, Mapping):
-        for key, value in stats.items():
-            if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
-                for i, item in enumerate(value):
-                    sub = f"{key}[{i}]" if part is None else f"{part}.{key}[{i}]"
-                    yield from _stat_rows(item, prefix, sub)
-            elif isinstance(value, Mapping):
-                yield from _stat_rows(value, f"{prefix}{key}.", part)
-            elif isinstance(value, list) and value and all(_numeric(v) is not None for v in value):
-                # Per-port counters such as a link's ``bad_spells``.
-                for i, item in enumerate(value):
-                    yield part, f"{prefix}{key}[{i}]", float(_numeric(item) or 0.0)
-            else:
-                number = _numeric(value)
-                if number is not None:
-                    yield part, f"{prefix}{key}", number
-                elif value is None:
-                    yield part, f"{prefix}{key}", math.nan
-
-
 def metric_records(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The rows of :func:`metrics` as dicts."""
-    rows: list[dict[str, Any]] = []
-    for key in ("duration_s", "events_processed"):
-        if key in report:
-            number = _numeric(report[key])
-            if number is not None:
-                rows.append(
-                    {
-                        "scope": "run",
-                        "name": str(report.get("name", "")),
-                        "kind": None,
-                        "part": None,
-                        "metric": key,
-                        "value": number,
-                    }
-                )
-    scopes = (
-        ("node", "nodes"),
-        ("link", "links"),
-        ("app", "apps"),
-        ("middlebox", "middleboxes"),
-        ("flow", "flows"),
-    )
-    for scope, key in scopes:
-        for i, item in enumerate(report.get(key, [])):
-            if not isinstance(item, Mapping):
-                continue
-            # Flows have no name: their index is the `flow` of trace events.
-            name = str(item.get("name", i))
-            stats = item.get("stats", {})
-            # Numbers stored beside "stats" (rather than in it) count too.
-            extra = {
-                k: v
-                for k, v in item.items()
-                if k not in ("name", "kind", "host", "app", "stats", "interfaces")
-            }
-            for part, metric, value in [*_stat_rows(stats), *_stat_rows(extra)]:
-                rows.append(
-                    {
-                        "scope": scope,
-                        "name": name,
-                        "kind": item.get("kind"),
-                        "part": part,
-                        "metric": metric,
-                        "value": value,
-                    }
-                )
+    table = runreport.metric_table(report)
+    rows = table.drop_columns("value").to_pylist()
+    for row, value in zip(rows, runreport.values(table), strict=True):
+        row["value"] = value
     return rows
 
 
@@ -307,24 +309,15 @@ def metrics(report: Mapping[str, Any]) -> pd.DataFrame:
     """A run report as a long table: ``scope`` (run, node, link, app),
     ``name``, ``kind``, ``part`` (e.g. ``directions[0]`` of a link, else
     empty), ``metric`` and ``value`` (float; NaN where the core reported
-    none)."""
-    rows = metric_records(report)
-    if not rows:
+    none). Built by the core as columns (see :mod:`rtolab.runreport`)."""
+    table = runreport.metric_table(report)
+    if not table.num_rows:
         return pd.DataFrame({c: pd.Series(dtype="object") for c in METRIC_COLUMNS})
-    return pd.DataFrame.from_records(rows, columns=list(METRIC_COLUMNS))
+    return table.to_pandas()
 
 
 def flat_metrics(report: Mapping[str, Any]) -> dict[str, float]:
     """Every number of a run report under one dotted key, e.g.
     ``app.sink.received_packets`` or ``link.ab.directions[0].delivered_bytes``
     (what a sweep stores per run)."""
-    flat: dict[str, float] = {}
-    for row in metric_records(report):
-        parts = [row["scope"]]
-        if row["scope"] != "run":
-            parts.append(row["name"])
-        if row["part"]:
-            parts.append(row["part"])
-        parts.append(row["metric"])
-        flat[".".join(parts)] = row["value"]
-    return flat
+    return runreport.flat_metrics(report)

@@ -33,6 +33,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from rtolab import runreport
+
 if TYPE_CHECKING:
     from rtolab.api import Result
 
@@ -92,8 +94,9 @@ def _empty(ax: Axes, message: str) -> Axes:
 MAX_LEGEND = 8
 #: Most bars (apps, parameter values) in a bar chart; the first ones are
 #: drawn and the title says how many there are. Drawing 10 000 tick labels
-#: takes minutes and shows nothing.
-MAX_BARS = 40
+#: takes minutes and shows nothing; 40 slanted labels already took a second
+#: to lay out and overlapped at the figure's width.
+MAX_BARS = 20
 #: Longest name in a legend or under a bar; longer ones end in "…".
 MAX_LABEL = 30
 
@@ -133,15 +136,19 @@ def column(frame: pd.DataFrame, name: str) -> pd.Series | None:
     return frame[best]
 
 
-def events(traces: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """The trace events named ``kind`` (matching ``kind`` or ``event``)."""
+def events(traces: pd.DataFrame, kind: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """The trace events named ``kind`` (matching ``kind`` or ``event``);
+    only ``columns`` of them when given (those the trace has), which spares
+    a copy of every other column of what may be millions of events."""
+    if columns is not None:
+        columns = [c for c in columns if c in traces]
     if traces.empty:
-        return traces
+        return traces if columns is None else traces[columns]
     mask = pd.Series(False, index=traces.index)
     for name in ("kind", "event", "tcp_event"):
         if name in traces:
             mask |= traces[name] == kind
-    return traces[mask]
+    return traces[mask] if columns is None else traces.loc[mask, columns]
 
 
 def _owner_key(frame: pd.DataFrame) -> pd.Series:
@@ -394,8 +401,7 @@ def _run_latency_retx(result: Result) -> pd.DataFrame:
     mean RTT sample of TCP apps), retransmissions and lost datagrams."""
     # Whole-column operations rather than a loop over apps: a run may have
     # tens of thousands of them.
-    metrics = result.metrics
-    apps = metrics[(metrics["scope"] == "app") & metrics["metric"].isin(["delay_mean_ns", "lost"])]
+    apps = runreport.select(result.report, scope="app", metrics=["delay_mean_ns", "lost"])
     last = apps.drop_duplicates(["name", "metric"], keep="last")
     wide = last.pivot(index="name", columns="metric", values="value")
     frame = pd.DataFrame(index=wide.index.astype(str))
@@ -626,7 +632,8 @@ def throughput_over_time(
     if frame.empty:
         return _empty(ax, "no packets")
     if "event" in frame:
-        received = events(frame, "packet_received")
+        needed = ["t_s", "len", "link_name", "node_name", "link", "node"]
+        received = events(frame, "packet_received", needed)
         groups = [c for c in ("link_name", "node_name") if c in received] or ["link", "node"]
         times = received["t_s"]
         sizes = received["len"]
@@ -656,7 +663,7 @@ def drops_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> A
     """Cumulative packet drops over time, one line per reason."""
     ax = _ax(ax)
     traces = _traces(data)
-    drops = events(traces, "packet_dropped")
+    drops = events(traces, "packet_dropped", ["t_s", "reason"])
     if drops.empty or "reason" not in drops:
         return _empty(ax, "no drops")
     for reason, group in drops.groupby("reason"):

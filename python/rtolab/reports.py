@@ -46,6 +46,11 @@ KEY_METRICS = (
 
 #: Tables with at most this many items show them as columns.
 TRANSPOSE_UP_TO = 6
+#: Most rows of a run's tables of apps, connections, links or nodes; a run
+#: with more says how many there are and where they all are. A page with a
+#: row per app of a run of 10 000 took seconds to write and megabytes to
+#: hold, and no reader scrolls through it.
+MAX_ROWS = 200
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto;
@@ -127,12 +132,19 @@ def _page(title: str, subtitle: str, body: Iterable[str]) -> str:
 # ----- a run -----
 
 
-def _wide(metrics: pd.DataFrame, scope: str) -> pd.DataFrame:
-    """One row per item (and part) of ``scope``, one column per metric."""
+def _wide(metrics: pd.DataFrame, scope: str, limit: int | None = None) -> tuple[pd.DataFrame, int]:
+    """One row per item (and part) of ``scope``, one column per metric: the
+    first ``limit`` of them, and how many there are."""
     rows = metrics[metrics["scope"] == scope]
     if rows.empty:
-        return pd.DataFrame()
+        return pd.DataFrame(), 0
     rows = rows.assign(part=rows["part"].fillna(""))
+    keys = rows[["name", "part"]].drop_duplicates()
+    count = len(keys)
+    if limit is not None and count > limit:
+        # Only the rows shown are pivoted: a run may have millions.
+        first = set(keys["name"].iloc[:limit])
+        rows = rows[rows["name"].isin(first)]
     wide = rows.pivot_table(
         index=["name", "part"], columns="metric", values="value", aggfunc="first", sort=False
     )
@@ -140,7 +152,7 @@ def _wide(metrics: pd.DataFrame, scope: str) -> pd.DataFrame:
     if (wide["part"] == "").all():
         wide = wide.drop(columns="part")
     wide.columns.name = None
-    return wide
+    return (wide.iloc[:limit] if limit is not None else wide), count
 
 
 def _files_table(result: Result) -> pd.DataFrame:
@@ -180,15 +192,15 @@ def run_sections(result: Result, *, heading: int = 2, figures: bool = True) -> l
         ("link", "Links"),
         ("node", "Nodes"),
     ):
-        wide = _wide(metrics, scope)
+        wide, rows = _wide(metrics, scope, MAX_ROWS)
         if wide.empty:
             continue
         if scope == "flow":
-            flows = pd.DataFrame(result.report.get("flows", []))
+            flows = pd.DataFrame(result.report.get("flows", [])[: len(wide)])
             keep = [c for c in ("host", "app", "local", "remote", "profile", "state") if c in flows]
             if keep and len(flows) == len(wide):
                 wide = pd.concat([wide[["name"]], flows[keep], wide.drop(columns="name")], axis=1)
-        if len(wide) <= TRANSPOSE_UP_TO:
+        if rows <= TRANSPOSE_UP_TO:
             # Few items, many metrics: items as columns reads better.
             label = wide["name"].astype(str)
             if "part" in wide:
@@ -196,7 +208,13 @@ def run_sections(result: Result, *, heading: int = 2, figures: bool = True) -> l
             wide = wide.drop(columns=[c for c in ("name", "part") if c in wide])
             wide.index = label.to_numpy()
             wide = wide.T.reset_index(names="metric")
-        parts.append(f"<{h}>{title} ({source})</{h}>" + table_html(wide))
+        note = ""
+        if rows > MAX_ROWS:
+            note = (
+                f"<p>The first {MAX_ROWS} of {rows} rows; every one is in "
+                "<code>metrics.json</code> and <code>metrics.parquet</code>.</p>"
+            )
+        parts.append(f"<{h}>{title} ({source})</{h}>" + note + table_html(wide))
     if figures:
         parts.append(f"<{h}>Figures ({source})</{h}>")
         for name, fig in plots.run_figures(result):

@@ -222,7 +222,7 @@ impl EmuScenario {
             s.hosts[h].tcp = Some(profile.clone());
             for app in s.apps.iter_mut().filter(|a| a.host == name) {
                 if app.tcp.is_some() {
-                    app.tcp = Some(profile.clone());
+                    app.tcp = Some(Box::new(profile.clone()));
                 }
             }
         }

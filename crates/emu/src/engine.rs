@@ -360,7 +360,7 @@ impl Engine {
                             .apps
                             .iter()
                             .filter(|a| a.host == host.name)
-                            .find_map(|a| a.tcp.clone())
+                            .find_map(|a| a.tcp.as_deref().cloned())
                             .or_else(|| host.tcp.clone())
                             .unwrap_or_else(Profile::linux);
                         let addr = end

@@ -5,8 +5,12 @@
 //! GIL released, and hands results back as JSON text that the Python package
 //! turns into its own objects. Keeping the boundary to strings means the
 //! Python side never holds Rust state and the core's types can change freely.
+//! A run report, which grows with the apps and connections, stays text on
+//! the Python side: [`report_index`] says where its values are and
+//! [`metric_columns`] turns its numbers into the columns of a table.
 
 mod capture;
+mod report;
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -15,6 +19,7 @@ use std::time::Duration;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
 use rtolab_sim::middlebox::ack_schedule::{self, PacingError, PacingProblem, Search};
 use rtolab_sim::{run_scenario, RunError, RunOptions, Scenario, ScenarioError, StopFlag};
 use rtolab_time::SimDuration;
@@ -139,14 +144,17 @@ fn run_error(err: RunError) -> PyErr {
     }
 }
 
-/// Runs a scenario given as TOML text and returns the run report as JSON.
+/// Runs a scenario given as TOML text and returns the run report as JSON
+/// (UTF-8 bytes).
 /// `max_events`, `max_wall_s` and `max_output` (bytes of captures and
 /// traces) stop the run early; so does a signal whose handler raises
-/// (Ctrl-C), whose exception is then raised here.
+/// (Ctrl-C), whose exception is then raised here. `max_stall_events` sets
+/// the guard against simulated time standing still (events in a row at one
+/// instant; the core's default when `None`).
 #[pyfunction]
 #[pyo3(signature = (
     text, seed=None, out_dir=None, duration_s=None, write_traces=true,
-    max_events=None, max_wall_s=None, max_output=None,
+    max_events=None, max_wall_s=None, max_output=None, max_stall_events=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run(
@@ -159,10 +167,18 @@ fn run(
     max_events: Option<u64>,
     max_wall_s: Option<f64>,
     max_output: Option<u64>,
-) -> PyResult<String> {
+    max_stall_events: Option<u64>,
+) -> PyResult<Py<PyBytes>> {
     let scenario = parse(text)?;
     let duration_s = positive_seconds("duration", duration_s)?;
     let max_wall_s = positive_seconds("max_wall", max_wall_s)?;
+    if max_stall_events == Some(0) {
+        // At 0 the guard would stop a run at its first event.
+        return Err(NativeScenarioError::new_err((
+            "max_stall_events".to_string(),
+            "must be a positive number of events, got 0".to_string(),
+        )));
+    }
     let stop = StopFlag::new();
     let options = RunOptions {
         seed,
@@ -173,12 +189,127 @@ fn run(
         max_wall: max_wall_s.map(Duration::from_secs_f64),
         max_output,
         stop: Some(stop.clone()),
-        ..RunOptions::default()
+        stall_events: max_stall_events,
     };
     let report =
         interruptible(py, &stop, || run_scenario(&scenario, &options))?.map_err(run_error)?;
-    serde_json::to_string(&report)
-        .map_err(|e| NativeRunError::new_err(format!("cannot encode report: {e}")))
+    // A large scenario takes as much memory as its report: free it first.
+    drop(scenario);
+    let text = py
+        .detach(|| serde_json::to_vec(&report))
+        .map_err(|e| NativeRunError::new_err(format!("cannot encode report: {e}")))?;
+    Ok(PyBytes::new(py, &text).unbind())
+}
+
+/// Where each top-level value of a run report (JSON bytes) is: a list of
+/// `(key, start, end, length, objects)`, `length` and `objects` (whether
+/// every element is an object) for arrays only, else `None`. A key given
+/// twice keeps its first place and its last value. Raises `ValueError`
+/// when the text is not one JSON object.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn report_index(
+    py: Python<'_>,
+    text: &[u8],
+) -> PyResult<Vec<(String, usize, usize, Option<usize>, Option<bool>)>> {
+    let entries = py
+        .detach(|| report::index(text))
+        .map_err(|e| PyValueError::new_err(report::describe(&e)))?;
+    Ok(entries
+        .into_iter()
+        .map(|e| {
+            let (length, objects) = e.array.unzip();
+            (e.key, e.start, e.end, length, objects)
+        })
+        .collect())
+}
+
+/// The long metrics table of a run report (JSON bytes) as columns, in a
+/// dict: `scopes` (`run`, then each scope's name), `keys` (the report key
+/// that lists each scope's items), `names` (the run's, then every item's), `kinds` (per
+/// name), `items` (per scope: first index into `names` and count), `parts`
+/// (index 0: none), `metrics` (the strings as buffers of Arrow arrays, see
+/// [`arrow_strings`]), and per row, as little-endian arrays,
+/// `scope` (u8: index into `scopes`),
+/// `name`, `part`, `metric` (u32 indices) and `value` (f64). Raises
+/// `ValueError` when the text is not one JSON object.
+#[pyfunction]
+fn metric_columns<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let c = py
+        .detach(|| report::metric_columns(text))
+        .map_err(|e| PyValueError::new_err(report::describe(&e)))?;
+    fn bytes<const N: usize, T: Copy>(values: &[T], to: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+        values.iter().flat_map(|&v| to(v)).collect()
+    }
+    let out = PyDict::new(py);
+    let (scopes, keys): (Vec<&str>, Vec<&str>) = report::SCOPES.iter().copied().unzip();
+    let scopes = ["run"]
+        .into_iter()
+        .chain(scopes)
+        .map(Some)
+        .collect::<Vec<_>>();
+    out.set_item("scopes", arrow_strings(py, scopes.into_iter()))?;
+    out.set_item("keys", keys)?;
+    let names = c.names.iter().map(|n| Some(n.as_str()));
+    out.set_item("names", arrow_strings(py, names))?;
+    out.set_item(
+        "kinds",
+        arrow_strings(py, c.kinds.iter().map(Option::as_deref)),
+    )?;
+    out.set_item("items", c.items)?;
+    let parts = c.parts.iter().enumerate();
+    let parts = parts.map(|(i, p)| (i > 0).then_some(p.as_str()));
+    out.set_item("parts", arrow_strings(py, parts))?;
+    let metrics = c.metrics.iter().map(|m| Some(m.as_str()));
+    out.set_item("metrics", arrow_strings(py, metrics))?;
+    out.set_item("scope", PyBytes::new(py, &c.scope))?;
+    out.set_item("name", PyBytes::new(py, &bytes(&c.name, u32::to_le_bytes)))?;
+    out.set_item("part", PyBytes::new(py, &bytes(&c.part, u32::to_le_bytes)))?;
+    out.set_item(
+        "metric",
+        PyBytes::new(py, &bytes(&c.metric, u32::to_le_bytes)),
+    )?;
+    out.set_item(
+        "value",
+        PyBytes::new(py, &bytes(&c.value, f64::to_le_bytes)),
+    )?;
+    Ok(out)
+}
+
+/// Strings (or none) as the buffers of an Arrow `large_string` array:
+/// `(length, validity bitmap or None, i64 offsets, data)`, so that Python
+/// builds the array without an object per string.
+fn arrow_strings<'a, 'py>(
+    py: Python<'py>,
+    values: impl ExactSizeIterator<Item = Option<&'a str>>,
+) -> (
+    usize,
+    Option<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+) {
+    let len = values.len();
+    let mut valid = vec![0u8; len.div_ceil(8)];
+    let mut offsets = Vec::with_capacity(8 * (len + 1));
+    let mut data = Vec::new();
+    let mut nulls = false;
+    offsets.extend_from_slice(&0i64.to_le_bytes());
+    for (i, value) in values.enumerate() {
+        match value {
+            Some(v) => {
+                valid[i / 8] |= 1 << (i % 8);
+                data.extend_from_slice(v.as_bytes());
+            }
+            None => nulls = true,
+        }
+        offsets.extend_from_slice(&(data.len() as i64).to_le_bytes());
+    }
+    (
+        len,
+        nulls.then(|| PyBytes::new(py, &valid)),
+        PyBytes::new(py, &offsets),
+        PyBytes::new(py, &data),
+    )
 }
 
 /// Decodes a capture file written by a run; returns its packets as JSON
@@ -275,12 +406,18 @@ fn ack_pacing(outage: f64, acks: &Bound<'_, PyAny>, mean: f64, deviation: f64) -
 #[pymodule]
 fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "DEFAULT_STALL_EVENTS",
+        rtolab_sim::limits::DEFAULT_STALL_EVENTS,
+    )?;
     m.add("ScenarioError", m.py().get_type::<NativeScenarioError>())?;
     m.add("RunError", m.py().get_type::<NativeRunError>())?;
     m.add("RunStopped", m.py().get_type::<NativeRunStopped>())?;
     m.add("CaptureError", m.py().get_type::<NativeCaptureError>())?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(report_index, m)?)?;
+    m.add_function(wrap_pyfunction!(metric_columns, m)?)?;
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_scenarios, m)?)?;

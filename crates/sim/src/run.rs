@@ -450,10 +450,12 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
     });
 
     let mut report = report(&sim, &scenario.name, files);
+    // Its memory goes before metrics.json is written and the report handed on.
+    drop(sim);
     if let Some(dir) = &opts.out_dir {
         let path = dir.join(METRICS_FILE);
         report.files.push(path.clone());
-        write_metrics(&path, dir, &report, failure.as_ref())?;
+        write_metrics(&path, dir, &mut report, failure.as_ref())?;
     }
     match failure {
         Some(e) => Err(e),
@@ -466,19 +468,29 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
 fn write_metrics(
     path: &Path,
     dir: &Path,
+    report: &mut RunReport,
+    failure: Option<&RunError>,
+) -> Result<(), RunError> {
+    // The paths are swapped for the file's rather than the report copied:
+    // a report may hold hundreds of thousands of apps.
+    let relative = report
+        .files
+        .iter()
+        .map(|f| f.strip_prefix(dir).unwrap_or(f).to_path_buf())
+        .collect();
+    let absolute = std::mem::replace(&mut report.files, relative);
+    let written = write_metrics_file(path, report, failure);
+    report.files = absolute;
+    written
+}
+
+fn write_metrics_file(
+    path: &Path,
     report: &RunReport,
     failure: Option<&RunError>,
 ) -> Result<(), RunError> {
-    let relative = RunReport {
-        files: report
-            .files
-            .iter()
-            .map(|f| f.strip_prefix(dir).unwrap_or(f).to_path_buf())
-            .collect(),
-        ..report.clone()
-    };
     let metrics = MetricsFile {
-        report: &relative,
+        report,
         complete: failure.map(|_| false),
         stopped_by: match failure {
             Some(RunError::Stopped { stop, .. }) => Some(stop.as_str()),

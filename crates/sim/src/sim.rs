@@ -37,7 +37,7 @@ use crate::middlebox::{Action as MiddleboxAction, AnyMiddlebox, Held, MiddleboxC
 use crate::node::{IfaceId, Interface, LinkId, MiddleboxId, Node, NodeId, Route};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::EventQueue;
-use crate::rng::{component_stream, SimRng};
+use crate::rng::{component_stream, LazyStream, SimRng};
 use crate::tcp::{Drained, FlowId, FlowInfo, TcpAppMetrics, TcpConfigId, TcpLayer};
 use crate::trace::{DropReason, TcpTrace, TraceEvent, TraceSink, Tracer};
 
@@ -140,7 +140,7 @@ struct AppSlot {
     name: String,
     node: NodeId,
     app: AnyApp,
-    rng: SimRng,
+    rng: LazyStream,
     tcp_config: Option<TcpConfigId>,
 }
 
@@ -523,7 +523,7 @@ impl Simulator {
             name: name.to_string(),
             node,
             app,
-            rng: self.rng_stream(&format!("app/{name}")),
+            rng: LazyStream::new(self.seed, &format!("app/{name}")),
             tcp_config: None,
         });
         self.queue.push(self.now, Event::AppStart { app: id });

@@ -70,7 +70,7 @@ use crate::event::Event;
 use crate::node::{Node, NodeId};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::{EventId, EventQueue};
-use crate::rng::SimRng;
+use crate::rng::{LazyStream, SimRng};
 use crate::tcp::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
 use crate::trace::{AppEvent, TraceEvent, Tracer};
 
@@ -335,7 +335,7 @@ pub struct AppContext<'a> {
     pub(crate) outbox: &'a mut Vec<PacketId>,
     pub(crate) demux: &'a mut Demux,
     pub(crate) tracer: &'a mut Tracer,
-    pub(crate) rng: &'a mut SimRng,
+    pub(crate) rng: &'a mut LazyStream,
     pub(crate) tcp: &'a mut TcpLayer,
     pub(crate) tcp_config: Option<TcpConfigId>,
 }
@@ -406,7 +406,7 @@ impl AppCx for AppContext<'_> {
     }
 
     fn rng(&mut self) -> &mut SimRng {
-        self.rng
+        self.rng.get()
     }
 
     fn tracing(&self) -> bool {

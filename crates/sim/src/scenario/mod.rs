@@ -151,6 +151,7 @@
 //! * errors and values with units live in [`crate::config`], below every
 //!   kind.
 
+mod pieces;
 mod profiles;
 mod raw;
 mod validate;
@@ -279,8 +280,9 @@ pub struct AppSpec {
     /// What it is.
     pub kind: AppKindSpec,
     /// The TCP profile its connections use (TCP apps only), overrides
-    /// applied.
-    pub tcp: Option<Profile>,
+    /// applied. Boxed: most apps of a large scenario have none, and a
+    /// profile is hundreds of bytes.
+    pub tcp: Option<Box<Profile>>,
 }
 
 /// A one-line overview of a scenario, for `validate` commands.

@@ -11,8 +11,10 @@ use crate::cidr::{Ipv4Cidr, StrVisitor};
 use crate::config::{field_error, one_line, path_string, Duration, ScenarioError};
 use crate::position::Position;
 
+use super::pieces::{self, PIECE_BYTES};
+
 /// `"default"` or a prefix.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Destination(pub(super) Ipv4Cidr);
 
 impl<'de> Deserialize<'de> for Destination {
@@ -28,6 +30,7 @@ impl<'de> Deserialize<'de> for Destination {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawScenario {
     pub(super) name: String,
@@ -48,6 +51,7 @@ pub(super) struct RawScenario {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHost {
     pub(super) name: String,
@@ -58,6 +62,7 @@ pub(super) struct RawHost {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRoute {
     pub(super) host: String,
@@ -66,6 +71,7 @@ pub(super) struct RawRoute {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCapture {
     pub(super) host: String,
@@ -76,8 +82,19 @@ pub(super) struct RawCapture {
     pub(super) direction: CaptureDirection,
 }
 
-/// Parses the file's syntax and top-level tables.
+/// Parses the file's syntax and top-level tables; a large file piece by
+/// piece when its layout allows (see [`super::pieces`]).
 pub(super) fn parse(text: &str) -> Result<RawScenario, ScenarioError> {
+    if text.len() > PIECE_BYTES {
+        if let Some(raw) = pieces::parse(text, PIECE_BYTES) {
+            return Ok(raw);
+        }
+    }
+    parse_whole(text)
+}
+
+/// Parses the whole file at once.
+pub(super) fn parse_whole(text: &str) -> Result<RawScenario, ScenarioError> {
     let deserializer = toml::Deserializer::new(text);
     serde_path_to_error::deserialize(deserializer).map_err(|e| deserialize_error(e, text))
 }

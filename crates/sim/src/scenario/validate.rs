@@ -407,12 +407,12 @@ fn validate_apps(
                     .and_then(|h| h.tcp.clone())
                     .unwrap_or_else(default_profile)
             };
-            Some(resolve(
+            Some(Box::new(resolve(
                 profile.as_deref(),
                 overrides.as_ref(),
                 host_profile,
                 at,
-            )?)
+            )?))
         } else {
             None
         };
