@@ -38,6 +38,9 @@ from typing import TYPE_CHECKING, Any
 from rtolab.errors import ExperimentError, ResultError, RtolabError, read_json_file
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
     from rtolab.api import Result, ScenarioSource
 
 #: The manifest a reproduction writes at the top of its output directory.
@@ -89,6 +92,37 @@ class Experiment:
 
 _REGISTRY: dict[str, Experiment] = {}
 _loaded = False
+
+
+def system_dir(results: dict[str, Result]) -> Path | None:
+    """A system's output directory, ``<out>/<system>``, from any of its
+    experiment's runs (``<out>/<system>/<experiment>/<run>``)."""
+    for result in results.values():
+        if result.out_dir is not None:
+            return result.out_dir.parent.parent
+    return None
+
+
+def write_table(frame: pd.DataFrame, path: Path) -> None:
+    """Writes a results table as CSV, making its directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False)
+
+
+def save_figure(fig: Figure, path: Path) -> None:
+    """Saves a figure as PNG, making its directory, and frees it."""
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def figure_html(png: Path, directory: Path) -> str:
+    """A report's ``<figure>`` for a PNG below the reproduction's
+    ``directory``, captioned with its name."""
+    rel = png.relative_to(directory).as_posix()
+    return f'<figure><img alt="{png.stem}" src="{rel}"><figcaption>{png.stem}</figcaption></figure>'
 
 
 def register(experiment: Experiment) -> Experiment:

@@ -40,7 +40,16 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from rtolab.experiments import Check, Experiment, ExperimentRun, register
+from rtolab.experiments import (
+    Check,
+    Experiment,
+    ExperimentRun,
+    figure_html,
+    register,
+    save_figure,
+    system_dir,
+    write_table,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -387,22 +396,6 @@ def cwnd_rows(result: Result, cell: Cell) -> list[dict[str, Any]]:
 # ----- tables, figures, checks -----
 
 
-def _out_dir(results: dict[str, Result]) -> Path | None:
-    for result in results.values():
-        if result.out_dir is not None:
-            # <out>/ack-holding/<experiment>/<run>
-            return result.out_dir.parent.parent
-    return None
-
-
-def _figure(fig: Figure, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def cwnd_figure(cwnd: pd.DataFrame) -> Figure:
     """The FH's congestion window over time per scheme, cases A and B, with
     the outages shaded."""
@@ -454,11 +447,6 @@ def sensitivity_figure(table: pd.DataFrame, reference: float | None) -> Figure:
     return fig
 
 
-def _write(frame: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(path, index=False)
-
-
 def _rows(results: dict[str, Result], cells: Iterable[Cell]) -> pd.DataFrame:
     rows = [run_row(results[c.label], c) for c in cells if c.label in results]
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
@@ -483,20 +471,20 @@ def schedule_figures() -> list[tuple[str, Figure]]:
 def main_checks(results: dict[str, Result]) -> list[Check]:
     """Writes ``runs.csv``, ``cwnd.csv`` and the figures; checks what the
     mechanism promises."""
-    out = _out_dir(results)
+    out = system_dir(results)
     cells = [c for c in main_cells() if c.label in results]
     if out is None or not cells:
         return [Check("runs completed", False, "no results")]
     table = _rows(results, cells)
-    _write(table, out / "runs.csv")
+    write_table(table, out / "runs.csv")
     cwnd = pd.DataFrame(
         [row for c in cells if c.case in CASES for row in cwnd_rows(results[c.label], c)],
         columns=["case", "scheme", "seed", "t_s", "cwnd_bytes"],
     )
-    _write(cwnd, out / "cwnd.csv")
-    _figure(cwnd_figure(cwnd), out / "figures" / "cwnd.png")
+    write_table(cwnd, out / "cwnd.csv")
+    save_figure(cwnd_figure(cwnd), out / "figures" / "cwnd.png")
     for name, fig in schedule_figures():
-        _figure(fig, out / "figures" / f"{name}.png")
+        save_figure(fig, out / "figures" / f"{name}.png")
     checks = [
         Check(
             "every planned run completed",
@@ -542,19 +530,19 @@ def main_checks(results: dict[str, Result]) -> list[Check]:
 
 def sensitivity_checks(results: dict[str, Result]) -> list[Check]:
     """Writes ``sensitivity.csv`` and its figure."""
-    out = _out_dir(results)
+    out = system_dir(results)
     cells = [c for c in sensitivity_cells() if c.label in results]
     if out is None or not cells:
         return [Check("runs completed", False, "no results")]
     table = _rows(results, cells)
-    _write(table, out / "sensitivity.csv")
+    write_table(table, out / "sensitivity.csv")
     reference = None
     runs = out / "runs.csv"
     if runs.is_file():
         main = pd.read_csv(runs)
         plain = main[(main["case"] == "A") & (main["scheme"] == "reno")]
         reference = float(plain["packets_delivered"].mean()) if len(plain) else None
-    _figure(sensitivity_figure(table, reference), out / "figures" / "sensitivity.png")
+    save_figure(sensitivity_figure(table, reference), out / "figures" / "sensitivity.png")
     exact = table[
         (table["duration_error"] == 0.0)
         & (table["warning_s"] == 0.5)
@@ -594,11 +582,7 @@ def report_sections(directory: Path, csv: str, prefixes: tuple[str, ...]) -> lis
         )
     for png in sorted((base / "figures").glob("*.png")):
         if png.stem.startswith(prefixes):
-            rel = png.relative_to(directory).as_posix()
-            parts.append(
-                f'<figure><img alt="{png.stem}" src="{rel}">'
-                f"<figcaption>{png.stem}</figcaption></figure>"
-            )
+            parts.append(figure_html(png, directory))
     return parts
 
 

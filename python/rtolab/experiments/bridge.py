@@ -34,7 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from rtolab.experiments import Check, Experiment, ExperimentRun, register
+from rtolab.experiments import (
+    Check,
+    Experiment,
+    ExperimentRun,
+    figure_html,
+    register,
+    save_figure,
+    system_dir,
+    write_table,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -687,11 +696,6 @@ def long_row(result: Result, estimator: str, modified: bool) -> dict[str, Any]:
 # ----- tables, figures and checks -----
 
 
-def _write(frame: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(path, index=False)
-
-
 def single_exchange_table(results: dict[str, Result], cells: Iterable[Cell]) -> pd.DataFrame:
     """The rows of the runs that completed."""
     rows = [exchange_row(results[c.label], c) for c in cells if c.label in results]
@@ -707,14 +711,6 @@ def sweep_table(results: dict[str, Result], cells: Iterable[Cell]) -> pd.DataFra
             row["initial_rto_s"] = c.initial_rto_s
             rows.append(row)
     return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
-
-
-def _figure(fig: Figure, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def single_exchange_figures(table: pd.DataFrame) -> list[tuple[str, Figure]]:
@@ -879,14 +875,6 @@ def long_session_figures(
     return figures
 
 
-def _bridge_dir(results: dict[str, Result]) -> Path | None:
-    for result in results.values():
-        if result.out_dir is not None:
-            # <out>/bridge/<experiment>/<run>
-            return result.out_dir.parent.parent
-    return None
-
-
 def _nan_free(frame: pd.DataFrame, column: str) -> bool:
     return bool(frame[column].notna().all())
 
@@ -895,13 +883,13 @@ def single_exchange_checks(results: dict[str, Result]) -> list[Check]:
     """Writes ``single_exchange.csv`` and its figures; checks the claims that
     do not depend on tuning."""
     cells = [c for c in single_exchange_cells() if c.label in results]
-    out = _bridge_dir(results)
+    out = system_dir(results)
     if out is None or not cells:
         return [Check("runs completed", False, "no results")]
     table = single_exchange_table(results, cells)
-    _write(table, out / "single_exchange.csv")
+    write_table(table, out / "single_exchange.csv")
     for name, fig in single_exchange_figures(table):
-        _figure(fig, out / "figures" / f"single-exchange-{name}.png")
+        save_figure(fig, out / "figures" / f"single-exchange-{name}.png")
     fixed = table[table["config"] == "sensing+optimum_rto"]
     sensing = table[table["config"].str.startswith("sensing")]
     original = table[table["config"] == "original"]
@@ -937,13 +925,13 @@ def single_exchange_checks(results: dict[str, Result]) -> list[Check]:
 def sweep_checks(results: dict[str, Result]) -> list[Check]:
     """Writes ``initial_rto_sweep.csv`` and its figure."""
     cells = [c for c in sweep_cells() if c.label in results]
-    out = _bridge_dir(results)
+    out = system_dir(results)
     if out is None or not cells:
         return [Check("runs completed", False, "no results")]
     table = sweep_table(results, cells)
-    _write(table, out / "initial_rto_sweep.csv")
+    write_table(table, out / "initial_rto_sweep.csv")
     for name, fig in sweep_figures(table):
-        _figure(fig, out / "figures" / f"{name}.png")
+        save_figure(fig, out / "figures" / f"{name}.png")
     return [
         Check(
             "every session completed",
@@ -956,7 +944,7 @@ def sweep_checks(results: dict[str, Result]) -> list[Check]:
 def long_session_checks(results: dict[str, Result]) -> list[Check]:
     """Writes ``long_session.csv``, ``long_session_packets.csv`` and the
     per-packet and time-sequence figures."""
-    out = _bridge_dir(results)
+    out = system_dir(results)
     if out is None:
         return [Check("runs completed", False, "no results")]
     rows, packets = [], []
@@ -977,11 +965,11 @@ def long_session_checks(results: dict[str, Result]) -> list[Check]:
                 row = long_row(results[label], estimator, modified)
                 sweep.append({"large_share": large, "reply_share": reply, **row})
     sweep_table = pd.DataFrame(sweep, columns=list(LONG_SWEEP_COLUMNS))
-    _write(sweep_table, out / "long_session_sweep.csv")
-    _write(table, out / "long_session.csv")
-    _write(packet_table, out / "long_session_packets.csv")
+    write_table(sweep_table, out / "long_session_sweep.csv")
+    write_table(table, out / "long_session.csv")
+    write_table(packet_table, out / "long_session_packets.csv")
     for name, fig in long_session_figures(packet_table, results):
-        _figure(fig, out / "figures" / f"long-session-{name}.png")
+        save_figure(fig, out / "figures" / f"long-session-{name}.png")
     return [
         Check(
             "every session completed",
@@ -1036,11 +1024,7 @@ def report_sections(directory: Path, experiment: str) -> list[str]:
             + table_html(shown.drop(columns="seed", errors="ignore"))
         )
     for png in sorted((bridge_dir / "figures").glob(f"{prefix}*.png")):
-        rel = png.relative_to(directory).as_posix()
-        parts.append(
-            f'<figure><img alt="{png.stem}" src="{rel}">'
-            f"<figcaption>{png.stem}</figcaption></figure>"
-        )
+        parts.append(figure_html(png, directory))
     return parts
 
 
