@@ -276,39 +276,24 @@ impl MiddleboxChain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::middlebox::MiddleboxSpec;
-    use crate::scenario::Scenario;
+    use crate::middlebox::{DropListSpec, MiddleboxSpec, PacketFilter, StallSpec};
 
     /// A stall from 1 s to 2 s holds what arrives then and lets it go at
     /// 2 s, after which it passes the next middlebox (a drop list that
     /// drops the second matching packet).
     #[test]
     fn held_packets_continue_through_the_rest_of_the_chain() {
-        let text = r#"
-name = "chain"
-duration = "3s"
-[[host]]
-name = "a"
-[[host]]
-name = "b"
-[[link]]
-name = "ab"
-kind = "point-to-point"
-ends = [ { host = "a", address = "10.0.0.1/24" }, { host = "b", address = "10.0.0.2/24" } ]
-rate = "1Mbps"
-delay = "1ms"
-[[middlebox]]
-kind = "stall"
-host = "b"
-start = "1s"
-end = "2s"
-[[middlebox]]
-kind = "drop-list"
-host = "b"
-drop = [2]
-"#;
-        let scenario = Scenario::from_toml_str(text).expect("valid");
-        let specs: Vec<&MiddleboxSpec> = scenario.middleboxes.iter().map(|m| &m.kind).collect();
+        let specs = [
+            MiddleboxSpec::Stall(StallSpec {
+                start: SimDuration::from_secs(1),
+                end: SimDuration::from_secs(2),
+                filter: PacketFilter::default(),
+            }),
+            MiddleboxSpec::DropList(DropListSpec {
+                drop: vec![2],
+                filter: PacketFilter::default(),
+            }),
+        ];
         let mut chain = MiddleboxChain::new(NodeId(1));
         for (i, spec) in specs.iter().enumerate() {
             chain.push(
