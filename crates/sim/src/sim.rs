@@ -33,7 +33,7 @@ use crate::link::{
     LinkIndication, LinkModel, LinkModelSpec, LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig,
     P2pLink, Position, RateDelay,
 };
-use crate::middlebox::{Action as MiddleboxAction, AnyMiddlebox, Held, MiddleboxCx};
+use crate::middlebox::{call_hook, Action as MiddleboxAction, AnyMiddlebox, Held, MiddleboxCx};
 use crate::node::{IfaceId, Interface, LinkId, MiddleboxId, Node, NodeId, Route};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::EventQueue;
@@ -1431,19 +1431,13 @@ impl Simulator {
         let slot = &mut self.middleboxes[middlebox as usize];
         let node = slot.node;
         let mut actions = std::mem::take(&mut self.middlebox_actions);
-        let mut cx = MiddleboxCx {
+        let cx = MiddleboxCx {
             now: self.now,
             pool: &mut self.pool,
             actions: &mut actions,
             rng: &mut slot.rng,
         };
-        let passed = hook(&mut slot.middlebox, &mut cx);
-        let kept = handed.filter(|&p| {
-            passed.is_none()
-                && !actions
-                    .iter()
-                    .any(|a| matches!(a, MiddleboxAction::Drop(h) if h.packet == p))
-        });
+        let (passed, kept) = call_hook(&mut slot.middlebox, cx, handed, hook);
         if let Some(packet) = kept {
             trace!(
                 self,

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 
 use rtolab_time::{SimDuration, SimTime};
 
-use super::{Action, AnyMiddlebox, Held, MiddleboxCx};
+use super::{call_hook, Action, AnyMiddlebox, Held, MiddleboxCx};
 use crate::link::LinkIndication;
 use crate::node::{IfaceId, NodeId};
 use crate::pool::{PacketId, PacketPool};
@@ -217,8 +217,8 @@ impl MiddleboxChain {
         }
     }
 
-    /// Calls middlebox `i` and records what it asked for, as the
-    /// simulator's `call_middlebox` does.
+    /// Calls middlebox `i` and records what it asked for. The simulator's
+    /// `call_middlebox` does the same through its own event queue.
     fn call(
         &mut self,
         i: usize,
@@ -229,20 +229,13 @@ impl MiddleboxChain {
         hook: impl FnOnce(&mut AnyMiddlebox, &mut MiddleboxCx<'_>) -> Option<Held>,
     ) -> Option<Held> {
         let slot = &mut self.slots[i];
-        let mut cx = MiddleboxCx {
+        let cx = MiddleboxCx {
             now,
             pool,
             actions: &mut self.actions,
             rng: &mut slot.rng,
         };
-        let passed = hook(&mut slot.middlebox, &mut cx);
-        let kept = handed.filter(|&p| {
-            passed.is_none()
-                && !self
-                    .actions
-                    .iter()
-                    .any(|a| matches!(a, Action::Drop(h) if h.packet == p))
-        });
+        let (passed, kept) = call_hook(&mut slot.middlebox, cx, handed, hook);
         if let Some(packet) = kept {
             out.push(ChainEvent::Held {
                 middlebox: i,

@@ -77,6 +77,29 @@ pub(crate) enum Action {
     Inject(PacketId),
 }
 
+/// Calls `hook` on `middlebox` with the context `cx` and leaves what it
+/// asked for in `cx.actions`, for the caller (the simulator or a
+/// [`MiddleboxChain`]) to carry out. Returns the packet it passed on and,
+/// of the packet it was `handed`, the one it kept: neither passed on nor
+/// dropped during the call.
+#[inline]
+pub(crate) fn call_hook(
+    middlebox: &mut AnyMiddlebox,
+    mut cx: MiddleboxCx<'_>,
+    handed: Option<PacketId>,
+    hook: impl FnOnce(&mut AnyMiddlebox, &mut MiddleboxCx<'_>) -> Option<Held>,
+) -> (Option<Held>, Option<PacketId>) {
+    let passed = hook(middlebox, &mut cx);
+    let kept = handed.filter(|&p| {
+        passed.is_none()
+            && !cx
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Drop(h) if h.packet == p))
+    });
+    (passed, kept)
+}
+
 /// What a middlebox can do during one of its calls.
 pub struct MiddleboxCx<'a> {
     pub(crate) now: SimTime,
