@@ -228,7 +228,9 @@ struct Conn {
     last_ack_out: Option<SimTime>,
     /// The last ACK the fixed host was sent: (ack number, window, copies).
     last_ack_key: Option<(u32, u16, u8)>,
-    held: VecDeque<Held>,
+    /// Held ACKs with their ack number and window, read when each was
+    /// held.
+    held: VecDeque<(Held, u32, u16)>,
     /// Largest window (bytes) among the held ACKs.
     reserve: u64,
     cache: VecDeque<Held>,
@@ -480,15 +482,8 @@ impl AckHolding {
         stats: &mut AckHoldingStats,
         paced: bool,
     ) {
-        let Some(ack) = conn.held.pop_front() else {
+        let Some((ack, number, window)) = conn.held.pop_front() else {
             return;
-        };
-        let (number, window) = match packet::parse(cx.datagram(&ack)) {
-            Ok(packet::ParsedPacket {
-                transport: Transport::Tcp(t),
-                ..
-            }) => (t.ack.0, t.window),
-            _ => (0, 0),
         };
         if Self::may_send_ack(conn, number, window, cx.now()) {
             if paced {
@@ -540,7 +535,7 @@ impl Middlebox for AckHolding {
             }
             let window = u64::from(segment.window) << conn.mobile_wscale;
             conn.reserve = conn.reserve.max(window);
-            conn.held.push_back(packet);
+            conn.held.push_back((packet, segment.ack, segment.window));
             self.stats.acks_held += 1;
             return None;
         }
