@@ -223,9 +223,7 @@ pub struct EngineReport {
 /// A node's middleboxes and what they did.
 struct ChainSlot {
     chain: MiddleboxChain,
-    /// Per middlebox of the chain: scenario name, held, released,
-    /// dropped, injected.
-    names: Vec<String>,
+    /// Per middlebox of the chain: held, released, dropped, injected.
     counts: Vec<[u64; 4]>,
 }
 
@@ -321,13 +319,11 @@ impl Engine {
             };
             let slot = engine.chains.entry(h).or_insert_with(|| ChainSlot {
                 chain: MiddleboxChain::new(NodeId(h as u32)),
-                names: Vec::new(),
                 counts: Vec::new(),
             });
             // The random stream the simulator gives a middlebox of that name.
             let rng = component_stream(seed, &format!("middlebox/{}", m.name));
             slot.chain.push(&m.name, m.kind.build(), rng);
-            slot.names.push(m.name.clone());
             slot.counts.push([0; 4]);
         }
         let mut interfaces = vec![0usize; s.hosts.len()];
@@ -527,12 +523,9 @@ impl Engine {
                     self.drive_host(i, t);
                 }
                 Some((t, _, h)) if t <= now => {
-                    let mut out = std::mem::take(&mut self.chain_out);
-                    if let Some(slot) = self.chains.get_mut(&h) {
-                        slot.chain.handle_timeout(t, &mut self.pool, &mut out);
-                    }
-                    self.chain_events(h, t, &mut out);
-                    self.chain_out = out;
+                    self.with_chain(h, t, |chain, pool, out| {
+                        chain.handle_timeout(t, pool, out);
+                    });
                 }
                 _ => break,
             }
@@ -667,12 +660,24 @@ impl Engine {
             rtt_ns,
             expected_outage_ns,
         });
+        self.with_chain(host, t, |chain, pool, out| {
+            chain.link_indication(t, pool, iface, indication, out);
+        });
+    }
+
+    /// Runs `f` on host `h`'s middleboxes, if it has any, and carries out
+    /// what they did.
+    fn with_chain(
+        &mut self,
+        h: usize,
+        t: SimTime,
+        f: impl FnOnce(&mut MiddleboxChain, &mut PacketPool, &mut Vec<ChainEvent>),
+    ) {
         let mut out = std::mem::take(&mut self.chain_out);
-        if let Some(slot) = self.chains.get_mut(&host) {
-            slot.chain
-                .link_indication(t, &mut self.pool, iface, indication, &mut out);
+        if let Some(slot) = self.chains.get_mut(&h) {
+            f(&mut slot.chain, &mut self.pool, &mut out);
         }
-        self.chain_events(host, t, &mut out);
+        self.chain_events(h, t, &mut out);
         self.chain_out = out;
     }
 
@@ -755,13 +760,9 @@ impl Engine {
             self.past_middleboxes(link, port, t, packet);
             return;
         }
-        let mut out = std::mem::take(&mut self.chain_out);
-        if let Some(slot) = self.chains.get_mut(&host) {
-            slot.chain
-                .arrive(t, &mut self.pool, iface, packet, &mut out);
-        }
-        self.chain_events(host, t, &mut out);
-        self.chain_out = out;
+        self.with_chain(host, t, |chain, pool, out| {
+            chain.arrive(t, pool, iface, packet, out);
+        });
     }
 
     /// A datagram that arrived at an rtolab host or a bridge from `link`
