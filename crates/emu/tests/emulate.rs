@@ -3,33 +3,14 @@
 //! They run one at a time (namespaces, timing) and check that nothing is
 //! left behind.
 
-use std::path::Path;
-use std::process::Command;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+mod common;
 
-use rtolab_emu::runtime::{AppReport, EmuReport};
+use std::process::Command;
+
+use common::{app, emulation_slot, scenario_path, shipped};
+use rtolab_emu::runtime::EmuReport;
 use rtolab_emu::{emulate, netns, EmuOptions, EmuScenario};
 use rtolab_sim::run::RunOptions;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// The lock serialising emulations, or `None` (with the reason printed)
-/// when this machine cannot run them.
-fn emulation_slot(test: &str) -> Option<MutexGuard<'static, ()>> {
-    if !nix::unistd::Uid::effective().is_root() {
-        eprintln!("skipping {test}: needs root for network namespaces");
-        return None;
-    }
-    if let Err(e) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/net/tun")
-    {
-        eprintln!("skipping {test}: /dev/net/tun unavailable: {e}");
-        return None;
-    }
-    Some(SERIAL.lock().unwrap_or_else(PoisonError::into_inner))
-}
 
 /// No emulator namespace, and no emulator TUN device in this namespace.
 fn assert_nothing_left_behind() {
@@ -81,19 +62,8 @@ fn run(emu: &EmuScenario) -> EmuReport {
     report
 }
 
-fn app<'a>(report: &'a EmuReport, name: &str) -> &'a AppReport {
-    report
-        .apps
-        .iter()
-        .find(|a| a.name == name)
-        .unwrap_or_else(|| panic!("no app {name} in {:?}", report.apps))
-}
-
 fn scenario_file(name: &str) -> EmuScenario {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(name);
-    EmuScenario::from_path(&path).unwrap()
+    EmuScenario::from_path(&scenario_path(name)).unwrap()
 }
 
 #[test]
@@ -137,8 +107,7 @@ fn rtolab_bulk_and_sink_hash_what_linux_receives_and_sends() {
     else {
         return;
     };
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/emu-p2p-bulk.toml");
-    let text = std::fs::read_to_string(path).unwrap();
+    let text = shipped("emu-p2p-bulk.toml");
     for host in ["client", "server"] {
         let one_rtolab = text.replace(
             &format!("name = \"{host}\"\nstack = \"linux\""),
@@ -234,9 +203,7 @@ fn bridge_with_sensing_and_per_packet_rto_matches_the_simulator() {
         return;
     };
     // The shipped scenario in the 24 kbps mode, to keep the test short.
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/emu-bridge-fixed.toml");
-    let text = std::fs::read_to_string(path)
-        .unwrap()
+    let text = shipped("emu-bridge-fixed.toml")
         .replace("rate = \"11.2kbps\"", "rate = \"24kbps\"")
         .replace(
             "{ policy = \"bridge\", window = 1 }",

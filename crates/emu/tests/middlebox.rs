@@ -3,31 +3,15 @@
 //! ACK-holding base station over a fading link. They need root and
 //! /dev/net/tun; without them each test prints why and passes vacuously.
 
-use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+mod common;
 
-use rtolab_emu::runtime::{AppReport, EmuReport};
+use std::path::Path;
+
+use common::{app, emulation_slot, shipped};
+use rtolab_emu::runtime::EmuReport;
 use rtolab_emu::{emulate, EmuOptions, EmuScenario};
 use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::tcp::TcpFlags;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn emulation_slot(test: &str) -> Option<MutexGuard<'static, ()>> {
-    if !nix::unistd::Uid::effective().is_root() {
-        eprintln!("skipping {test}: needs root for network namespaces");
-        return None;
-    }
-    if let Err(e) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/net/tun")
-    {
-        eprintln!("skipping {test}: /dev/net/tun unavailable: {e}");
-        return None;
-    }
-    Some(SERIAL.lock().unwrap_or_else(PoisonError::into_inner))
-}
 
 fn run(emu: &EmuScenario, out_dir: Option<&Path>) -> EmuReport {
     let opts = EmuOptions {
@@ -37,21 +21,6 @@ fn run(emu: &EmuScenario, out_dir: Option<&Path>) -> EmuReport {
         ..EmuOptions::default()
     };
     emulate(emu, &opts, |_| {}).unwrap()
-}
-
-fn app<'a>(report: &'a EmuReport, name: &str) -> &'a AppReport {
-    report
-        .apps
-        .iter()
-        .find(|a| a.name == name)
-        .unwrap_or_else(|| panic!("no app {name} in {:?}", report.apps))
-}
-
-fn shipped(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(name);
-    std::fs::read_to_string(path).unwrap()
 }
 
 /// The records of a pcap the emulator wrote (nanosecond stamps, raw
