@@ -482,10 +482,14 @@ impl Snoop {
             self.stats.sender_retransmissions += 1;
         }
         conn.high = Some(conn.high.map_or(end, |h| h.max(end)));
+        // The cache is sorted by `seq`: a copy of this segment, if cached,
+        // is among those starting where it would be inserted.
+        let at = conn.cache.partition_point(|e| e.seq < seg.seq);
         if let Some(e) = conn
             .cache
-            .iter_mut()
-            .find(|e| e.seq == seg.seq && e.end == end)
+            .range_mut(at..)
+            .take_while(|e| e.seq == seg.seq)
+            .find(|e| e.end == end)
         {
             e.sent_at = now;
             e.index = index;
@@ -513,7 +517,6 @@ impl Snoop {
             .stats
             .peak_cached_segments
             .max(self.occupancy.segments as u64);
-        let at = conn.cache.partition_point(|e| e.seq < seg.seq);
         conn.cache.insert(
             at,
             Cached {
