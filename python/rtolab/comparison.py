@@ -157,19 +157,23 @@ class Comparison:
         """The side-by-side table as text, one row per packet in alignment
         order (columns :data:`SIDE_BY_SIDE_COLUMNS`), each with what the row
         is: ``"matched"``, ``"only run"`` or ``"only ref"``."""
+        # Rows as dicts once: a DataFrame's .iloc per cell took seconds for
+        # a capture of thousands of packets.
+        run = self.run.to_dict(orient="records")
+        reference = self.reference.to_dict(orient="records")
         rows = []
         for i, j in self.alignment:
-            packet = self.run.iloc[i] if i is not None else self.reference.iloc[j]
+            packet = run[i] if i is not None else reference[j]
             if i is not None and j is not None:
-                error = self.run.iloc[i]["time_s"] - self.reference.iloc[j]["time_s"]
+                error = run[i]["time_s"] - reference[j]["time_s"]
                 status, delta = "matched", f"{error * 1e3:+.3f}"
             else:
                 status = "only run" if j is None else "only ref"
                 delta = status
-            note = self.reference.iloc[j]["note"] if j is not None else ""
+            note = reference[j]["note"] if j is not None else ""
             cells = [
-                *_side_text(self.run, i),
-                *_side_text(self.reference, j),
+                *_side_text(run, i),
+                *_side_text(reference, j),
                 delta,
                 str(packet["direction"]),
                 str(packet["flags"]),
@@ -280,11 +284,11 @@ def _present(value: Any) -> bool:
     return value is not None and not pd.isna(value)
 
 
-def _side_text(rows: pd.DataFrame, position: int | None) -> list[str]:
+def _side_text(rows: Sequence[Mapping[str, Any]], position: int | None) -> list[str]:
     """A side's packet number and time, or a dash where it has no packet."""
     if position is None:
         return ["—", ""]
-    row = rows.iloc[position]
+    row = rows[position]
     return [str(_plain(row["no"])), f"{row['time_s']:.6f}"]
 
 
