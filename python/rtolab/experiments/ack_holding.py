@@ -303,17 +303,9 @@ def _outage_ends(result: Result) -> list[float]:
 def _delivered_over_time(result: Result) -> pd.Series:
     """Bytes delivered to the mobile's TCP per 100 ms bin."""
     traces = result.traces
-    mobile = _node_index(result, "mobile")
-    rows = traces[(traces["event"] == "packet_delivered") & (traces["node"] == mobile)]
+    rows = traces[(traces["event"] == "packet_delivered") & (traces["node_name"] == "mobile")]
     bins = (rows["t_s"] // 0.1).astype("int64")
     return rows.groupby(bins)["len"].sum()
-
-
-def _node_index(result: Result, name: str) -> int:
-    for i, node in enumerate(result.report.get("nodes", [])):
-        if node.get("name") == name:
-            return i
-    return -1
 
 
 def time_to_full_rate(result: Result) -> float | None:
@@ -385,8 +377,7 @@ def run_row(result: Result, cell: Cell) -> dict[str, Any]:
 def cwnd_rows(result: Result, cell: Cell) -> list[dict[str, Any]]:
     """The FH's congestion window over time."""
     traces = result.traces
-    fixed = _node_index(result, "fixed")
-    changes = traces[(traces["kind"] == "cwnd") & (traces["node"] == fixed)]
+    changes = traces[(traces["kind"] == "cwnd") & (traces["node_name"] == "fixed")]
     return [
         {"case": cell.case, "scheme": cell.scheme, "seed": cell.seed, "t_s": t, "cwnd_bytes": w}
         for t, w in zip(changes["t_s"], changes["new"], strict=True)
