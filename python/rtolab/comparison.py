@@ -157,19 +157,23 @@ class Comparison:
         """The side-by-side table as text, one row per packet in alignment
         order (columns :data:`SIDE_BY_SIDE_COLUMNS`), each with what the row
         is: ``"matched"``, ``"only run"`` or ``"only ref"``."""
+        # Rows as dicts once: a DataFrame's .iloc per cell took seconds for
+        # a capture of thousands of packets.
+        run = self.run.to_dict(orient="records")
+        reference = self.reference.to_dict(orient="records")
         rows = []
         for i, j in self.alignment:
-            packet = self.run.iloc[i] if i is not None else self.reference.iloc[j]
+            packet = run[i] if i is not None else reference[j]
             if i is not None and j is not None:
-                error = self.run.iloc[i]["time_s"] - self.reference.iloc[j]["time_s"]
+                error = run[i]["time_s"] - reference[j]["time_s"]
                 status, delta = "matched", f"{error * 1e3:+.3f}"
             else:
                 status = "only run" if j is None else "only ref"
                 delta = status
-            note = self.reference.iloc[j]["note"] if j is not None else ""
+            note = reference[j]["note"] if j is not None else ""
             cells = [
-                *_side_text(self.run, i),
-                *_side_text(self.reference, j),
+                *_side_text(run, i),
+                *_side_text(reference, j),
                 delta,
                 str(packet["direction"]),
                 str(packet["flags"]),
@@ -280,11 +284,11 @@ def _present(value: Any) -> bool:
     return value is not None and not pd.isna(value)
 
 
-def _side_text(rows: pd.DataFrame, position: int | None) -> list[str]:
+def _side_text(rows: Sequence[Mapping[str, Any]], position: int | None) -> list[str]:
     """A side's packet number and time, or a dash where it has no packet."""
     if position is None:
         return ["—", ""]
-    row = rows.iloc[position]
+    row = rows[position]
     return [str(_plain(row["no"])), f"{row['time_s']:.6f}"]
 
 
@@ -808,14 +812,7 @@ def _read_markdown(path: Path, text: str, choice: str | None) -> Capture:
     rows = table.lines[1:]
     if rows and _SEPARATOR.match(rows[0][1]):
         rows = rows[1:]
-    packets = [
-        _row_packet(path, columns, _split_row(line), f"line {number}", i)
-        for i, (number, line) in enumerate(rows, start=1)
-    ]
-    if len(packets) > MAX_PACKETS:
-        raise CompareError(str(path), f"more than {MAX_PACKETS} packets")
-    has_seq = "seqack" in columns or "seq" in columns
-    return Capture(str(path), packets, has_seq=has_seq)
+    return _table_capture(path, columns, [(n, _split_row(line)) for n, line in rows])
 
 
 def _read_csv(path: Path, text: str) -> Capture:
@@ -830,9 +827,16 @@ def _read_csv(path: Path, text: str) -> Capture:
         raise CompareError(str(path), "empty: no header and no packets")
     header_line, header = rows[0]
     columns = _columns(path, header, f"line {header_line}")
+    return _table_capture(path, columns, rows[1:])
+
+
+def _table_capture(
+    path: Path, columns: dict[str, int], rows: Sequence[tuple[int, list[str]]]
+) -> Capture:
+    """The packets of a table's rows (line number, cells), either format."""
     packets = [
-        _row_packet(path, columns, row, f"line {number}", i)
-        for i, (number, row) in enumerate(rows[1:], start=1)
+        _row_packet(path, columns, cells, f"line {number}", i)
+        for i, (number, cells) in enumerate(rows, start=1)
     ]
     if len(packets) > MAX_PACKETS:
         raise CompareError(str(path), f"more than {MAX_PACKETS} packets")
@@ -849,14 +853,6 @@ def _endpoint_matches(endpoint: str, address: str) -> bool:
         return True
     host, _, port = endpoint.rpartition(":")
     return bool(port.isdigit() and host and host.strip("[]") == address.strip("[]"))
-
-
-def _first_syn(packets: Sequence[Packet]) -> Packet | None:
-    for p in packets:
-        flags = p.flags.split(",")
-        if "SYN" in flags and "ACK" not in flags:
-            return p
-    return None
 
 
 def _connection(capture: Capture, wanted: Sequence[str]) -> tuple[list[Packet], str, str]:
@@ -876,7 +872,8 @@ def _connection(capture: Capture, wanted: Sequence[str]) -> tuple[list[Packet], 
                 capture.source, f"no packet between the endpoints {', '.join(wanted)}"
             )
         raise CompareError(capture.source, "holds no TCP packet")
-    opener = _first_syn(candidates) or candidates[0]
+    syn = _first_syn_index(candidates)
+    opener = candidates[syn if syn is not None else 0]
     client, server = opener.src, opener.dst
     ends = {client, server}
     packets = [p for p in candidates if {p.src, p.dst} == ends]
@@ -918,6 +915,7 @@ def _relative(packets: list[Packet], client: str) -> list[Packet]:
 
 
 def _first_syn_index(packets: Sequence[Packet]) -> int | None:
+    """Position of the first SYN without ACK (a connection's opening)."""
     for i, p in enumerate(packets):
         flags = p.flags.split(",")
         if "SYN" in flags and "ACK" not in flags:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from rtolab.experiments import (
@@ -303,17 +304,9 @@ def _outage_ends(result: Result) -> list[float]:
 def _delivered_over_time(result: Result) -> pd.Series:
     """Bytes delivered to the mobile's TCP per 100 ms bin."""
     traces = result.traces
-    mobile = _node_index(result, "mobile")
-    rows = traces[(traces["event"] == "packet_delivered") & (traces["node"] == mobile)]
+    rows = traces[(traces["event"] == "packet_delivered") & (traces["node_name"] == "mobile")]
     bins = (rows["t_s"] // 0.1).astype("int64")
     return rows.groupby(bins)["len"].sum()
-
-
-def _node_index(result: Result, name: str) -> int:
-    for i, node in enumerate(result.report.get("nodes", [])):
-        if node.get("name") == name:
-            return i
-    return -1
 
 
 def time_to_full_rate(result: Result) -> float | None:
@@ -330,18 +323,25 @@ def time_to_full_rate(result: Result) -> float | None:
     if full <= 0:
         return None
     first_up = ups[0]
-    for t in range(int(first_up * 10), DURATION_S * 10 - 9):
-        window = per_bin[(per_bin.index >= t) & (per_bin.index < t + 10)].sum()
-        if window >= 0.9 * full:
-            return max(0.0, (t + 10) / 10 - first_up)
-    return None
+    # Every one-second window of ten bins at once, from a running total.
+    bins = DURATION_S * 10
+    inside = per_bin[(per_bin.index >= 0) & (per_bin.index < bins)]
+    counts = np.zeros(bins, dtype=np.int64)
+    counts[inside.index.to_numpy()] = inside.to_numpy(dtype=np.int64)
+    total = np.concatenate(([0], np.cumsum(counts)))
+    first = int(first_up * 10)
+    windows = total[first + 10 :] - total[first:-10]
+    reached = np.flatnonzero(windows >= 0.9 * full)
+    if not len(reached):
+        return None
+    t = first + int(reached[0])
+    return max(0.0, (t + 10) / 10 - first_up)
 
 
 def largest_rto(result: Result) -> float:
     """The largest retransmission timeout the FH armed, seconds."""
     traces = result.traces
-    fixed = _node_index(result, "fixed")
-    armed = traces[(traces["kind"] == "rto_armed") & (traces["node"] == fixed)]
+    armed = traces[(traces["kind"] == "rto_armed") & (traces["node_name"] == "fixed")]
     return float(armed["rto"].max()) / 1e9 if len(armed) else float("nan")
 
 
@@ -385,8 +385,7 @@ def run_row(result: Result, cell: Cell) -> dict[str, Any]:
 def cwnd_rows(result: Result, cell: Cell) -> list[dict[str, Any]]:
     """The FH's congestion window over time."""
     traces = result.traces
-    fixed = _node_index(result, "fixed")
-    changes = traces[(traces["kind"] == "cwnd") & (traces["node"] == fixed)]
+    changes = traces[(traces["kind"] == "cwnd") & (traces["node_name"] == "fixed")]
     return [
         {"case": cell.case, "scheme": cell.scheme, "seed": cell.seed, "t_s": t, "cwnd_bytes": w}
         for t, w in zip(changes["t_s"], changes["new"], strict=True)

@@ -276,20 +276,24 @@ def exchange_scenario(
     """The single exchange: request and response each one NFC payload of
     ``nfc_bytes``; lwIP's RTO with ``initial_rto_s`` (its profile's 1 s when
     ``None``)."""
+    rto = None if initial_rto_s is None else _lwip_rto(initial_rto_s)
+    return scenario("bridge-single-exchange", rate_kbps, sensing, _exchange_app(nfc_bytes), rto=rto)
+
+
+def _exchange_app(nfc_bytes: int) -> str:
+    """The appliance's ``[[app]]``: one request and one response, each one
+    NFC payload of ``nfc_bytes``."""
     payload = nfc_bytes - HEADERS - FRAMING
-    app = (
+    return (
         f'[[app]]\nkind = "exchange"\nname = "client"\nhost = "appliance"\n'
         f'peer = "{END_USER}:{SERVER_PORT}"\nsource_port = {CLIENT_PORT}\n'
         f"connect_first = true\nrequest = {payload}\nresponse = {payload}\n"
     )
-    rto = None if initial_rto_s is None else _lwip_rto(initial_rto_s)
-    return scenario("bridge-single-exchange", rate_kbps, sensing, app, rto=rto)
 
 
 def ethernet_exchange_scenario(nfc_bytes: int = 1080) -> str:
     """The single exchange with both hosts on the Ethernet and no NFC link
     (the study's capture C): lwIP at both ends, the profile's settings."""
-    payload = nfc_bytes - HEADERS - FRAMING
     return (
         'name = "bridge-ethernet-only"\nseed = 1\nduration = "10s"\n\n'
         + _host("appliance", None, None)
@@ -302,9 +306,7 @@ def ethernet_exchange_scenario(nfc_bytes: int = 1080) -> str:
         + '[[capture]]\nhost = "enduser"\nlink = "eth"\nfile = "ethernet.pcap"\n\n'
         + '[[app]]\nkind = "exchange-server"\nname = "server"\nhost = "enduser"\n'
         + f"port = {SERVER_PORT}\n\n"
-        + '[[app]]\nkind = "exchange"\nname = "client"\nhost = "appliance"\n'
-        + f'peer = "{END_USER}:{SERVER_PORT}"\nsource_port = {CLIENT_PORT}\n'
-        + f"connect_first = true\nrequest = {payload}\nresponse = {payload}\n"
+        + _exchange_app(nfc_bytes)
     )
 
 
@@ -949,7 +951,7 @@ def long_session_checks(results: dict[str, Result]) -> list[Check]:
         return [Check("runs completed", False, "no results")]
     rows, packets = [], []
     for estimator, modified in LONG_RUNS:
-        label = f"{estimator}-{'modified' if modified else 'plain'}-ack"
+        label = _long_label(estimator, modified)
         if label not in results:
             continue
         rows.append(long_row(results[label], estimator, modified))
