@@ -47,10 +47,10 @@ use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
-use super::p2p::{count_as_lost, RawWired, WiredSpec};
+use super::p2p::{count_as_lost, WiredSpec};
 use super::{
-    DirectionStats, EndSpec, Frame, LinkCheck, LinkIndication, LinkModel, LinkOutput, P2pConfig,
-    P2pLink, Port, RawEnd, ScenarioLink,
+    DirectionStats, Frame, LinkCheck, LinkIndication, LinkModel, LinkOutput, P2pConfig, P2pLink,
+    Port, RawEnd, ScenarioLink,
 };
 use crate::config::{Attachment, Duration, Rate, ScenarioError};
 use crate::pool::PacketId;
@@ -440,16 +440,7 @@ impl ScenarioLink for FadingSpec {
     type Model = Box<FadingLink<PacketId>>;
 
     fn validate(raw: RawFading, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
-        let wired = WiredSpec::validate(
-            RawWired {
-                ends: raw.ends,
-                rate: raw.rate,
-                delay: raw.delay,
-                queue: raw.queue,
-                loss: None,
-            },
-            cx,
-        )?;
+        let wired = WiredSpec::validate_lossless(raw.ends, raw.rate, raw.delay, raw.queue, cx)?;
         let source = match (raw.outages, raw.fading) {
             (Some(_), Some(_)) => {
                 return Err(ScenarioError::new(
@@ -537,7 +528,7 @@ impl ScenarioLink for FadingSpec {
     }
 
     fn attachments(&self) -> Vec<Attachment> {
-        self.wired.ends.iter().map(EndSpec::attachment).collect()
+        self.wired.attachments()
     }
 
     fn build(&self, rng: SimRng) -> Box<FadingLink<PacketId>> {
