@@ -30,24 +30,35 @@ pub struct Entry {
 /// twice keeps its first place and its last value, as Python's `json`
 /// reads it. Errors when the text is not one JSON object.
 pub fn index(text: &[u8]) -> Result<Vec<Entry>, serde_json::Error> {
+    spans(text)?
+        .into_iter()
+        .map(|(key, start, end)| {
+            Ok(Entry {
+                key,
+                start,
+                end,
+                array: serde_json::from_slice::<Shape>(&text[start..end])?.0,
+            })
+        })
+        .collect()
+}
+
+/// The key and byte span of each top-level value of the report in `text`,
+/// with the same rule for repeated keys as [`index`].
+fn spans(text: &[u8]) -> Result<Vec<(String, usize, usize)>, serde_json::Error> {
     let Raw(fields) = serde_json::from_slice(text)?;
     let base = text.as_ptr() as usize;
-    let mut entries: Vec<Entry> = Vec::with_capacity(fields.len());
+    let mut spans: Vec<(String, usize, usize)> = Vec::with_capacity(fields.len());
     for (key, value) in fields {
         let raw = value.get();
         let start = raw.as_ptr() as usize - base;
-        let entry = Entry {
-            key,
-            start,
-            end: start + raw.len(),
-            array: serde_json::from_str::<Shape>(raw)?.0,
-        };
-        match entries.iter_mut().find(|e| e.key == entry.key) {
-            Some(earlier) => *earlier = entry,
-            None => entries.push(entry),
+        let span = (key, start, start + raw.len());
+        match spans.iter_mut().find(|s| s.0 == span.0) {
+            Some(earlier) => *earlier = span,
+            None => spans.push(span),
         }
     }
-    Ok(entries)
+    Ok(spans)
 }
 
 /// The top-level fields of an object, their values unread.
@@ -454,12 +465,13 @@ impl<'de> Visitor<'de> for Items<'_> {
 /// `duration_s` and `events_processed`, then every number of each node,
 /// link, app, middlebox and TCP connection.
 pub fn metric_columns(text: &[u8]) -> Result<MetricColumns, serde_json::Error> {
-    let entries = index(text)?;
+    // Spans only: the items are read below, their shapes are not needed.
+    let spans = spans(text)?;
     let value = |key: &str| {
-        entries
+        spans
             .iter()
-            .find(|e| e.key == key)
-            .map(|e| &text[e.start..e.end])
+            .find(|s| s.0 == key)
+            .map(|&(_, start, end)| &text[start..end])
     };
     let mut b = Builder {
         out: MetricColumns::default(),

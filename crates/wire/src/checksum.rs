@@ -89,7 +89,9 @@ pub fn pseudo_header_sum_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, len: 
 }
 
 /// The checksum to send in a TCP, UDP or ICMPv6 packet `data` carried over
-/// IPv6 (its checksum field must hold zero), pseudo header included.
+/// IPv6 (its checksum field must hold zero), pseudo header included. Over
+/// a received packet, checksum field as received, it is zero when that
+/// checksum is right.
 pub fn upper_layer_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, data: &[u8]) -> u16 {
     // Upper-layer packets longer than u32::MAX do not exist (jumbograms
     // stop there too); saturating keeps this total.

@@ -47,10 +47,10 @@ use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
-use super::p2p::{count_as_lost, RawWired, WiredSpec};
+use super::p2p::{count_as_lost, WiredSpec};
 use super::{
-    DirectionStats, EndSpec, Frame, LinkCheck, LinkIndication, LinkModel, LinkOutput, P2pConfig,
-    P2pLink, Port, RawEnd, ScenarioLink,
+    DirectionStats, Frame, LinkCheck, LinkIndication, LinkModel, LinkOutput, P2pConfig, P2pLink,
+    Port, RawEnd, ScenarioLink,
 };
 use crate::config::{Attachment, Duration, Rate, ScenarioError};
 use crate::pool::PacketId;
@@ -172,6 +172,9 @@ pub struct FadingLink<P> {
     phase: Phase,
     /// Outages that started, newest last, to judge frames in flight.
     past: VecDeque<(SimTime, SimTime)>,
+    /// The longest a frame can spend on the link: its longest transmission
+    /// plus the delay.
+    max_span: SimDuration,
     link_rtt: SimDuration,
     /// Frames and bytes lost to outages, per sending port.
     dropped: [(u64, u64); 2],
@@ -188,6 +191,7 @@ impl<P: Copy> FadingLink<P> {
         let link_rtt = link.delay.saturating_mul(2)
             + SimDuration::transmission(FULL_FRAME, link.rate_bps)
             + SimDuration::transmission(ACK_FRAME, link.rate_bps);
+        let max_span = link.delay + SimDuration::transmission(u64::from(u16::MAX), link.rate_bps);
         let mut fading = FadingLink {
             // The wrapped link loses nothing, so it never draws from its
             // copy of the stream.
@@ -198,6 +202,7 @@ impl<P: Copy> FadingLink<P> {
             planned: None,
             phase: Phase::Done,
             past: VecDeque::new(),
+            max_span,
             link_rtt,
             dropped: [(0, 0); 2],
             outages: 0,
@@ -302,29 +307,22 @@ impl<P: Copy> FadingLink<P> {
 
     /// Whether a frame whose transmission started at `sent` and that
     /// arrives now met an outage.
-    fn met_outage(&mut self, sent: SimTime, now: SimTime) -> bool {
-        // Outages that ended before anything still in flight was sent can
-        // no longer matter; a frame is on the link for at most its
-        // transmission time and the delay.
-        let horizon = now.saturating_sub(self.inner_span());
-        while self.past.front().is_some_and(|&(_, end)| end < horizon) {
-            self.past.pop_front();
-        }
+    fn met_outage(&self, sent: SimTime, now: SimTime) -> bool {
         self.past
             .iter()
             .rev()
             .any(|&(start, end)| start <= now && end > sent)
     }
 
-    /// The longest a frame can spend on the link.
-    fn inner_span(&self) -> SimDuration {
-        let c = self.inner.config();
-        c.delay + SimDuration::transmission(u64::from(u16::MAX), c.rate_bps)
-    }
-
     /// Turns each delivery in `out[first..]` that met an outage into a drop
     /// at the receiver.
     fn apply_outages(&mut self, now: SimTime, first: usize, out: &mut [LinkOutput<P>]) {
+        // Outages that ended before anything still in flight was sent can
+        // no longer matter: forgotten once per call, not per delivery.
+        let horizon = now.saturating_sub(self.max_span);
+        while self.past.front().is_some_and(|&(_, end)| end < horizon) {
+            self.past.pop_front();
+        }
         let c = *self.inner.config();
         for output in &mut out[first..] {
             let LinkOutput::Delivered { port, frame } = *output else {
@@ -440,16 +438,7 @@ impl ScenarioLink for FadingSpec {
     type Model = Box<FadingLink<PacketId>>;
 
     fn validate(raw: RawFading, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
-        let wired = WiredSpec::validate(
-            RawWired {
-                ends: raw.ends,
-                rate: raw.rate,
-                delay: raw.delay,
-                queue: raw.queue,
-                loss: None,
-            },
-            cx,
-        )?;
+        let wired = WiredSpec::validate_lossless(raw.ends, raw.rate, raw.delay, raw.queue, cx)?;
         let source = match (raw.outages, raw.fading) {
             (Some(_), Some(_)) => {
                 return Err(ScenarioError::new(
@@ -537,7 +526,7 @@ impl ScenarioLink for FadingSpec {
     }
 
     fn attachments(&self) -> Vec<Attachment> {
-        self.wired.ends.iter().map(EndSpec::attachment).collect()
+        self.wired.attachments()
     }
 
     fn build(&self, rng: SimRng) -> Box<FadingLink<PacketId>> {

@@ -36,10 +36,10 @@ use rand::Rng;
 use rtolab_time::SimTime;
 use serde::{Deserialize, Serialize};
 
-use super::p2p::{count_as_lost, RawWired, WiredSpec};
+use super::p2p::{count_as_lost, WiredSpec};
 use super::{
-    DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, P2pConfig, P2pLink, Port,
-    RawEnd, ScenarioLink,
+    DirectionStats, Frame, LinkCheck, LinkModel, LinkOutput, P2pConfig, P2pLink, Port, RawEnd,
+    ScenarioLink,
 };
 use crate::config::{required, Attachment, Duration, Rate, ScenarioError};
 use crate::pool::PacketId;
@@ -213,16 +213,7 @@ impl ScenarioLink for GilbertElliottSpec {
     type Model = Box<GilbertElliottLink<PacketId>>;
 
     fn validate(raw: RawGilbertElliott, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
-        let wired = WiredSpec::validate(
-            RawWired {
-                ends: raw.ends,
-                rate: raw.rate,
-                delay: raw.delay,
-                queue: raw.queue,
-                loss: None,
-            },
-            cx,
-        )?;
+        let wired = WiredSpec::validate_lossless(raw.ends, raw.rate, raw.delay, raw.queue, cx)?;
         let probability = |value: Option<f64>, field: &str| -> Result<f64, ScenarioError> {
             let p = value.unwrap_or(0.0);
             if (0.0..=1.0).contains(&p) {
@@ -250,7 +241,7 @@ impl ScenarioLink for GilbertElliottSpec {
     }
 
     fn attachments(&self) -> Vec<Attachment> {
-        self.wired.ends.iter().map(EndSpec::attachment).collect()
+        self.wired.attachments()
     }
 
     fn build(&self, rng: SimRng) -> Box<GilbertElliottLink<PacketId>> {

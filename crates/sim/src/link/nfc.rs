@@ -754,6 +754,30 @@ mod tests {
             .collect()
     }
 
+    /// The packets dropped in `out`, in order.
+    fn dropped(out: &[LinkOutput<u32>]) -> Vec<u32> {
+        out.iter()
+            .filter_map(|o| match o {
+                Dropped { frame, .. } => Some(frame.packet),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The packets delivered in `log`, in order.
+    fn delivered(log: &[(SimTime, LinkOutput<u32>)]) -> Vec<u32> {
+        deliveries(log).iter().map(|d| d.2).collect()
+    }
+
+    /// What the MCU at `port` says of a packet it cannot take.
+    fn mcu_busy(port: Port, packet: u32, len: u32) -> LinkOutput<u32> {
+        Dropped {
+            port,
+            frame: frame(packet, len),
+            reason: DropReason::McuBusy,
+        }
+    }
+
     #[test]
     fn modes_have_the_published_rates_and_sizes() {
         let slow = NfcConfig::rate_11_2kbps();
@@ -803,21 +827,10 @@ mod tests {
         // in front of its UART.
         l.transmit(SimTime::ZERO, 0, frame(1, 40), &mut out);
         l.transmit(SimTime::from_micros(50), 0, frame(2, 1064), &mut out);
-        assert!(out.contains(&Dropped {
-            port: 0,
-            frame: frame(2, 1064),
-            reason: DropReason::McuBusy
-        }));
+        assert!(out.contains(&mcu_busy(0, 2, 1064)));
         // The ACK's chunks are on air (~69 ms): the MCU takes nothing.
         l.transmit(ms(60), 0, frame(3, 40), &mut out);
-        assert_eq!(
-            out.last(),
-            Some(&Dropped {
-                port: 0,
-                frame: frame(3, 40),
-                reason: DropReason::McuBusy
-            })
-        );
+        assert_eq!(out.last(), Some(&mcu_busy(0, 3, 40)));
         let log = drain(&mut l);
         assert_eq!(deliveries(&log).len(), 1);
         assert_eq!(l.stats().directions[0].dropped_mcu_busy, 2);
@@ -835,17 +848,9 @@ mod tests {
         // beside it, but not a packet that would overflow its 2 kB.
         l.transmit(ms(500), 0, frame(2, 40), &mut out);
         l.transmit(ms(600), 0, frame(3, 1000), &mut out);
-        let dropped: Vec<u32> = out
-            .iter()
-            .filter_map(|o| match o {
-                Dropped { frame, .. } => Some(frame.packet),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(dropped, [3]);
+        assert_eq!(dropped(&out), [3]);
         let log = drain(&mut l);
-        let got: Vec<u32> = deliveries(&log).iter().map(|d| d.2).collect();
-        assert_eq!(got, [9, 1, 2]);
+        assert_eq!(delivered(&log), [9, 1, 2]);
     }
 
     #[test]
@@ -857,17 +862,9 @@ mod tests {
         l.transmit(SimTime::ZERO, 1, frame(1, 40), &mut out);
         l.transmit(SimTime::from_micros(95), 1, frame(2, 40), &mut out);
         l.transmit(SimTime::from_micros(100), 1, frame(3, 40), &mut out);
-        let dropped: Vec<u32> = out
-            .iter()
-            .filter_map(|o| match o {
-                Dropped { frame, .. } => Some(frame.packet),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(dropped, [3]);
+        assert_eq!(dropped(&out), [3]);
         let log = drain(&mut l);
-        let got: Vec<u32> = deliveries(&log).iter().map(|d| d.2).collect();
-        assert_eq!(got, [1, 2]);
+        assert_eq!(delivered(&log), [1, 2]);
         let s = l.stats().directions[1];
         assert_eq!((s.enqueued, s.max_queue_len, s.dropped_mcu_busy), (1, 1, 1));
     }
@@ -880,14 +877,7 @@ mod tests {
         // payload) is on air when its retransmission arrives.
         l.transmit(SimTime::ZERO, 1, frame(1, 1064), &mut out);
         l.transmit(ms(800), 1, frame(2, 1064), &mut out);
-        assert_eq!(
-            out.last(),
-            Some(&Dropped {
-                port: 1,
-                frame: frame(2, 1064),
-                reason: DropReason::McuBusy
-            })
-        );
+        assert_eq!(out.last(), Some(&mcu_busy(1, 2, 1064)));
         let log = drain(&mut l);
         assert_eq!(deliveries(&log).len(), 1);
     }

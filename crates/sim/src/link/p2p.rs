@@ -366,6 +366,25 @@ impl WiredSpec {
         })
     }
 
+    /// Validates the wired fields of a kind that wraps a point-to-point
+    /// link and decides each frame's fate itself, so has no `loss` field.
+    pub fn validate_lossless(
+        ends: Option<Vec<RawEnd>>,
+        rate: Option<Rate>,
+        delay: Option<Duration>,
+        queue: Option<usize>,
+        cx: &mut LinkCheck<'_>,
+    ) -> Result<WiredSpec, ScenarioError> {
+        let raw = RawWired {
+            ends,
+            rate,
+            delay,
+            queue,
+            loss: None,
+        };
+        WiredSpec::validate(raw, cx)
+    }
+
     /// The two ends' interfaces.
     pub fn attachments(&self) -> Vec<Attachment> {
         self.ends.iter().map(EndSpec::attachment).collect()
