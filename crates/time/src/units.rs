@@ -12,6 +12,10 @@
 //! Durations: `ns`, `us` (or `µs`), `ms`, `s`, case-sensitive. A bare number
 //! is rejected because its unit would be a guess.
 //!
+//! Distances (node spacing, radio ranges): `mm`, `cm`, `m`, `km`,
+//! case-sensitive, converted exactly to whole millimetres and returned in
+//! metres.
+//!
 //! The number may have a fractional part (`1.5 Mbit/s`, `0.25ms`) and a space
 //! before the unit. Values are converted exactly with integer arithmetic and
 //! rounded to the nearest bit/s or nanosecond, so `"1.5ms"` is exactly
@@ -105,6 +109,36 @@ pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
     Ok(SimDuration::from_nanos(nanos))
 }
 
+/// Parses a distance such as `"40m"`, `"1.5 km"` or `"25cm"` into metres,
+/// rounded to the nearest millimetre. Zero is allowed (callers that need a
+/// positive distance check it); negative values are not.
+pub fn parse_distance(text: &str) -> Result<f64, String> {
+    let (negative, number, unit) = split(text)?;
+    let millimetres_per_unit = match unit {
+        "mm" => 1,
+        "cm" => 10,
+        "m" => 1_000,
+        "km" => 1_000_000,
+        "" => return Err(format!("missing unit (e.g. \"40m\"), got {text:?}")),
+        _ => {
+            return Err(format!(
+                "unknown distance unit {unit:?} (use mm, cm, m or km), got {text:?}"
+            ))
+        }
+    };
+    let millimetres = scale_decimal(number, millimetres_per_unit)
+        .ok_or_else(|| format!("too large: {text:?}"))?;
+    if negative && millimetres != 0 {
+        return Err(format!("must not be negative, got {text:?}"));
+    }
+    // Beyond 2^53 mm (about 9 billion km) f64 could not hold every
+    // millimetre; no radio reaches that far.
+    if millimetres > 1 << 53 {
+        return Err(format!("too large: {text:?}"));
+    }
+    Ok(millimetres as f64 / 1000.0)
+}
+
 /// Formats a duration in the largest unit that represents it exactly
 /// (`"250ms"`, `"1500us"`, `"0s"`), so [`parse_duration`] reads back the
 /// same value. Only ASCII units are written.
@@ -138,6 +172,28 @@ mod tests {
         assert_eq!(parse_rate("1Gbps"), Ok(1_000_000_000));
         assert_eq!(parse_rate("9600bps"), Ok(9600));
         assert_eq!(parse_rate("10mbps"), Ok(10_000_000));
+    }
+
+    #[test]
+    fn distances_in_every_unit_exactly() {
+        assert_eq!(parse_distance("40m"), Ok(40.0));
+        assert_eq!(parse_distance("40 m"), Ok(40.0));
+        assert_eq!(parse_distance("1.5km"), Ok(1500.0));
+        assert_eq!(parse_distance("25cm"), Ok(0.25));
+        assert_eq!(
+            parse_distance("0.0004m"),
+            Ok(0.0),
+            "rounded to the millimetre"
+        );
+        assert_eq!(parse_distance("0m"), Ok(0.0));
+        assert!(parse_distance("-1m").unwrap_err().contains("negative"));
+        assert!(parse_distance("40").unwrap_err().contains("missing unit"));
+        assert!(parse_distance("40 M")
+            .unwrap_err()
+            .contains("unknown distance unit"));
+        assert!(parse_distance("99999999999km")
+            .unwrap_err()
+            .contains("too large"));
     }
 
     #[test]

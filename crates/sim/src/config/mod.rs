@@ -15,7 +15,7 @@ pub use error::{
 };
 pub use topology::{Attachment, Topology};
 pub use values::{
-    check_position, check_unique, not_allowed, required, struct_fields, Duration, Rate,
+    check_position, check_unique, not_allowed, required, struct_fields, Distance, Duration, Rate,
 };
 
 pub(crate) use error::{field_error, one_line, path_string};

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer};
 use super::ScenarioError;
 use crate::cidr::StrVisitor;
 use crate::position::Position;
-use crate::units::{parse_duration, parse_rate};
+use crate::units::{parse_distance, parse_duration, parse_rate};
 
 /// A rate string such as `"10Mbps"`, in bits per second.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +32,19 @@ impl<'de> Deserialize<'de> for Duration {
         let text = d.deserialize_str(StrVisitor("a duration with a unit, like \"5ms\""))?;
         parse_duration(&text)
             .map(Duration)
+            .map_err(de::Error::custom)
+    }
+}
+
+/// A distance string such as `"40m"`, in metres.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Distance(pub f64);
+
+impl<'de> Deserialize<'de> for Distance {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = d.deserialize_str(StrVisitor("a distance with a unit, like \"40m\""))?;
+        parse_distance(&text)
+            .map(Distance)
             .map_err(de::Error::custom)
     }
 }

@@ -12,6 +12,10 @@
 //! [host.tcp]                  # optional overrides of any profile field
 //! send_buffer = 8192
 //!
+//! [[host_group]]              # hosts n1 … n16 placed by a generator
+//! prefix = "n"                # (see the `layout` module)
+//! grid = { rows = 4, cols = 4, spacing = "40m" }
+//!
 //! [[link]]
 //! name = "ab"
 //! kind = "point-to-point"     # or "half-duplex" or "broadcast"
@@ -151,6 +155,7 @@
 //! * errors and values with units live in [`crate::config`], below every
 //!   kind.
 
+mod layout;
 mod pieces;
 mod profiles;
 mod raw;

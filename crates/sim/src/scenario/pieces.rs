@@ -17,6 +17,7 @@
 
 use serde::Deserialize;
 
+use super::layout::RawHostGroup;
 use super::raw::{RawCapture, RawHost, RawRoute, RawScenario};
 use crate::config::Duration;
 
@@ -34,6 +35,8 @@ struct RawPiece {
     duration: Option<Duration>,
     #[serde(default)]
     host: Vec<RawHost>,
+    #[serde(default)]
+    host_group: Vec<RawHostGroup>,
     #[serde(default)]
     link: Vec<toml::Table>,
     #[serde(default)]
@@ -59,6 +62,7 @@ pub(super) fn parse(text: &str, piece_bytes: usize) -> Option<RawScenario> {
         seed: first.seed,
         duration: first.duration?,
         host: first.host,
+        host_group: first.host_group,
         link: first.link,
         route: first.route,
         capture: first.capture,
@@ -71,6 +75,7 @@ pub(super) fn parse(text: &str, piece_bytes: usize) -> Option<RawScenario> {
             return None;
         }
         raw.host.extend(piece.host);
+        raw.host_group.extend(piece.host_group);
         raw.link.extend(piece.link);
         raw.route.extend(piece.route);
         raw.capture.extend(piece.capture);

@@ -11,6 +11,7 @@ use crate::cidr::{Ipv4Cidr, StrVisitor};
 use crate::config::{field_error, one_line, path_string, Duration, ScenarioError};
 use crate::position::Position;
 
+use super::layout::RawHostGroup;
 use super::pieces::{self, PIECE_BYTES};
 
 /// `"default"` or a prefix.
@@ -38,6 +39,8 @@ pub(super) struct RawScenario {
     pub(super) duration: Duration,
     #[serde(default)]
     pub(super) host: Vec<RawHost>,
+    #[serde(default)]
+    pub(super) host_group: Vec<RawHostGroup>,
     #[serde(default)]
     pub(super) link: Vec<toml::Table>,
     #[serde(default)]

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use rtolab_time::SimDuration;
 
+use super::layout;
 use super::profiles::{default_profile, resolve};
 use super::raw::{RawCapture, RawHost, RawRoute, RawScenario};
 use super::{
@@ -32,6 +33,34 @@ pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         |i| format!("host[{i}].name"),
         "host",
     )?;
+    let mut raw = raw;
+    // Where each host was written, for error paths: `host[i]`, or the
+    // `host_group[g]` that generated it.
+    let mut host_paths: Vec<String> = (0..raw.host.len()).map(|i| format!("host[{i}]")).collect();
+    let mut names: BTreeMap<String, usize> = raw
+        .host
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.name.clone(), i))
+        .collect();
+    let groups = std::mem::take(&mut raw.host_group);
+    let scenario_seed = raw.seed.unwrap_or(DEFAULT_SEED);
+    for (g, group) in groups.iter().enumerate() {
+        for host in layout::expand(g, group, scenario_seed)? {
+            if let Some(&other) = names.get(&host.name) {
+                return Err(ScenarioError::new(
+                    format!("host_group[{g}].prefix"),
+                    format!(
+                        "generates host {:?}, already defined by {}",
+                        host.name, host_paths[other]
+                    ),
+                ));
+            }
+            names.insert(host.name.clone(), raw.host.len());
+            host_paths.push(format!("host_group[{g}]"));
+            raw.host.push(host);
+        }
+    }
     let links = named_tables(raw.link, "link")?;
     check_unique(
         links.iter().map(|(name, _, _)| name.as_str()),
@@ -47,7 +76,7 @@ pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         .host
         .iter()
         .enumerate()
-        .map(|(i, h)| validate_host(i, h))
+        .map(|(i, h)| validate_host(&host_paths[i], h))
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut link_specs = Vec::with_capacity(links.len());
@@ -151,8 +180,8 @@ fn named_tables(
         .collect()
 }
 
-fn validate_host(i: usize, h: &RawHost) -> Result<HostSpec, ScenarioError> {
-    let at = |field: &str| format!("host[{i}].{field}");
+fn validate_host(path: &str, h: &RawHost) -> Result<HostSpec, ScenarioError> {
+    let at = |field: &str| format!("{path}.{field}");
     if let Some(p) = &h.position {
         check_position(at("position"), p)?;
     }
