@@ -499,7 +499,8 @@ impl<P: Clone> RadioMedium<P> {
     /// channel is busy. Unit disk: busy while a signal from within the CCA
     /// range is arriving. Log-distance: busy when the noise floor plus
     /// every arriving signal reaches the CCA threshold. The radio's own
-    /// transmission does not count.
+    /// transmission does not count. The answer does not depend on whether
+    /// the radio is listening: a MAC turns it on before assessing.
     pub fn channel_clear(&self, now: SimTime, radio: RadioId) -> bool {
         let on_air = self
             .arrivals
