@@ -19,6 +19,8 @@
 //!   `stall`, `snoop`), registered in one place;
 //! * [`mac`]: channel access of a shared medium's members (`aloha`,
 //!   `csma-ca`), registered in one place;
+//! * [`radio`]: the radio medium of wireless MACs (positions and mobility,
+//!   propagation, receptions and collisions, radio states and energy);
 //! * [`config`]: what every kind's scenario table is read with: errors
 //!   naming the field, values with units, the topology;
 //! * [`tcp`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
@@ -50,6 +52,7 @@ pub mod node;
 pub mod pool;
 pub mod position;
 pub mod queue;
+pub mod radio;
 pub mod rng;
 pub mod run;
 pub mod scenario;
