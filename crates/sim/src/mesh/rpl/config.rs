@@ -144,6 +144,14 @@ impl RplConfig {
             probing_expiration: raw.probing_expiration.map_or(d.probing_expiration, |v| v.0),
             max_routes: raw.max_routes.unwrap_or(d.max_routes),
         };
+        c.check(path)?;
+        Ok(c)
+    }
+
+    /// Checks the ranges of a configuration however it was made; errors
+    /// name the field below `path`.
+    pub fn check(&self, path: &str) -> Result<(), ScenarioError> {
+        let c = self;
         let err = |field: &str, message: String| {
             Err(ScenarioError::new(format!("{path}.{field}"), message))
         };
@@ -188,7 +196,7 @@ impl RplConfig {
         if c.max_routes == 0 {
             return err("max_routes", "must be at least 1".into());
         }
-        Ok(c)
+        Ok(())
     }
 
     /// Route lifetime in seconds (`RPL_LIFETIME`).

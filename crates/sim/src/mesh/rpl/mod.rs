@@ -298,8 +298,9 @@ fn lollipop_greater_than(a: u8, b: u8) -> bool {
 impl Rpl {
     /// A node with MAC address `mac` starting at `now`; `rng` is its
     /// component stream (`rng::component_stream(seed, "rpl/<node>")`).
-    /// Fails, naming `prefix_len`, for a root prefix that leaves no room
-    /// for a 64-bit interface identifier.
+    /// Fails, naming the field, for a configuration out of range
+    /// (`rpl.<field>`) or a root prefix that leaves no room for a 64-bit
+    /// interface identifier (`prefix_len`).
     pub fn new(
         now: SimTime,
         config: RplConfig,
@@ -307,6 +308,7 @@ impl Rpl {
         role: Role,
         rng: SimRng,
     ) -> Result<Self, ScenarioError> {
+        config.check("rpl")?;
         let mut rpl = Rpl {
             mode: Mode::Dynamic,
             is_root: false,
@@ -396,7 +398,7 @@ impl Rpl {
         rng: SimRng,
     ) -> Self {
         let mut rpl = Rpl::new(SimTime::ZERO, config, mac, Role::Node, rng)
-            .expect("a node role has no prefix to reject");
+            .expect("static_tree checked the configuration, and a node has no prefix");
         let c = &rpl.config;
         rpl.mode = Mode::Static;
         rpl.is_root = parent.is_none();

@@ -21,13 +21,15 @@ use crate::rng::{component_stream, SimRng};
 /// address, `parents[i]` the index of its parent, `None` for the root (the
 /// only one). Addresses take `prefix` (at most 64 bits long) and each
 /// node's interface identifier; ranks are MinHopRankIncrease per hop, as
-/// MRHOF gives over links of ETX 1. Errors name `parents[i]`.
+/// MRHOF gives over links of ETX 1. Errors name `parents[i]`, or
+/// `rpl.<field>` for a configuration out of range.
 pub fn static_tree(
     config: &RplConfig,
     prefix: Ipv6Addr,
     macs: &[Address],
     parents: &[Option<usize>],
 ) -> Result<Vec<Rpl>, ScenarioError> {
+    config.check("rpl")?;
     let n = macs.len();
     if parents.len() != n {
         return Err(ScenarioError::new(

@@ -399,7 +399,7 @@ fn runs_are_deterministic_per_seed() {
 }
 
 #[test]
-fn a_root_prefix_must_leave_room_for_the_interface_identifier() {
+fn a_root_prefix_must_leave_room_for_the_interface_identifier_and_configs_are_checked() {
     let role = Role::Root {
         prefix: PREFIX,
         prefix_len: 80,
@@ -414,6 +414,21 @@ fn a_root_prefix_must_leave_room_for_the_interface_identifier() {
     .err()
     .unwrap();
     assert_eq!(e.path, "prefix_len");
+    // A configuration built in code is checked as one read from a file.
+    let config = RplConfig {
+        probing_interval: SimDuration::ZERO,
+        ..RplConfig::default()
+    };
+    let e = Rpl::new(
+        SimTime::ZERO,
+        config,
+        mac(1),
+        Role::Node,
+        component_stream(1, "r"),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(e.path, "rpl.probing_interval");
 }
 
 proptest::proptest! {
