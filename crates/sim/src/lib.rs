@@ -47,6 +47,7 @@ mod event;
 pub mod limits;
 pub mod link;
 pub mod mac;
+pub mod mesh;
 pub mod middlebox;
 pub mod node;
 pub mod pool;

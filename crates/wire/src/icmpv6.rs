@@ -8,6 +8,9 @@
 //!
 //! RPL options are validated as a type-length-value sequence and kept as
 //! bytes; [`RplOptions::iter`] walks them, [`push_rpl_option`] writes one.
+//! The options RPL's storing mode needs have typed forms that read an
+//! option's data and push a whole option: [`DodagConfiguration`],
+//! [`PrefixInformation`], [`RplTarget`] and [`TransitInformation`].
 
 use std::net::Ipv6Addr;
 
@@ -237,6 +240,291 @@ pub fn push_rpl_option(out: &mut Vec<u8>, kind: u8, data: &[u8]) -> Result<()> {
     out.push(len);
     out.extend_from_slice(data);
     Ok(())
+}
+
+/// Reads the data of a fixed-length option, naming `field` when the length
+/// is wrong. Offsets count from the start of the option data.
+fn fixed<'a, const N: usize>(data: &'a [u8], field: &'static str) -> Result<&'a [u8; N]> {
+    data.try_into().map_err(|_| {
+        WireError::new(
+            field,
+            data.len().min(N),
+            if data.len() < N {
+                WireErrorKind::Truncated
+            } else {
+                WireErrorKind::BadLength
+            },
+        )
+    })
+}
+
+/// The DODAG Configuration option (RFC 6550 §6.7.6): the DODAG's Trickle
+/// parameters, rank increments, objective function and route lifetimes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DodagConfiguration {
+    /// A flag: authentication is enabled (never, without security).
+    pub authentication: bool,
+    /// Path Control Size (3 bits).
+    pub path_control_size: u8,
+    /// DIOIntervalDoublings.
+    pub dio_interval_doublings: u8,
+    /// DIOIntervalMin: the smallest Trickle interval is 2^this ms.
+    pub dio_interval_min: u8,
+    /// DIORedundancyConstant (0 disables suppression).
+    pub dio_redundancy: u8,
+    /// MaxRankIncrease (0 disables the limit).
+    pub max_rank_increase: u16,
+    /// MinHopRankIncrease.
+    pub min_hop_rank_increase: u16,
+    /// Objective Code Point (1 is MRHOF, RFC 6719).
+    pub objective_code_point: u16,
+    /// Default route lifetime, in lifetime units.
+    pub default_lifetime: u8,
+    /// Lifetime unit, in seconds.
+    pub lifetime_unit: u16,
+}
+
+impl DodagConfiguration {
+    /// Length of the option data.
+    pub const LEN: usize = 14;
+
+    /// Reads the option data (after type and length).
+    pub fn parse(data: &[u8]) -> Result<Self> {
+        let d = fixed::<{ Self::LEN }>(data, "rpl.dodag_configuration")?;
+        let be = |at: usize| u16::from_be_bytes([d[at], d[at + 1]]);
+        Ok(DodagConfiguration {
+            authentication: d[0] & 0x08 != 0,
+            path_control_size: d[0] & 0x07,
+            dio_interval_doublings: d[1],
+            dio_interval_min: d[2],
+            dio_redundancy: d[3],
+            max_rank_increase: be(4),
+            min_hop_rank_increase: be(6),
+            objective_code_point: be(8),
+            default_lifetime: d[11],
+            lifetime_unit: be(12),
+        })
+    }
+
+    /// Appends the whole option (type, length, data) to `out`.
+    pub fn push(&self, out: &mut Vec<u8>) -> Result<()> {
+        if self.path_control_size > 0b111 {
+            return Err(WireError::new(
+                "rpl.dodag_configuration.path_control_size",
+                out.len() + 2,
+                WireErrorKind::BadValue,
+            ));
+        }
+        let mut d = [0u8; Self::LEN];
+        d[0] = if self.authentication { 0x08 } else { 0 } | self.path_control_size;
+        d[1] = self.dio_interval_doublings;
+        d[2] = self.dio_interval_min;
+        d[3] = self.dio_redundancy;
+        d[4..6].copy_from_slice(&self.max_rank_increase.to_be_bytes());
+        d[6..8].copy_from_slice(&self.min_hop_rank_increase.to_be_bytes());
+        d[8..10].copy_from_slice(&self.objective_code_point.to_be_bytes());
+        d[11] = self.default_lifetime;
+        d[12..14].copy_from_slice(&self.lifetime_unit.to_be_bytes());
+        push_rpl_option(out, rpl_option::DODAG_CONFIGURATION, &d)
+    }
+}
+
+/// The Prefix Information option (RFC 6550 §6.7.10, laid out as RFC 4861
+/// §4.6.2's): the prefix nodes configure their global address from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrefixInformation {
+    /// Prefix length in bits (at most 128).
+    pub prefix_len: u8,
+    /// L flag: the prefix is on-link.
+    pub on_link: bool,
+    /// A flag: the prefix may be used for address autoconfiguration.
+    pub autonomous: bool,
+    /// R flag: the prefix field carries the sender's whole address.
+    pub router_address: bool,
+    /// Valid lifetime in seconds (all ones is infinity).
+    pub valid_lifetime: u32,
+    /// Preferred lifetime in seconds (all ones is infinity).
+    pub preferred_lifetime: u32,
+    /// The prefix (or the router's address when `router_address`).
+    pub prefix: Ipv6Addr,
+}
+
+impl PrefixInformation {
+    /// Length of the option data.
+    pub const LEN: usize = 30;
+
+    /// Reads the option data (after type and length).
+    pub fn parse(data: &[u8]) -> Result<Self> {
+        let d = fixed::<{ Self::LEN }>(data, "rpl.prefix_information")?;
+        if d[0] > 128 {
+            return Err(WireError::new(
+                "rpl.prefix_information.prefix_len",
+                0,
+                WireErrorKind::BadValue,
+            ));
+        }
+        let be32 = |at: usize| u32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]);
+        Ok(PrefixInformation {
+            prefix_len: d[0],
+            on_link: d[1] & 0x80 != 0,
+            autonomous: d[1] & 0x40 != 0,
+            router_address: d[1] & 0x20 != 0,
+            valid_lifetime: be32(2),
+            preferred_lifetime: be32(6),
+            prefix: addr_at(d, 14),
+        })
+    }
+
+    /// Appends the whole option (type, length, data) to `out`.
+    pub fn push(&self, out: &mut Vec<u8>) -> Result<()> {
+        if self.prefix_len > 128 {
+            return Err(WireError::new(
+                "rpl.prefix_information.prefix_len",
+                out.len() + 2,
+                WireErrorKind::BadValue,
+            ));
+        }
+        let mut d = [0u8; Self::LEN];
+        d[0] = self.prefix_len;
+        d[1] = if self.on_link { 0x80 } else { 0 }
+            | if self.autonomous { 0x40 } else { 0 }
+            | if self.router_address { 0x20 } else { 0 };
+        d[2..6].copy_from_slice(&self.valid_lifetime.to_be_bytes());
+        d[6..10].copy_from_slice(&self.preferred_lifetime.to_be_bytes());
+        d[14..30].copy_from_slice(&self.prefix.octets());
+        push_rpl_option(out, rpl_option::PREFIX_INFORMATION, &d)
+    }
+}
+
+/// The RPL Target option (RFC 6550 §6.7.7): an address or prefix reachable
+/// through the DAO's sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RplTarget {
+    /// Prefix length in bits (128 for one address).
+    pub prefix_len: u8,
+    /// The target; bits past `prefix_len` are zero.
+    pub prefix: Ipv6Addr,
+}
+
+impl RplTarget {
+    /// Reads the option data (after type and length): flags, prefix length,
+    /// then the prefix in as few bytes as hold `prefix_len` bits.
+    pub fn parse(data: &[u8]) -> Result<Self> {
+        if data.len() < 2 {
+            return Err(WireError::new(
+                "rpl.target",
+                data.len(),
+                WireErrorKind::Truncated,
+            ));
+        }
+        let prefix_len = data[1];
+        if prefix_len > 128 {
+            return Err(WireError::new(
+                "rpl.target.prefix_len",
+                1,
+                WireErrorKind::BadValue,
+            ));
+        }
+        let bytes = usize::from(prefix_len).div_ceil(8);
+        if data.len() < 2 + bytes {
+            return Err(WireError::new(
+                "rpl.target.prefix",
+                data.len(),
+                WireErrorKind::Truncated,
+            ));
+        }
+        let mut octets = [0u8; 16];
+        octets[..bytes].copy_from_slice(&data[2..2 + bytes]);
+        Ok(RplTarget {
+            prefix_len,
+            prefix: Ipv6Addr::from(mask(octets, prefix_len)),
+        })
+    }
+
+    /// Appends the whole option (type, length, data) to `out`, the prefix
+    /// in as few bytes as hold `prefix_len` bits.
+    pub fn push(&self, out: &mut Vec<u8>) -> Result<()> {
+        if self.prefix_len > 128 {
+            return Err(WireError::new(
+                "rpl.target.prefix_len",
+                out.len() + 3,
+                WireErrorKind::BadValue,
+            ));
+        }
+        let bytes = usize::from(self.prefix_len).div_ceil(8);
+        let octets = mask(self.prefix.octets(), self.prefix_len);
+        let mut d = vec![0, self.prefix_len];
+        d.extend_from_slice(&octets[..bytes]);
+        push_rpl_option(out, rpl_option::RPL_TARGET, &d)
+    }
+}
+
+/// Zeroes the bits of `octets` past the first `len`.
+fn mask(mut octets: [u8; 16], len: u8) -> [u8; 16] {
+    for (i, byte) in octets.iter_mut().enumerate() {
+        let keep = usize::from(len).saturating_sub(i * 8).min(8);
+        *byte &= !(0xffu8.checked_shr(keep as u32).unwrap_or(0));
+    }
+    octets
+}
+
+/// The Transit Information option (RFC 6550 §6.7.8): the lifetime of the
+/// targets before it in a DAO, and optionally the sender's parent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransitInformation {
+    /// E flag: the parent is an external (non-RPL) one.
+    pub external: bool,
+    /// Path Control.
+    pub path_control: u8,
+    /// Path Sequence.
+    pub path_sequence: u8,
+    /// Path Lifetime, in lifetime units (0 is a No-Path: the route is gone).
+    pub path_lifetime: u8,
+    /// Parent Address (needed in non-storing mode only).
+    pub parent: Option<Ipv6Addr>,
+}
+
+impl TransitInformation {
+    /// Reads the option data (after type and length): 4 bytes, or 20 with
+    /// a parent address.
+    pub fn parse(data: &[u8]) -> Result<Self> {
+        let parent = match data.len() {
+            4 => None,
+            20 => Some(addr_at(data, 4)),
+            n => {
+                return Err(WireError::new(
+                    "rpl.transit_information",
+                    n.min(4),
+                    if n < 4 {
+                        WireErrorKind::Truncated
+                    } else {
+                        WireErrorKind::BadLength
+                    },
+                ))
+            }
+        };
+        Ok(TransitInformation {
+            external: data[0] & 0x80 != 0,
+            path_control: data[1],
+            path_sequence: data[2],
+            path_lifetime: data[3],
+            parent,
+        })
+    }
+
+    /// Appends the whole option (type, length, data) to `out`.
+    pub fn push(&self, out: &mut Vec<u8>) -> Result<()> {
+        let mut d = vec![
+            if self.external { 0x80 } else { 0 },
+            self.path_control,
+            self.path_sequence,
+            self.path_lifetime,
+        ];
+        if let Some(parent) = self.parent {
+            d.extend_from_slice(&parent.octets());
+        }
+        push_rpl_option(out, rpl_option::TRANSIT_INFORMATION, &d)
+    }
 }
 
 const DIO_BASE_LEN: usize = 24;
@@ -599,6 +887,104 @@ mod tests {
                 options: RplOptions::default(),
             }));
         }
+    }
+
+    #[test]
+    fn typed_options_round_trip() {
+        let conf = DodagConfiguration {
+            authentication: false,
+            path_control_size: 0,
+            dio_interval_doublings: 8,
+            dio_interval_min: 12,
+            dio_redundancy: 10,
+            max_rank_increase: 1792,
+            min_hop_rank_increase: 256,
+            objective_code_point: 1,
+            default_lifetime: 0xff,
+            lifetime_unit: 0xffff,
+        };
+        let prefix = PrefixInformation {
+            prefix_len: 64,
+            on_link: false,
+            autonomous: true,
+            router_address: false,
+            valid_lifetime: u32::MAX,
+            preferred_lifetime: 3600,
+            prefix: "fd00::".parse().unwrap(),
+        };
+        let target = RplTarget {
+            prefix_len: 128,
+            prefix: "fd00::212:7402:2:202".parse().unwrap(),
+        };
+        let transit = TransitInformation {
+            external: false,
+            path_control: 0,
+            path_sequence: 3,
+            path_lifetime: 0x1e,
+            parent: None,
+        };
+        let with_parent = TransitInformation {
+            external: true,
+            parent: Some("fd00::1".parse().unwrap()),
+            ..transit
+        };
+        let mut out = Vec::new();
+        conf.push(&mut out).unwrap();
+        prefix.push(&mut out).unwrap();
+        target.push(&mut out).unwrap();
+        transit.push(&mut out).unwrap();
+        with_parent.push(&mut out).unwrap();
+        // Lengths from RFC 6550 §6.7: 14, 30, 2 + 16, 4, 20.
+        assert_eq!(out.len(), 16 + 32 + 20 + 6 + 22);
+        let opts: Vec<RplOption> = RplOptions::parse(&out).unwrap().iter().collect();
+        assert_eq!(DodagConfiguration::parse(opts[0].data).unwrap(), conf);
+        assert_eq!(PrefixInformation::parse(opts[1].data).unwrap(), prefix);
+        assert_eq!(RplTarget::parse(opts[2].data).unwrap(), target);
+        assert_eq!(TransitInformation::parse(opts[3].data).unwrap(), transit);
+        assert_eq!(
+            TransitInformation::parse(opts[4].data).unwrap(),
+            with_parent
+        );
+        // The A flag is bit 6 of the flags byte, as tshark reads it.
+        assert_eq!(opts[1].data[1], 0x40);
+        // A shorter target takes only the bytes its length needs, and bits
+        // past the length are cleared.
+        let short = RplTarget {
+            prefix_len: 60,
+            prefix: "fd00:0:0:ffff::".parse().unwrap(),
+        };
+        let mut out = Vec::new();
+        short.push(&mut out).unwrap();
+        assert_eq!(out.len(), 2 + 2 + 8);
+        let back = RplTarget::parse(&out[2..]).unwrap();
+        assert_eq!(back.prefix, "fd00:0:0:fff0::".parse::<Ipv6Addr>().unwrap());
+    }
+
+    #[test]
+    fn malformed_typed_options_are_named() {
+        let e = DodagConfiguration::parse(&[0; 13]).unwrap_err();
+        assert_eq!(
+            (e.field, e.kind),
+            ("rpl.dodag_configuration", WireErrorKind::Truncated)
+        );
+        let e = DodagConfiguration::parse(&[0; 15]).unwrap_err();
+        assert_eq!(e.kind, WireErrorKind::BadLength);
+        let mut d = [0u8; 30];
+        d[0] = 129;
+        let e = PrefixInformation::parse(&d).unwrap_err();
+        assert_eq!(e.field, "rpl.prefix_information.prefix_len");
+        assert_eq!(
+            RplTarget::parse(&[0, 128, 1]).unwrap_err().field,
+            "rpl.target.prefix"
+        );
+        assert_eq!(
+            RplTarget::parse(&[0, 200]).unwrap_err().field,
+            "rpl.target.prefix_len"
+        );
+        assert_eq!(
+            TransitInformation::parse(&[0; 5]).unwrap_err().field,
+            "rpl.transit_information"
+        );
     }
 
     #[test]
