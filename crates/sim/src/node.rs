@@ -5,7 +5,7 @@ use std::net::Ipv4Addr;
 
 use serde::Serialize;
 
-use crate::cidr::Ipv4Cidr;
+use crate::cidr::{Cidr, Family, Ipv4Cidr};
 use crate::link::{Port, Position};
 
 /// Index of a node in a simulation.
@@ -51,26 +51,32 @@ pub struct Interface {
 
 /// One entry of a routing table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Route {
+pub struct Route<A = Ipv4Addr> {
     /// Destination prefix.
-    pub destination: Ipv4Cidr,
+    pub destination: Cidr<A>,
     /// Next-hop router; `None` for directly connected subnets.
-    pub gateway: Option<Ipv4Addr>,
+    pub gateway: Option<A>,
     /// Outgoing interface index.
     pub iface: u32,
 }
 
 /// Static routes with longest-prefix match.
-#[derive(Clone, Debug, Default)]
-pub struct RoutingTable {
+#[derive(Clone, Debug)]
+pub struct RoutingTable<A = Ipv4Addr> {
     /// Kept sorted by decreasing prefix length, ties in insertion order, so
     /// the first match is the longest.
-    routes: Vec<Route>,
+    routes: Vec<Route<A>>,
 }
 
-impl RoutingTable {
+impl<A> Default for RoutingTable<A> {
+    fn default() -> Self {
+        RoutingTable { routes: Vec::new() }
+    }
+}
+
+impl<A: Family> RoutingTable<A> {
     /// Adds a route.
-    pub fn add(&mut self, route: Route) {
+    pub fn add(&mut self, route: Route<A>) {
         let at = self
             .routes
             .iter()
@@ -80,7 +86,7 @@ impl RoutingTable {
     }
 
     /// The longest-prefix match for `dst`: outgoing interface and next hop.
-    pub fn lookup(&self, dst: Ipv4Addr) -> Option<(u32, Ipv4Addr)> {
+    pub fn lookup(&self, dst: A) -> Option<(u32, A)> {
         self.routes
             .iter()
             .find(|r| r.destination.contains(dst))
@@ -88,7 +94,7 @@ impl RoutingTable {
     }
 
     /// All routes, longest prefixes first.
-    pub fn routes(&self) -> &[Route] {
+    pub fn routes(&self) -> &[Route<A>] {
         &self.routes
     }
 }
