@@ -19,6 +19,7 @@
 //!   `stall`, `snoop`), registered in one place;
 //! * [`mac`]: channel access of a shared medium's members (`aloha`,
 //!   `csma-ca`), registered in one place;
+//! * [`mesh`]: the low-power 802.15.4 mesh's layers (Contiki's MACs);
 //! * [`config`]: what every kind's scenario table is read with: errors
 //!   naming the field, values with units, the topology;
 //! * [`tcp`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
@@ -45,6 +46,7 @@ mod event;
 pub mod limits;
 pub mod link;
 pub mod mac;
+pub mod mesh;
 pub mod middlebox;
 pub mod node;
 pub mod pool;
