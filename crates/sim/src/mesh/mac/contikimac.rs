@@ -237,7 +237,8 @@ pub(crate) struct ContikiMac {
     /// `we_are_receiving_burst`, with its deadline.
     burst_rx: Option<SimTime>,
     phases: BTreeMap<Address, Phase>,
-    deferred: Vec<(SimTime, Burst)>,
+    /// Neighbours whose queues phase.c set aside, and until when.
+    deferred: Vec<(SimTime, Address)>,
     seqnos: SeqnoHistory,
 }
 
@@ -293,19 +294,21 @@ impl ContikiMac {
         self.deferred.iter().map(|(at, _)| *at).min()
     }
 
-    /// The set-aside bursts due by `now`, in the order they were set aside.
-    pub fn take_due_deferred(&mut self, now: SimTime) -> Vec<Burst> {
-        let mut due = Vec::new();
-        let mut i = 0;
-        while i < self.deferred.len() {
-            if self.deferred[i].0 <= now {
-                due.push(self.deferred.remove(i));
+    /// The neighbours whose set-aside queues are due by `now`, in the
+    /// order they are due.
+    pub fn take_due_deferred(&mut self, now: SimTime) -> Vec<Address> {
+        let mut due: Vec<(SimTime, Address)> = Vec::new();
+        self.deferred.retain(|&(at, dst)| {
+            if at <= now {
+                due.push((at, dst));
+                false
             } else {
-                i += 1;
+                true
             }
-        }
-        due.sort_by_key(|(at, _)| *at);
-        due.into_iter().map(|(_, b)| b).collect()
+        });
+        // Stable: equal times keep the order they were set aside in.
+        due.sort_by_key(|&(at, _)| at);
+        due.into_iter().map(|(_, dst)| dst).collect()
     }
 
     pub fn handle_timeout(&mut self, now: SimTime, io: &mut Io) {
@@ -630,13 +633,11 @@ impl ContikiMac {
             match self.phase_wait(now, dst) {
                 PhaseWait::Unknown => {}
                 PhaseWait::Deferred(at) => {
-                    // phase.c sets the packets aside and the stack is free
-                    // until then; the whole rest of the burst goes with them.
-                    let mut frames: Vec<OutFrame> = vec![tx.frame];
-                    if let Some((_, rest)) = self.burst.take() {
-                        frames.extend(rest);
-                    }
-                    self.deferred.push((at, Burst { dst, frames }));
+                    // phase.c sets the neighbour's list aside (the live CSMA
+                    // queue, with whatever joins it meanwhile) and the stack
+                    // is free until then.
+                    self.burst = None;
+                    self.deferred.push((at, dst));
                     io.stats.phase_deferrals += 1;
                     return self.idle(now, io);
                 }

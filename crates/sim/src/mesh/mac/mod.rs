@@ -55,7 +55,7 @@ use contikimac::ContikiMac;
 use csma::Csma;
 use nullrdc::NullRdc;
 use radio::RadioCtl;
-use rdc::{Burst, Io, RdcNote};
+use rdc::{Io, RdcNote};
 use ticks::CLOCK_SECOND;
 
 use crate::rng::SimRng;
@@ -176,14 +176,6 @@ enum Rdc {
     NullRdc(NullRdc),
 }
 
-/// Work run in Contiki's process context, one at a time, when the RDC is
-/// free: a neighbour queue's transmit timer, or a burst phase.c set aside.
-#[derive(Debug)]
-enum Job {
-    Csma(Address),
-    Phase(Burst),
-}
-
 /// One node's MAC stack: CSMA over ContikiMAC or nullrdc.
 #[derive(Debug)]
 pub struct MacStack {
@@ -195,7 +187,10 @@ pub struct MacStack {
     rng: SimRng,
     notes: VecDeque<RdcNote>,
     events: VecDeque<MacEvent>,
-    jobs: VecDeque<Job>,
+    /// Neighbour queues due to go to the RDC (their CSMA transmit timer
+    /// fired, or phase.c's wait ended). Contiki runs these in its process
+    /// context, one at a time, so they wait while the RDC is sending.
+    jobs: VecDeque<Address>,
     stats: MacStats,
 }
 
@@ -418,12 +413,12 @@ impl MacStack {
                 }
             }
             for dst in self.csma.take_due(now) {
-                self.jobs.push_back(Job::Csma(dst));
+                self.jobs.push_back(dst);
                 moved = true;
             }
             if let Rdc::ContikiMac(m) = &mut self.rdc {
-                for burst in m.take_due_deferred(now) {
-                    self.jobs.push_back(Job::Phase(burst));
+                for dst in m.take_due_deferred(now) {
+                    self.jobs.push_back(dst);
                     moved = true;
                 }
             }
@@ -441,15 +436,12 @@ impl MacStack {
         }
     }
 
-    fn run_job(&mut self, now: SimTime, job: Job) {
-        let burst = match job {
-            Job::Csma(dst) => {
-                let keep = matches!(self.rdc, Rdc::ContikiMac(_));
-                self.csma.burst(dst, self.me, self.pan_id, keep)
-            }
-            Job::Phase(burst) => Some(burst),
+    /// csma.c `transmit_packet_list`: the neighbour's queue to the RDC.
+    fn run_job(&mut self, now: SimTime, dst: Address) {
+        let keep = matches!(self.rdc, Rdc::ContikiMac(_));
+        let Some(burst) = self.csma.burst(dst, self.me, self.pan_id, keep) else {
+            return;
         };
-        let Some(burst) = burst else { return };
         let mut io = Io {
             radio: &mut self.radio,
             notes: &mut self.notes,

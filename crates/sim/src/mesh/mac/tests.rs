@@ -394,3 +394,82 @@ fn the_same_seed_gives_the_same_trace() {
     assert_eq!(a, run(21));
     assert_ne!(a, run(22));
 }
+
+#[test]
+fn an_overhearing_node_sleeps_as_soon_as_it_has_read_a_frame_for_another() {
+    // Node 2 hears node 0 but is not addressed.
+    let adjacent = vec![
+        vec![false, true, true],
+        vec![true, false, false],
+        vec![true, false, false],
+    ];
+    // Node 2 wakes (at 1050 ms) in the middle of the train, node 1 later.
+    let mut tb = Testbed::new(&contikimac(), 6, &[ms(0), ms(100), ms(50)], adjacent);
+    tb.run_until(ms(1000));
+    let before = tb.radio_on_time(2);
+    let wakeups = tb.nodes[2].stats().wakeups;
+    tb.send(0, addr(1), payload(1));
+    tb.run_until(ms(1200));
+    assert_eq!(received(&tb, 1).len(), 1);
+    assert!(received(&tb, 2).is_empty());
+    let s = tb.nodes[2].stats();
+    assert_eq!(s.frames_received, 0);
+    // Woken by the strobes at most once or twice, and then on for no more
+    // than two strobes (the one it woke in, the one it read) each time,
+    // besides its channel checks.
+    let energy = s.wakeups_with_energy;
+    assert!((1..=2).contains(&energy), "{energy}");
+    let frame = &tb.transmissions[0][0].1;
+    let strobe = TURNAROUND
+        + SimDuration::from_nanos(airtime_ns(frame.len()))
+        + rtimer(super::contikimac::INTER_PACKET_INTERVAL);
+    let checks = rtimer(CCA_CHECK_TIME) * CCA_COUNT_MAX * (s.wakeups - wakeups);
+    let on = tb.radio_on_time(2) - before;
+    assert!(on <= checks + strobe * 2 * energy, "{on}");
+}
+
+proptest::proptest! {
+    /// Whatever the radio reports, in whatever order, the stack neither
+    /// panics nor leaves a deadline behind.
+    #[test]
+    fn arbitrary_radio_reports_never_panic(
+        inputs in proptest::collection::vec(
+            (0u8..6, 0u64..5_000_000, proptest::collection::vec(proptest::num::u8::ANY, 0..130)),
+            0..60,
+        ),
+        null in proptest::bool::ANY,
+    ) {
+        let config = if null { nullrdc() } else { contikimac() };
+        let mut mac = MacStack::new(&config, addr(0), crate::rng::component_stream(1, "mac"), SimTime::ZERO);
+        let mut now = SimTime::ZERO;
+        for (kind, step, bytes) in inputs {
+            // Deadlines before the next report are handled first, as a
+            // driver does; none is ever in the past.
+            let target = now + SimDuration::from_nanos(step);
+            while let Some(t) = mac.poll_timeout() {
+                proptest::prop_assert!(t >= now, "{t} before {now}");
+                if t > target {
+                    break;
+                }
+                now = t;
+                mac.handle_timeout(now);
+                while mac.poll_radio().is_some() {}
+                while mac.poll_event().is_some() {}
+            }
+            now = target;
+            match kind {
+                0 => mac.handle_rx(now, &bytes),
+                1 => mac.handle_rx_start(now),
+                2 => mac.handle_rx_failed(now),
+                3 => mac.handle_cca(now, bytes.first().is_some_and(|b| b & 1 == 0)),
+                4 => mac.handle_tx_done(now),
+                _ => {
+                    let dst = if bytes.len() % 2 == 0 { BROADCAST } else { addr(1) };
+                    mac.send(now, dst, bytes);
+                }
+            }
+            while mac.poll_radio().is_some() {}
+            while mac.poll_event().is_some() {}
+        }
+    }
+}
