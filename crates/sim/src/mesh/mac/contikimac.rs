@@ -13,7 +13,7 @@
 //! **Sending.** A frame is sent after [`CCA_COUNT_MAX_TX`] clear channel
 //! checks (a busy one is a collision, left to CSMA), then repeated
 //! ("strobed") back to back, [`INTER_PACKET_INTERVAL`] apart, for up to
-//! [`STROBE_TIME`]: a unicast until its ACK arrives, a broadcast for the
+//! `STROBE_TIME` ([`strobe_time`]): a unicast until its ACK arrives, a broadcast for the
 //! whole time. A sender that has had a unicast acknowledged remembers when
 //! (the receiver's phase) and next time starts [`GUARD_TIME`] before the
 //! receiver is expected to wake, strobing for at most
