@@ -21,6 +21,7 @@
 //!   `csma-ca`), registered in one place;
 //! * [`radio`]: the radio medium of wireless MACs (positions and mobility,
 //!   propagation, receptions and collisions, radio states and energy);
+//! * [`mesh`]: the low-power 802.15.4 mesh's layers (Contiki's MACs, RPL);
 //! * [`config`]: what every kind's scenario table is read with: errors
 //!   naming the field, values with units, the topology;
 //! * [`tcp`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
