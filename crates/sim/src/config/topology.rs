@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 use super::ScenarioError;
-use crate::cidr::Ipv4Cidr;
+use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
 use crate::position::Position;
 
 /// One interface a link attaches: an addressed interface of a host, or a
@@ -14,8 +14,11 @@ use crate::position::Position;
 pub struct Attachment {
     /// Host name.
     pub host: String,
-    /// Interface address; `None` for a bridge's port.
+    /// IPv4 interface address; `None` for a bridge's port and for
+    /// interfaces that speak IPv6 only.
     pub address: Option<Ipv4Cidr>,
+    /// IPv6 interface address (with its on-link prefix), if any.
+    pub ipv6: Option<Ipv6Cidr>,
     /// Where the interface sits, for links that place their members.
     pub position: Option<Position>,
 }

@@ -662,6 +662,7 @@ impl ScenarioLink for BroadcastSpec {
             .map(|m| Attachment {
                 host: m.host.clone(),
                 address: Some(m.address),
+                ipv6: None,
                 position: Some(m.position),
             })
             .collect()

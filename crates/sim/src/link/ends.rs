@@ -34,6 +34,7 @@ impl EndSpec {
         Attachment {
             host: self.host.clone(),
             address: self.address,
+            ipv6: None,
             position: None,
         }
     }
