@@ -64,7 +64,7 @@ pub mod trace;
 pub mod units;
 
 pub use capture::CaptureDirection;
-pub use cidr::Ipv4Cidr;
+pub use cidr::{Ipv4Cidr, Ipv6Cidr};
 pub use limits::{RunLimits, Stop, StopFlag};
 pub use rtolab_time::{SimDuration, SimTime};
 pub use run::{run_scenario, RunError, RunOptions, RunReport};

@@ -1,11 +1,11 @@
 //! Nodes: interfaces with IPv4 addresses, a static routing table, and the
 //! counters of what the IP layer did.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde::Serialize;
 
-use crate::cidr::{Cidr, Family, Ipv4Cidr};
+use crate::cidr::{Cidr, Family, Ipv4Cidr, Ipv6Cidr};
 use crate::link::{Port, Position};
 
 /// Index of a node in a simulation.
@@ -36,8 +36,11 @@ pub struct IfaceId {
 /// A network interface attached to one link.
 #[derive(Clone, Debug)]
 pub struct Interface {
-    /// Address and subnet.
+    /// IPv4 address and subnet (`0.0.0.0/32` on interfaces without one:
+    /// bridge ports, IPv6-only interfaces).
     pub cidr: Ipv4Cidr,
+    /// IPv6 address and on-link prefix, if any.
+    pub ipv6: Option<Ipv6Cidr>,
     /// The link it is attached to.
     pub link: LinkId,
     /// Its attachment point on the link.
@@ -131,8 +134,10 @@ pub struct Node {
     pub position: Option<Position>,
     /// Its interfaces, in attachment order.
     pub interfaces: Vec<Interface>,
-    /// Its routes, including one per connected subnet.
+    /// Its IPv4 routes, including one per connected subnet.
     pub routes: RoutingTable,
+    /// Its IPv6 routes, including one per on-link prefix.
+    pub routes6: RoutingTable<Ipv6Addr>,
     /// IP-layer counters.
     pub stats: NodeStats,
     /// Whether the node is a link-layer bridge: it passes every datagram
@@ -148,6 +153,7 @@ impl Node {
             position: None,
             interfaces: Vec::new(),
             routes: RoutingTable::default(),
+            routes6: RoutingTable::default(),
             stats: NodeStats::default(),
             bridge: false,
         }
@@ -156,6 +162,23 @@ impl Node {
     /// Whether `addr` is one of this node's interface addresses.
     pub fn owns(&self, addr: Ipv4Addr) -> bool {
         self.interfaces.iter().any(|i| i.cidr.addr == addr)
+    }
+
+    /// Whether `addr` is one of this node's IPv6 interface addresses.
+    pub fn owns6(&self, addr: Ipv6Addr) -> bool {
+        self.interfaces
+            .iter()
+            .any(|i| i.ipv6.is_some_and(|c| c.addr == addr))
+    }
+
+    /// The IPv6 source address of a locally originated datagram to `dst`:
+    /// that of the outgoing interface.
+    pub fn source_address6_for(&self, dst: Ipv6Addr) -> Option<Ipv6Addr> {
+        if self.owns6(dst) {
+            return Some(dst);
+        }
+        let (iface, _) = self.routes6.lookup(dst)?;
+        self.interfaces[iface as usize].ipv6.map(|c| c.addr)
     }
 
     /// The address a locally originated datagram to `dst` should carry as

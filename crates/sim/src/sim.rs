@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,18 +20,19 @@ use rtolab_tcp::trace::TraceLevel;
 use rtolab_tcp::{Config, Connection};
 use rtolab_time::SimTime;
 use rtolab_wire::ipv4::{self, protocol};
+use rtolab_wire::ipv6::Ipv6Repr;
 use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::pcap::PcapWriter;
 
 use crate::app::{AnyApp, App, AppContext, AppId, AppStats, Demux};
 use crate::capture::{CaptureDirection, Tap};
-use crate::cidr::Ipv4Cidr;
+use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
 use crate::event::Event;
 use crate::limits::{RunLimits, Stop, StopFlag, CHECK_EVERY};
 use crate::link::{
     BroadcastConfig, BroadcastMedium, Frame, HalfDuplexConfig, HalfDuplexLink, Link,
     LinkIndication, LinkModel, LinkModelSpec, LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig,
-    P2pLink, Position, RateDelay,
+    P2pLink, Port, Position, RateDelay,
 };
 use crate::middlebox::{call_hook, Action as MiddleboxAction, AnyMiddlebox, Held, MiddleboxCx};
 use crate::node::{IfaceId, Interface, LinkId, MiddleboxId, Node, NodeId, Route};
@@ -77,7 +78,7 @@ pub enum BuildError {
     #[error("address {addr} is already assigned to node {node:?}")]
     DuplicateAddress {
         /// The address.
-        addr: Ipv4Addr,
+        addr: IpAddr,
         /// Its owner.
         node: String,
     },
@@ -85,7 +86,7 @@ pub enum BuildError {
     #[error("gateway {gateway} is not on a subnet of node {node:?}")]
     GatewayNotOnLink {
         /// The gateway.
-        gateway: Ipv4Addr,
+        gateway: IpAddr,
         /// Node name.
         node: String,
     },
@@ -320,10 +321,12 @@ impl Simulator {
         let id = self.add_link(name, spec.build(rng));
         for attachment in spec.attachments() {
             let node = node(&attachment.host);
-            match (attachment.address, attachment.position) {
-                (Some(address), Some(position)) => self.attach_at(node, id, address, position)?,
-                (Some(address), None) => self.attach(node, id, address)?,
-                (None, _) => self.attach_port(node, id)?,
+            match (attachment.address, attachment.ipv6, attachment.position) {
+                (None, None, _) => self.attach_port(node, id)?,
+                (v4, v6, position) => {
+                    let position = position.or(self.nodes[node.0 as usize].position);
+                    self.attach_inner(node, id, v4, v6, position)?
+                }
             };
         }
         Ok(id)
@@ -344,7 +347,22 @@ impl Simulator {
         cidr: Ipv4Cidr,
     ) -> Result<IfaceId, BuildError> {
         let position = self.nodes[node.0 as usize].position;
-        self.attach_inner(node, link, cidr, position)
+        self.attach_inner(node, link, Some(cidr), None, position)
+    }
+
+    /// Attaches a new interface of `node` with an IPv6 address (and,
+    /// optionally, an IPv4 one too) to `link`, at `position` or the node's,
+    /// and adds the routes to its prefixes.
+    pub fn attach_ipv6(
+        &mut self,
+        node: NodeId,
+        link: LinkId,
+        ipv6: Ipv6Cidr,
+        ipv4: Option<Ipv4Cidr>,
+        position: Option<Position>,
+    ) -> Result<IfaceId, BuildError> {
+        let position = position.or(self.nodes[node.0 as usize].position);
+        self.attach_inner(node, link, ipv4, Some(ipv6), position)
     }
 
     /// Like [`Simulator::attach`], placing the interface at `position` on a
@@ -356,22 +374,39 @@ impl Simulator {
         cidr: Ipv4Cidr,
         position: Position,
     ) -> Result<IfaceId, BuildError> {
-        self.attach_inner(node, link, cidr, Some(position))
+        self.attach_inner(node, link, Some(cidr), None, Some(position))
     }
 
     fn attach_inner(
         &mut self,
         node: NodeId,
         link: LinkId,
-        cidr: Ipv4Cidr,
+        ipv4: Option<Ipv4Cidr>,
+        ipv6: Option<Ipv6Cidr>,
         position: Option<Position>,
     ) -> Result<IfaceId, BuildError> {
-        if let Some(owner) = self.nodes.iter().find(|n| n.owns(cidr.addr)) {
-            return Err(BuildError::DuplicateAddress {
-                addr: cidr.addr,
-                node: owner.name.clone(),
-            });
+        if let Some(cidr) = ipv4 {
+            if let Some(owner) = self.nodes.iter().find(|n| n.owns(cidr.addr)) {
+                return Err(BuildError::DuplicateAddress {
+                    addr: cidr.addr.into(),
+                    node: owner.name.clone(),
+                });
+            }
         }
+        if let Some(cidr) = ipv6 {
+            if let Some(owner) = self.nodes.iter().find(|n| n.owns6(cidr.addr)) {
+                return Err(BuildError::DuplicateAddress {
+                    addr: cidr.addr.into(),
+                    node: owner.name.clone(),
+                });
+            }
+        }
+        // Interfaces without IPv4 carry the unspecified /32, as bridge
+        // ports do: it matches no datagram's destination.
+        let cidr = ipv4.unwrap_or(Ipv4Cidr {
+            addr: Ipv4Addr::UNSPECIFIED,
+            prefix_len: 32,
+        });
         let node_ref = &mut self.nodes[node.0 as usize];
         let slot = &mut self.links[link.0 as usize];
         if let Some(max) = slot.link.max_ports() {
@@ -394,19 +429,32 @@ impl Simulator {
         slot.ports.push(iface);
         node_ref.interfaces.push(Interface {
             cidr,
+            ipv6,
             link,
             port,
             medium_busy: false,
             tapped: false,
         });
-        node_ref.routes.add(Route {
-            destination: Ipv4Cidr {
-                addr: cidr.network(),
-                prefix_len: cidr.prefix_len,
-            },
-            gateway: None,
-            iface: index,
-        });
+        if ipv4.is_some() {
+            node_ref.routes.add(Route {
+                destination: Ipv4Cidr {
+                    addr: cidr.network(),
+                    prefix_len: cidr.prefix_len,
+                },
+                gateway: None,
+                iface: index,
+            });
+        }
+        if let Some(v6) = ipv6 {
+            node_ref.routes6.add(Route {
+                destination: Ipv6Cidr {
+                    addr: v6.network(),
+                    prefix_len: v6.prefix_len,
+                },
+                gateway: None,
+                iface: index,
+            });
+        }
         Ok(iface)
     }
 
@@ -437,6 +485,7 @@ impl Simulator {
                 addr: Ipv4Addr::UNSPECIFIED,
                 prefix_len: 32,
             },
+            ipv6: None,
             link,
             port,
             medium_busy: false,
@@ -459,11 +508,39 @@ impl Simulator {
             .iter()
             .position(|i| i.cidr.contains(via))
             .ok_or_else(|| BuildError::GatewayNotOnLink {
-                gateway: via,
+                gateway: via.into(),
                 node: node_ref.name.clone(),
             })?;
         node_ref.routes.add(Route {
             destination: Ipv4Cidr {
+                addr: destination.network(),
+                prefix_len: destination.prefix_len,
+            },
+            gateway: Some(via),
+            iface: iface as u32,
+        });
+        Ok(())
+    }
+
+    /// Adds a static IPv6 route to `destination` through the neighbour
+    /// `via`, which must be on one of the node's on-link prefixes.
+    pub fn add_route6(
+        &mut self,
+        node: NodeId,
+        destination: Ipv6Cidr,
+        via: Ipv6Addr,
+    ) -> Result<(), BuildError> {
+        let node_ref = &mut self.nodes[node.0 as usize];
+        let iface = node_ref
+            .interfaces
+            .iter()
+            .position(|i| i.ipv6.is_some_and(|c| c.contains(via)))
+            .ok_or_else(|| BuildError::GatewayNotOnLink {
+                gateway: via.into(),
+                node: node_ref.name.clone(),
+            })?;
+        node_ref.routes6.add(Route {
+            destination: Ipv6Cidr {
                 addr: destination.network(),
                 prefix_len: destination.prefix_len,
             },
@@ -1152,6 +1229,10 @@ impl Simulator {
     /// A datagram arrived on `iface`: deliver it, forward it or drop it.
     fn ip_input(&mut self, iface: IfaceId, packet: PacketId) {
         let node = iface.node;
+        if ip_version(self.pool.bytes(packet)) == Some(6) {
+            self.ip6_input(iface, packet);
+            return;
+        }
         let header = match ipv4::Packet::new_checked(self.pool.bytes(packet)) {
             Ok(p) if p.version() == 4 && p.verify_checksum() => Some((p.dst_addr(), p.ttl())),
             _ => None,
@@ -1174,8 +1255,45 @@ impl Simulator {
         self.route_out(node, packet, dst, Some((iface.index, ttl - 1)));
     }
 
+    /// An IPv6 datagram arrived on `iface`: deliver it, forward it with
+    /// its hop limit decremented, or drop it.
+    fn ip6_input(&mut self, iface: IfaceId, packet: PacketId) {
+        let node = iface.node;
+        let header = Ipv6Repr::parse(self.pool.bytes(packet))
+            .ok()
+            .map(|(ip, _)| (ip.dst, ip.hop_limit));
+        let Some((dst, hop_limit)) = header else {
+            self.drop_at(node, packet, DropReason::BadHeader);
+            return;
+        };
+        if self.nodes[node.0 as usize].owns6(dst) {
+            self.deliver_local(node, packet);
+            return;
+        }
+        if hop_limit <= 1 {
+            self.drop_at(node, packet, DropReason::TtlExpired);
+            return;
+        }
+        // IPv6 has no header checksum: only the hop limit changes.
+        self.pool.buf_mut(packet)[IPV6_HOP_LIMIT_OFFSET] = hop_limit - 1;
+        self.route_out6(node, packet, dst, Some((iface.index, hop_limit - 1)));
+    }
+
     /// A local app sent a datagram.
     fn send_local(&mut self, node: NodeId, packet: PacketId) {
+        if ip_version(self.pool.bytes(packet)) == Some(6) {
+            let Ok((ip, _)) = Ipv6Repr::parse(self.pool.bytes(packet)) else {
+                self.drop_at(node, packet, DropReason::BadHeader);
+                return;
+            };
+            self.nodes[node.0 as usize].stats.originated += 1;
+            if self.nodes[node.0 as usize].owns6(ip.dst) {
+                self.work.push_back(Work::Loopback { node, packet });
+                return;
+            }
+            self.route_out6(node, packet, ip.dst, None);
+            return;
+        }
         let dst = match ipv4::Packet::new_checked(self.pool.bytes(packet)) {
             Ok(p) if p.version() == 4 => p.dst_addr(),
             _ => {
@@ -1222,6 +1340,52 @@ impl Simulator {
             self.drop_at(node, packet, DropReason::NeighbourUnknown);
             return;
         };
+        self.link_send(node, packet, out_iface, to as u32, forwarded);
+    }
+
+    /// Sends an IPv6 datagram towards `dst`; `forwarded` is the arrival
+    /// interface and new hop limit when routing for another node.
+    fn route_out6(
+        &mut self,
+        node: NodeId,
+        packet: PacketId,
+        dst: Ipv6Addr,
+        forwarded: Option<(u32, u8)>,
+    ) {
+        let node_ref = &self.nodes[node.0 as usize];
+        let Some((out_iface, next_hop)) = node_ref.routes6.lookup(dst) else {
+            self.drop_at(node, packet, DropReason::NoRoute);
+            return;
+        };
+        let interface = &node_ref.interfaces[out_iface as usize];
+        let (link, port) = (interface.link, interface.port);
+        let slot = &self.links[link.0 as usize];
+        let to = if slot.link.addressed() {
+            slot.ports.iter().position(|p| {
+                self.nodes[p.node.0 as usize].interfaces[p.index as usize]
+                    .ipv6
+                    .is_some_and(|c| c.addr == next_hop)
+            })
+        } else {
+            (slot.ports.len() == 2).then_some(1 - port as usize)
+        };
+        let Some(to) = to else {
+            self.drop_at(node, packet, DropReason::NeighbourUnknown);
+            return;
+        };
+        self.link_send(node, packet, out_iface, to as u32, forwarded);
+    }
+
+    /// Hands a datagram to the link of `node`'s interface `out_iface`,
+    /// for port `to`; traces the forwarding when it is not the node's own.
+    fn link_send(
+        &mut self,
+        node: NodeId,
+        packet: PacketId,
+        out_iface: u32,
+        to: Port,
+        forwarded: Option<(u32, u8)>,
+    ) {
         if let Some((in_iface, ttl)) = forwarded {
             self.nodes[node.0 as usize].stats.forwarded += 1;
             trace!(
@@ -1235,30 +1399,38 @@ impl Simulator {
                 }
             );
         }
+        let interface = &self.nodes[node.0 as usize].interfaces[out_iface as usize];
+        let (link, port) = (interface.link, interface.port);
         let frame = Frame {
             packet,
             len: self.pool.len(packet) as u32,
         };
         let slot = &mut self.links[link.0 as usize];
         slot.link
-            .transmit(self.now, port, to as u32, frame, &mut self.link_out);
+            .transmit(self.now, port, to, frame, &mut self.link_out);
         self.after_link_call(link.0);
     }
 
     /// Hands a datagram addressed to `node` to the app bound to it.
     fn deliver_local(&mut self, node: NodeId, packet: PacketId) {
-        let key = match ipv4::Packet::new_checked(self.pool.bytes(packet)) {
-            Ok(p) => {
-                let proto = p.protocol();
-                let payload = p.payload();
-                let has_ports = proto == protocol::UDP || proto == protocol::TCP;
-                let port = match payload {
-                    [_, _, hi, lo, ..] if has_ports => Some(u16::from_be_bytes([*hi, *lo])),
-                    _ => None,
-                };
-                Some((proto, port))
-            }
-            Err(_) => None,
+        // Both families number UDP and TCP alike (17, 6).
+        let key_of = |proto: u8, payload: &[u8]| {
+            let has_ports = proto == protocol::UDP || proto == protocol::TCP;
+            let port = match payload {
+                [_, _, hi, lo, ..] if has_ports => Some(u16::from_be_bytes([*hi, *lo])),
+                _ => None,
+            };
+            (proto, port)
+        };
+        let bytes = self.pool.bytes(packet);
+        let key = if ip_version(bytes) == Some(6) {
+            Ipv6Repr::parse(bytes)
+                .ok()
+                .map(|(ip, payload)| key_of(ip.next_header, payload))
+        } else {
+            ipv4::Packet::new_checked(bytes)
+                .ok()
+                .map(|p| key_of(p.protocol(), p.payload()))
         };
         let Some((proto, port)) = key else {
             self.drop_at(node, packet, DropReason::BadHeader);
@@ -1527,4 +1699,12 @@ impl Simulator {
         }
         self.outbox = outbox;
     }
+}
+
+/// Offset of the hop limit in the IPv6 header (RFC 8200 §3).
+const IPV6_HOP_LIMIT_OFFSET: usize = 7;
+
+/// The IP version nibble of a datagram, `None` when it is empty.
+fn ip_version(datagram: &[u8]) -> Option<u8> {
+    datagram.first().map(|b| b >> 4)
 }
