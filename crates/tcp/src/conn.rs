@@ -14,8 +14,8 @@ use rtolab_wire::tcp::{SackBlock, SeqNumber, TcpFlags, TcpOptions, TcpRepr, Time
 use serde::Serialize;
 
 use crate::ack::{AckDecision, AckPolicy, AckReason, SegmentArrival};
-use crate::ip::{default_mss, plain, IpHeader};
 use crate::cc::{AckEvent, CcContext, CongestionControl, RecoveryAction, SpuriousTimeout};
+use crate::ip::{default_mss, plain, IpHeader};
 use crate::profile::Config;
 use crate::rto::{
     AckProgress, ConnectionContext, Expiry, RtoPolicy, RttSample, SampleSource, Transmission,

@@ -241,7 +241,10 @@ mod tests {
         }
         // The IPv4 key's integer value also appears as an IPv6 key's bits
         // when the IPv6 addresses are chosen to match: still apart.
-        let k4 = tuple_key("10.0.0.1:80".parse().unwrap(), "10.0.0.2:1".parse().unwrap());
+        let k4 = tuple_key(
+            "10.0.0.1:80".parse().unwrap(),
+            "10.0.0.2:1".parse().unwrap(),
+        );
         let alias = TupleKey::V6(TupleKey6 {
             local: k4,
             remote: 0,
@@ -266,8 +269,7 @@ mod tests {
                 (bits(local) ^ 1 << bit, bits(remote)),
                 (bits(local), bits(remote) ^ 1 << bit),
             ] {
-                let key =
-                    TupleKey6::new((Ipv6Addr::from(l), 80), (Ipv6Addr::from(r), 49152));
+                let key = TupleKey6::new((Ipv6Addr::from(l), 80), (Ipv6Addr::from(r), 49152));
                 assert_ne!(key, base);
                 assert_eq!(tuples.insert(TupleKey::V6(key), bit), None);
             }

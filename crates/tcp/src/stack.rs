@@ -923,4 +923,184 @@ mod tests {
             Event::Trace(t) if matches!(t.event, TraceEvent::RtoArmed { .. })
         ));
     }
+
+    const HOST6: std::net::Ipv6Addr = std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+    const PEER6: std::net::Ipv6Addr = std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0x212, 0x4b00, 0, 2);
+
+    fn stack6() -> Stack {
+        Stack::new(Arc::new(Config::from_profile(Profile::linux())), HOST6, 7)
+    }
+
+    /// A SYN from the IPv6 peer's port 40000 to `port`, with `mss`.
+    fn syn6(port: u16, mss: Option<u16>) -> Vec<u8> {
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port: port,
+            seq: SeqNumber(5000),
+            ack: SeqNumber(0),
+            flags: TcpFlags::SYN,
+            window: 8000,
+            urgent: 0,
+            options: rtolab_wire::tcp::TcpOptions {
+                mss,
+                ..Default::default()
+            },
+            payload: &[],
+        };
+        let ip = Ipv6Repr {
+            src: PEER6,
+            dst: HOST6,
+            next_header: 0,
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+            payload_len: 0,
+        };
+        let mut out = Vec::new();
+        ipv6::emit_tcp(&mut out, &ip, &tcp).unwrap();
+        out
+    }
+
+    /// Every datagram the stack has to send, parsed as IPv6.
+    fn sent6(s: &mut Stack) -> Vec<(Ipv6Repr, TcpFlags, SeqNumber, SeqNumber, Option<u16>)> {
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        while let Some(len) = s.poll_transmit(SimTime::ZERO, &mut buf) {
+            let parsed = ipv6::parse(&buf[..len]).expect("a valid IPv6 datagram");
+            let Transport6::Tcp(tcp) = parsed.transport else {
+                panic!("not TCP");
+            };
+            out.push((parsed.ip, tcp.flags, tcp.seq, tcp.ack, tcp.options.mss));
+        }
+        out
+    }
+
+    #[test]
+    fn a_segment_to_a_closed_ipv6_port_gets_a_reset() {
+        let mut s = stack6();
+        s.handle_datagram(SimTime::ZERO, &syn6(81, Some(1000)))
+            .unwrap();
+        let sent = sent6(&mut s);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        let (ip, flags, seq, ack, _) = sent[0];
+        assert_eq!((ip.src, ip.dst, ip.hop_limit), (HOST6, PEER6, 64));
+        assert_eq!(flags, TcpFlags(TcpFlags::RST.0 | TcpFlags::ACK.0));
+        // RFC 9293 §3.10.7.1: SEQ 0, ACK the SYN's sequence number plus one.
+        assert_eq!((seq, ack), (SeqNumber(0), SeqNumber(5001)));
+        assert!(s.conn_ids().is_empty());
+    }
+
+    #[test]
+    fn an_ipv6_listener_accepts_and_assumes_the_ipv6_default_mss() {
+        for (mss, expected) in [(Some(700), 700), (None, crate::ip::DEFAULT_MSS_V6)] {
+            let mut s = stack6();
+            s.listen(80);
+            s.handle_datagram(SimTime::ZERO, &syn6(80, mss)).unwrap();
+            let sent = sent6(&mut s);
+            let (ip, flags, _, ack, announced) = sent[0];
+            assert_eq!((ip.src, ip.dst), (HOST6, PEER6));
+            assert_eq!(flags, TcpFlags(TcpFlags::SYN.0 | TcpFlags::ACK.0));
+            assert_eq!(ack, SeqNumber(5001));
+            assert_eq!(announced, Some(Profile::linux().mss));
+            let id = s.conn_ids()[0];
+            let c = s.conn(id).unwrap();
+            assert_eq!(c.local(), SocketAddr::new(HOST6.into(), 80));
+            assert_eq!(c.remote(), SocketAddr::new(PEER6.into(), 40000));
+            assert_eq!(c.send_mss(), expected, "peer MSS {mss:?}");
+        }
+        // The same SYN without MSS over IPv4 assumes 536.
+        let mut s = stack();
+        s.listen(80);
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port: 80,
+            seq: SeqNumber(5000),
+            ack: SeqNumber(0),
+            flags: TcpFlags::SYN,
+            window: 8000,
+            urgent: 0,
+            options: Default::default(),
+            payload: &[],
+        };
+        let ip = Ipv4Repr {
+            src: PEER,
+            dst: HOST,
+            protocol: protocol::TCP,
+            ttl: 64,
+            ident: 0,
+            dont_fragment: true,
+            tos: 0,
+            payload_len: tcp.buffer_len(),
+        };
+        s.handle_segment(SimTime::ZERO, &ip, &tcp);
+        let id = s.conn_ids()[0];
+        assert_eq!(s.conn(id).unwrap().send_mss(), crate::ip::DEFAULT_MSS);
+    }
+
+    #[test]
+    fn an_ipv6_connect_sends_a_syn_with_the_mss_and_refuses_ipv4_peers() {
+        let mut s = stack6();
+        let remote = SocketAddr::new(PEER6.into(), 80);
+        let id = s.connect(SimTime::ZERO, remote);
+        assert_eq!(s.conn(id).unwrap().remote(), remote);
+        let sent = sent6(&mut s);
+        assert_eq!(sent.len(), 1);
+        let (ip, flags, _, _, mss) = sent[0];
+        assert_eq!((ip.src, ip.dst), (HOST6, PEER6));
+        assert_eq!((flags, mss), (TcpFlags::SYN, Some(1460)));
+        let err = s
+            .try_connect(SimTime::ZERO, SocketAddrV4::new(PEER, 80))
+            .unwrap_err();
+        assert_eq!(err.local, IpAddr::V6(HOST6));
+        assert!(err.to_string().contains("different families"), "{err}");
+        assert_eq!(s.conn_ids(), [id]);
+        assert!(stack().try_connect(SimTime::ZERO, remote).is_err());
+    }
+
+    #[test]
+    fn ipv6_and_ipv4_datagrams_reach_only_their_own_stack() {
+        // An IPv4 stack ignores an IPv6 SYN and the reverse: neither
+        // answers a segment not addressed to it.
+        let mut s4 = stack();
+        s4.listen(80);
+        s4.handle_datagram(SimTime::ZERO, &syn6(80, None)).unwrap();
+        assert!(s4.conn_ids().is_empty());
+        let mut buf = Vec::new();
+        assert_eq!(s4.poll_transmit(SimTime::ZERO, &mut buf), None);
+        let mut s6 = stack6();
+        s6.listen(80);
+        let v4_syn = {
+            let tcp = TcpRepr {
+                src_port: 40000,
+                dst_port: 80,
+                seq: SeqNumber(1),
+                ack: SeqNumber(0),
+                flags: TcpFlags::SYN,
+                window: 8000,
+                urgent: 0,
+                options: Default::default(),
+                payload: &[],
+            };
+            let ip = Ipv4Repr {
+                src: PEER,
+                dst: HOST,
+                protocol: protocol::TCP,
+                ttl: 64,
+                ident: 0,
+                dont_fragment: true,
+                tos: 0,
+                payload_len: 0,
+            };
+            let mut out = Vec::new();
+            emit_tcp(&mut out, &ip, &tcp).unwrap();
+            out
+        };
+        s6.handle_datagram(SimTime::ZERO, &v4_syn).unwrap();
+        assert!(s6.conn_ids().is_empty());
+        // Malformed IPv6 is an error naming the field, not a panic.
+        let mut bad = syn6(80, None);
+        bad[45] ^= 1;
+        let e = s6.handle_datagram(SimTime::ZERO, &bad).unwrap_err();
+        assert_eq!(e.field, "tcp.checksum");
+    }
 }
