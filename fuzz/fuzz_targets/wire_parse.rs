@@ -4,12 +4,16 @@
 //! error, never panic; whatever parses must survive emit → parse unchanged
 //! (up to what emit cannot express: IPv4 options, unknown TCP options and
 //! the option layout, bytes past a UDP datagram's length).
+//!
+//! The same bytes are also a serial line for the SLIP decoder, and a
+//! datagram for the SLIP encoder.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use rtolab_wire::ipv4::{self, Ipv4Repr};
 use rtolab_wire::packet::{self, Transport};
+use rtolab_wire::slip;
 use rtolab_wire::tcp::{self, TcpOptions, TcpRepr};
 use rtolab_wire::udp::{self, UdpRepr};
 use rtolab_wire::Ipv4Addr;
@@ -17,7 +21,40 @@ use rtolab_wire::Ipv4Addr;
 fuzz_target!(|data: &[u8]| {
     whole_datagram(data);
     pieces(data);
+    serial_line(data);
 });
+
+/// SLIP: decoding any line yields frames within the limit and errors that
+/// point into the line; every frame and the input itself survive encode
+/// then decode.
+fn serial_line(data: &[u8]) {
+    for max_len in [16, 2048] {
+        let mut decoder = slip::Decoder::new(max_len);
+        let mut frames = Vec::new();
+        for out in decoder.decode(data) {
+            match out {
+                Ok(frame) => {
+                    assert!(!frame.is_empty() && frame.len() <= max_len);
+                    frames.push(frame);
+                }
+                Err(e) => assert!(e.offset < data.len(), "{e}"),
+            }
+        }
+        assert_eq!(decoder.offset(), data.len());
+        let mut line = Vec::new();
+        for frame in &frames {
+            assert_eq!(slip::encode(frame, &mut line), slip::encoded_len(frame));
+        }
+        let again: Vec<_> = slip::Decoder::new(max_len).decode(&line).collect();
+        assert_eq!(again, frames.into_iter().map(Ok).collect::<Vec<_>>());
+    }
+    if !data.is_empty() {
+        let mut line = Vec::new();
+        slip::encode(data, &mut line);
+        let again: Vec<_> = slip::Decoder::new(data.len()).decode(&line).collect();
+        assert_eq!(again, [Ok(data.to_vec())]);
+    }
+}
 
 /// `packet::parse`, then emit what it parsed and parse that again.
 fn whole_datagram(data: &[u8]) {

@@ -15,7 +15,7 @@
 //! sink is installed, so reports and trace files always agree.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 
 use rand::RngCore;
@@ -239,6 +239,15 @@ struct Flow {
     /// Snapshot of the engine's counters, taken when the flow is retired.
     stats: ConnectionStats,
     live: bool,
+}
+
+/// A connection end as the simulator's IPv4 hosts know it. Their stacks
+/// are made with IPv4 addresses, so every end is IPv4; `None` otherwise.
+fn ipv4_end(addr: SocketAddr) -> Option<SocketAddrV4> {
+    match addr {
+        SocketAddr::V4(a) => Some(a),
+        SocketAddr::V6(_) => None,
+    }
 }
 
 struct StackSlot {
@@ -522,7 +531,12 @@ impl TcpLayer {
         // everywhere. The stack advances its port on every attempt.
         for _ in 0..=u16::MAX {
             let id = slot.stack.connect(now, remote);
-            let Some(local) = slot.stack.conn(id).map(Connection::local) else {
+            let Some(local) = slot
+                .stack
+                .conn(id)
+                .map(Connection::local)
+                .and_then(ipv4_end)
+            else {
                 break;
             };
             if host.listeners.contains_key(&local.port())
@@ -752,7 +766,10 @@ impl TcpLayer {
         let (local, remote, active_open, state) = slot
             .stack
             .conn(conn)
-            .map(|c| (c.local(), c.remote(), c.is_active_open(), c.state()))
+            .and_then(|c| {
+                let (local, remote) = (ipv4_end(c.local())?, ipv4_end(c.remote())?);
+                Some((local, remote, c.is_active_open(), c.state()))
+            })
             .unwrap_or((
                 SocketAddrV4::new(slot.addr, 0),
                 SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),

@@ -2,18 +2,20 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::net::SocketAddrV4;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::ipv4::{protocol, Ipv4Repr};
+use rtolab_wire::ipv6::{self, Ipv6Repr};
 use rtolab_wire::packet::emit_tcp;
 use rtolab_wire::tcp::{SackBlock, SeqNumber, TcpFlags, TcpOptions, TcpRepr, Timestamps};
 use serde::Serialize;
 
 use crate::ack::{AckDecision, AckPolicy, AckReason, SegmentArrival};
 use crate::cc::{AckEvent, CcContext, CongestionControl, RecoveryAction, SpuriousTimeout};
+use crate::ip::{default_mss, plain, IpHeader};
 use crate::profile::Config;
 use crate::rto::{
     AckProgress, ConnectionContext, Expiry, RtoPolicy, RttSample, SampleSource, Transmission,
@@ -21,8 +23,6 @@ use crate::rto::{
 use crate::send_buffer::SendBuffer;
 use crate::trace::{RetransmitCause, SpuriousDetection, TimerKind, Trace, TraceEvent, TraceLevel};
 
-/// The MSS assumed when the peer sends no MSS option (RFC 9293 §3.7.1).
-pub const DEFAULT_MSS: usize = 536;
 /// Unit of the timelost option's `rets` field (802.11 slot time).
 pub const TIMELOST_UNIT: SimDuration = SimDuration::from_micros(20);
 /// Largest window-scale shift (RFC 7323 §2.3).
@@ -255,8 +255,8 @@ struct Reset {
 #[derive(Debug)]
 pub struct Connection {
     config: Arc<Config>,
-    local: SocketAddrV4,
-    remote: SocketAddrV4,
+    local: SocketAddr,
+    remote: SocketAddr,
     state: State,
     active_open: bool,
 
@@ -394,14 +394,15 @@ impl Connection {
     fn new(
         config: Arc<Config>,
         now: SimTime,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: SocketAddr,
+        remote: SocketAddr,
         iss: SeqNumber,
         active_open: bool,
         seed: u64,
     ) -> Connection {
         let p = &config.profile;
         let mss = usize::from(p.mss);
+        let assumed_mss = default_mss(remote.ip());
         let rto = config.rto.build(&ConnectionContext {
             now,
             mss,
@@ -432,7 +433,7 @@ impl Connection {
             fin_queued: false,
             sent: VecDeque::new(),
             unsacked_bytes: 0,
-            send_mss: DEFAULT_MSS.min(mss),
+            send_mss: assumed_mss.min(mss),
             peer_wscale: 0,
             dup_acks: 0,
             consecutive_timeouts: 0,
@@ -455,7 +456,7 @@ impl Connection {
             ooo_fin: None,
             fin_received: false,
             our_wscale,
-            rcv_mss: DEFAULT_MSS.min(mss),
+            rcv_mss: assumed_mss.min(mss),
             last_adv_window: 0,
             ack_now: false,
             frozen: false,
@@ -488,14 +489,19 @@ impl Connection {
     /// Opens a connection actively: the SYN goes out on the next
     /// [`Connection::poll_transmit`]. `iss` is the initial sequence number
     /// and `seed` seeds any randomised policy.
+    ///
+    /// `local` and `remote` are IPv4 or IPv6 socket addresses of the same
+    /// family (a [`crate::Stack`] checks this); a connection between
+    /// families has no datagram to go in and sends nothing.
     pub fn connect(
         config: Arc<Config>,
         now: SimTime,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: impl Into<SocketAddr>,
+        remote: impl Into<SocketAddr>,
         iss: SeqNumber,
         seed: u64,
     ) -> Connection {
+        let (local, remote) = (plain(local.into()), plain(remote.into()));
         let mut c = Connection::new(config, now, local, remote, iss, true, seed);
         c.set_state(now, State::SynSent);
         c
@@ -503,11 +509,12 @@ impl Connection {
 
     /// Creates the passive side of a connection from a SYN that reached a
     /// listener; the SYN-ACK goes out on the next poll. Returns `None` if
-    /// the segment is not a plain SYN.
-    pub fn accept(
+    /// the segment is not a plain SYN. `ip` is the IPv4 or IPv6 header the
+    /// SYN came in.
+    pub fn accept<H: IpHeader>(
         config: Arc<Config>,
         now: SimTime,
-        ip: &Ipv4Repr,
+        ip: &H,
         tcp: &TcpRepr,
         iss: SeqNumber,
         seed: u64,
@@ -518,8 +525,8 @@ impl Connection {
         {
             return None;
         }
-        let local = SocketAddrV4::new(ip.dst, tcp.dst_port);
-        let remote = SocketAddrV4::new(ip.src, tcp.src_port);
+        let local = SocketAddr::new(ip.dst_addr(), tcp.dst_port);
+        let remote = SocketAddr::new(ip.src_addr(), tcp.src_port);
         let mut c = Connection::new(config, now, local, remote, iss, false, seed);
         c.take_syn_options(tcp);
         c.irs = tcp.seq;
@@ -542,11 +549,11 @@ impl Connection {
         self.active_open
     }
     /// Local address and port.
-    pub fn local(&self) -> SocketAddrV4 {
+    pub fn local(&self) -> SocketAddr {
         self.local
     }
     /// Remote address and port.
-    pub fn remote(&self) -> SocketAddrV4 {
+    pub fn remote(&self) -> SocketAddr {
         self.remote
     }
     /// Counters.
@@ -716,8 +723,9 @@ impl Connection {
 
     // ----- handle --------------------------------------------------------
 
-    /// Processes one received segment addressed to this connection.
-    pub fn handle_segment(&mut self, now: SimTime, ip: &Ipv4Repr, tcp: &TcpRepr) {
+    /// Processes one received segment addressed to this connection; `ip`
+    /// is the IPv4 or IPv6 header it came in.
+    pub fn handle_segment<H: IpHeader>(&mut self, now: SimTime, ip: &H, tcp: &TcpRepr) {
         let _ = ip;
         self.stats.segments_received += 1;
         match self.state {
@@ -965,7 +973,10 @@ impl Connection {
 
     fn take_syn_options(&mut self, tcp: &TcpRepr) {
         let p = &self.config.profile;
-        let peer_mss = tcp.options.mss.map_or(DEFAULT_MSS, usize::from);
+        let peer_mss = tcp
+            .options
+            .mss
+            .map_or_else(|| default_mss(self.remote.ip()), usize::from);
         self.send_mss = peer_mss.min(usize::from(p.mss)).max(1);
         match (p.window_scale, tcp.options.window_scale) {
             (Some(_), Some(shift)) => self.peer_wscale = shift.min(MAX_WINDOW_SCALE),
@@ -2375,31 +2386,50 @@ impl Connection {
     }
 }
 
-/// Writes `repr` into `buf` as an IPv4 datagram of `path` (local and
-/// remote address, TTL), with the next IP ident; counts it as sent. A free
-/// function so the payload may borrow the connection's send buffer.
+/// Writes `repr` into `buf` as an IPv4 or IPv6 datagram of `path` (local
+/// and remote address, TTL or hop limit), an IPv4 one with the next IP
+/// ident; counts it as sent. A free function so the payload may borrow the
+/// connection's send buffer.
 fn emit_datagram(
     buf: &mut Vec<u8>,
     ip_ident: &mut u16,
     stats: &mut ConnectionStats,
-    path: (SocketAddrV4, SocketAddrV4, u8),
+    path: (SocketAddr, SocketAddr, u8),
     repr: &TcpRepr,
 ) -> Option<usize> {
     let (local, remote, ttl) = path;
-    *ip_ident = ip_ident.wrapping_add(1);
-    let ip = Ipv4Repr {
-        src: *local.ip(),
-        dst: *remote.ip(),
-        protocol: protocol::TCP,
-        ttl,
-        ident: *ip_ident,
-        dont_fragment: true,
-        tos: 0,
-        payload_len: repr.buffer_len(),
-    };
     // Our own options always fit (at most 40 bytes by construction), so
     // an error here is a bug; it is reported by sending nothing.
-    let len = emit_tcp(buf, &ip, repr).ok()?;
+    let len = match (local.ip(), remote.ip()) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => {
+            *ip_ident = ip_ident.wrapping_add(1);
+            let ip = Ipv4Repr {
+                src,
+                dst,
+                protocol: protocol::TCP,
+                ttl,
+                ident: *ip_ident,
+                dont_fragment: true,
+                tos: 0,
+                payload_len: repr.buffer_len(),
+            };
+            emit_tcp(buf, &ip, repr).ok()?
+        }
+        (IpAddr::V6(src), IpAddr::V6(dst)) => {
+            let ip = Ipv6Repr {
+                src,
+                dst,
+                next_header: ipv6::next_header::TCP,
+                hop_limit: ttl,
+                traffic_class: 0,
+                flow_label: 0,
+                payload_len: repr.buffer_len(),
+            };
+            ipv6::emit_tcp(buf, &ip, repr).ok()?
+        }
+        // No datagram joins two families.
+        _ => return None,
+    };
     stats.segments_sent += 1;
     Some(len)
 }

@@ -16,7 +16,9 @@
 //!   registers them by name and lists them ([`policy_catalog`]).
 //! * [`clock`]: timer granularity (fine or coarse ticks with a phase).
 //! * [`Connection`]: one connection; [`Stack`]: a host's connections and
-//!   listeners, demultiplexed by 4-tuple.
+//!   listeners, demultiplexed by 4-tuple, over IPv4 or IPv6.
+//! * [`ip`]: what TCP reads of the network layer ([`IpHeader`]), the
+//!   default MSS of each family and the exact 4-tuple keys.
 //! * [`Profile`] / [`Config`]: named bundles of settings (`lwip`, `uip`,
 //!   `linux`, `rfc`) and the factories a connection is built from.
 //! * [`trace`]: typed trace events delivered through `poll_event`.
@@ -27,6 +29,7 @@ pub mod ack;
 pub mod cc;
 pub mod clock;
 mod conn;
+pub mod ip;
 pub mod policies;
 pub mod profile;
 pub mod rto;
@@ -38,9 +41,11 @@ pub mod trace;
 
 /// Shared, immutable byte chunks, for [`Connection::send_shared`].
 pub use bytes::Bytes;
-pub use conn::{
-    reset_reply, ConnError, Connection, ConnectionStats, Event, State, DEFAULT_MSS, TIMELOST_UNIT,
+pub use conn::{reset_reply, ConnError, Connection, ConnectionStats, Event, State, TIMELOST_UNIT};
+pub use ip::{
+    tuple_key, IpHeader, TupleKey, TupleKey6, TupleMap, TupleMap6, Tuples, DEFAULT_MSS,
+    DEFAULT_MSS_V6,
 };
 pub use policies::{policy_catalog, AckChoice, CcChoice, PolicyFamily, PolicyInfo, RtoChoice};
 pub use profile::{Config, Profile, ProfileError};
-pub use stack::{tuple_key, ConnId, Stack, TupleMap, EPHEMERAL_START};
+pub use stack::{ConnId, FamilyMismatch, Stack, EPHEMERAL_START};

@@ -39,7 +39,10 @@ pub struct KeepAlive {
 pub struct Profile {
     /// Name shown in traces.
     pub name: String,
-    /// MSS this host announces (and the most it sends).
+    /// MSS this host announces (and the most it sends), as set, over IPv4
+    /// and IPv6 alike: a stack is configured with one number (lwIP's
+    /// `TCP_MSS`, uIP's `UIP_TCP_MSS`). Over IPv6 the same link MTU leaves
+    /// 20 bytes less than over IPv4.
     pub mss: u16,
     /// Send buffer in bytes: how much unacknowledged and unsent data the
     /// application may queue.
@@ -90,7 +93,7 @@ pub struct Profile {
     /// Largest interval between zero-window probes.
     #[serde(with = "serde_duration")]
     pub persist_max: SimDuration,
-    /// IP time to live of emitted datagrams.
+    /// IPv4 time to live, or IPv6 hop limit, of emitted datagrams.
     pub ttl: u8,
     /// Limited transmit (RFC 3042): send one new segment on each of the
     /// first two duplicate ACKs. Off unless set.

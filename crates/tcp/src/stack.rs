@@ -1,6 +1,9 @@
 //! A host's TCP endpoint: demultiplexes segments by 4-tuple, owns the
 //! listeners and answers segments nobody wants with RST.
 //!
+//! A stack has one address, IPv4 or IPv6, and speaks that family: it reads
+//! and writes IPv4 or IPv6 datagrams accordingly.
+//!
 //! Simulator hosts and the emulator both drive a [`Stack`] with the same
 //! call order as a [`Connection`]: `handle_*`, then `poll_transmit` until
 //! `None`, then `poll_event` until `None`, then `poll_timeout`.
@@ -11,28 +14,22 @@
 //! those, and it keeps their deadlines in a heap.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use rtolab_time::SimTime;
 use rtolab_wire::ipv4::{protocol, Ipv4Repr};
+use rtolab_wire::ipv6::{self, Ipv6Repr, Transport6};
 use rtolab_wire::packet::{self, emit_tcp, Transport};
 use rtolab_wire::tcp::{SeqNumber, TcpFlags, TcpRepr};
 use rtolab_wire::WireError;
 
 use crate::conn::{reset_reply, ConnError, Connection, Event, State};
+use crate::ip::{plain, IpHeader, TupleKey, Tuples};
 use crate::profile::Config;
 use crate::trace::TraceLevel;
-
-/// Values by 4-tuple ([`tuple_key`]), looked up for every segment.
-///
-/// A hash map with FxHash rather than a B-tree: one probe instead of a walk
-/// down the tree, which matters with hundreds of connections. Such maps are
-/// only ever looked up, never iterated, so the hash order cannot leak into
-/// a run's results.
-pub type TupleMap<V> = rustc_hash::FxHashMap<u128, V>;
 
 /// Handle of a connection inside a [`Stack`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -296,18 +293,18 @@ impl Touched {
     }
 }
 
-/// All TCP connections and listeners of one IPv4 address.
+/// All TCP connections and listeners of one IPv4 or IPv6 address.
 #[derive(Debug)]
 pub struct Stack {
     config: Arc<Config>,
-    addr: Ipv4Addr,
+    addr: IpAddr,
     seed: u64,
     counter: u64,
     next_id: u32,
     next_port: u16,
     conns: Slots,
-    /// Connection by (local, remote) address, keyed by [`tuple_key`].
-    tuples: TupleMap<ConnId>,
+    /// Connection by (local, remote) address.
+    tuples: Tuples<ConnId>,
     listeners: BTreeMap<u16, VecDeque<ConnId>>,
     resets: VecDeque<Vec<u8>>,
     /// Buffers of sent resets, reused for the next ones.
@@ -330,11 +327,21 @@ pub struct Stack {
     trace_level: TraceLevel,
 }
 
-/// A (local, remote) address pair as one integer, the key of a
-/// [`TupleMap`]: cheaper to hash and compare than the addresses.
-pub fn tuple_key(local: SocketAddrV4, remote: SocketAddrV4) -> u128 {
-    let half = |a: SocketAddrV4| u128::from(u32::from(*a.ip())) << 16 | u128::from(a.port());
-    half(local) << 48 | half(remote)
+/// [`Stack::try_connect`] to a remote address of the other family than the
+/// stack's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot connect from {local} to {remote}: the addresses are of different families")]
+pub struct FamilyMismatch {
+    /// The stack's address.
+    pub local: IpAddr,
+    /// The address asked for.
+    pub remote: SocketAddr,
+}
+
+/// The tuple key of a connection the stack made: both of its addresses
+/// are of the stack's family.
+fn key_of(conn: &Connection) -> Option<TupleKey> {
+    TupleKey::of(conn.local(), conn.remote())
 }
 
 /// SplitMix64: a small, well-mixed hash for ISNs and per-connection seeds.
@@ -346,19 +353,19 @@ fn mix(mut z: u64) -> u64 {
 }
 
 impl Stack {
-    /// A stack for `addr`; `seed` makes initial sequence numbers and policy
-    /// randomness reproducible.
-    pub fn new(config: Arc<Config>, addr: Ipv4Addr, seed: u64) -> Stack {
+    /// A stack for `addr`, an IPv4 or IPv6 address; `seed` makes initial
+    /// sequence numbers and policy randomness reproducible.
+    pub fn new(config: Arc<Config>, addr: impl Into<IpAddr>, seed: u64) -> Stack {
         let ttl = config.profile.ttl;
         Stack {
             config,
-            addr,
+            addr: addr.into(),
             seed,
             counter: 0,
             next_id: 0,
             next_port: EPHEMERAL_START,
             conns: Slots::default(),
-            tuples: TupleMap::default(),
+            tuples: Tuples::default(),
             listeners: BTreeMap::new(),
             resets: VecDeque::new(),
             spare: Vec::new(),
@@ -380,7 +387,7 @@ impl Stack {
     }
 
     /// The stack's address.
-    pub fn addr(&self) -> Ipv4Addr {
+    pub fn addr(&self) -> IpAddr {
         self.addr
     }
 
@@ -395,8 +402,9 @@ impl Stack {
         conn.set_trace_level(self.trace_level);
         let id = ConnId(self.next_id);
         self.next_id += 1;
-        self.tuples
-            .insert(tuple_key(conn.local(), conn.remote()), id);
+        if let Some(key) = key_of(&conn) {
+            self.tuples.insert(key, id);
+        }
         let slot = self.conns.insert(
             id,
             Slot {
@@ -445,18 +453,45 @@ impl Stack {
     }
 
     /// Opens a connection to `remote` from an ephemeral port.
-    pub fn connect(&mut self, now: SimTime, remote: SocketAddrV4) -> ConnId {
+    ///
+    /// # Panics
+    ///
+    /// If `remote` is not of the stack's address family, which no datagram
+    /// can join: a caller's bug. Use [`Stack::try_connect`] for addresses
+    /// that were not checked.
+    pub fn connect(&mut self, now: SimTime, remote: impl Into<SocketAddr>) -> ConnId {
+        match self.try_connect(now, remote) {
+            Ok(id) => id,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Opens a connection to `remote` from an ephemeral port, or fails if
+    /// `remote` is not of the stack's address family.
+    pub fn try_connect(
+        &mut self,
+        now: SimTime,
+        remote: impl Into<SocketAddr>,
+    ) -> Result<ConnId, FamilyMismatch> {
+        let remote = plain(remote.into());
+        let mismatch = FamilyMismatch {
+            local: self.addr,
+            remote,
+        };
+        let key = |port| TupleKey::of(SocketAddr::new(self.addr, port), remote);
         let mut port = self.next_port;
-        while self
-            .tuples
-            .contains_key(&tuple_key(SocketAddrV4::new(self.addr, port), remote))
-            || self.listeners.contains_key(&port)
-        {
+        loop {
+            let Some(k) = key(port) else {
+                return Err(mismatch);
+            };
+            if !self.tuples.contains_key(&k) && !self.listeners.contains_key(&port) {
+                break;
+            }
             port = port.checked_add(1).unwrap_or(EPHEMERAL_START);
         }
         self.next_port = port.checked_add(1).unwrap_or(EPHEMERAL_START);
         let seed = self.next_seed();
-        let local = SocketAddrV4::new(self.addr, port);
+        let local = SocketAddr::new(self.addr, port);
         let conn = Connection::connect(
             self.config.clone(),
             now,
@@ -465,7 +500,7 @@ impl Stack {
             SeqNumber(seed as u32),
             seed,
         );
-        self.insert(conn, None)
+        Ok(self.insert(conn, None))
     }
 
     /// The connection `id`.
@@ -529,8 +564,10 @@ impl Stack {
         }
         let slot = self.conns.remove(&id)?;
         let conn = slot.conn;
-        if self.tuples.get(&tuple_key(conn.local(), conn.remote())) == Some(&id) {
-            self.tuples.remove(&tuple_key(conn.local(), conn.remote()));
+        if let Some(key) = key_of(&conn) {
+            if self.tuples.get(&key) == Some(&id) {
+                self.tuples.remove(&key);
+            }
         }
         if slot.may_send {
             self.touched.may_send.retain(|&x| x != id);
@@ -548,9 +585,19 @@ impl Stack {
         self.conns.iter().map(|(id, _)| id).collect()
     }
 
-    /// Parses a whole IPv4 datagram and processes it if it is TCP for this
-    /// address; anything else is ignored. Malformed datagrams are errors.
+    /// Parses a whole IPv4 or IPv6 datagram (told apart by its version
+    /// field) and processes it if it is TCP for this address; anything else
+    /// is ignored. Malformed datagrams are errors.
     pub fn handle_datagram(&mut self, now: SimTime, datagram: &[u8]) -> Result<(), WireError> {
+        if datagram.first().is_some_and(|b| b >> 4 == 6) {
+            let parsed = ipv6::parse(datagram)?;
+            if let Transport6::Tcp(tcp) = parsed.transport {
+                if parsed.ip.dst == self.addr {
+                    self.handle_segment(now, &parsed.ip, &tcp);
+                }
+            }
+            return Ok(());
+        }
         let parsed = packet::parse(datagram)?;
         if let Transport::Tcp(tcp) = parsed.transport {
             if parsed.ip.dst == self.addr {
@@ -560,11 +607,10 @@ impl Stack {
         Ok(())
     }
 
-    /// Processes one TCP segment addressed to this stack.
-    pub fn handle_segment(&mut self, now: SimTime, ip: &Ipv4Repr, tcp: &TcpRepr) {
-        let local = SocketAddrV4::new(ip.dst, tcp.dst_port);
-        let remote = SocketAddrV4::new(ip.src, tcp.src_port);
-        if let Some(id) = self.tuples.get(&tuple_key(local, remote)).copied() {
+    /// Processes one TCP segment addressed to this stack; `ip` is the IPv4
+    /// or IPv6 header it came in.
+    pub fn handle_segment<H: IpHeader>(&mut self, now: SimTime, ip: &H, tcp: &TcpRepr) {
+        if let Some(id) = self.tuples.get(&ip.tuple_key(tcp)).copied() {
             if let Some(slot) = self.conns.get_mut(&id) {
                 if slot.conn.state() != State::Closed {
                     slot.conn.handle_segment(now, ip, tcp);
@@ -592,18 +638,40 @@ impl Stack {
         }
         // RFC 9293 §3.10.7.1: no connection, answer with RST.
         if let Some(reply) = reset_reply(tcp) {
-            let ip_out = Ipv4Repr {
-                src: ip.dst,
-                dst: ip.src,
-                protocol: protocol::TCP,
-                ttl: self.ttl,
-                ident: 0,
-                dont_fragment: true,
-                tos: 0,
-                payload_len: reply.buffer_len(),
-            };
             let mut buf = self.spare.pop().unwrap_or_default();
-            if emit_tcp(&mut buf, &ip_out, &reply).is_ok() {
+            let emitted = match (ip.dst_addr(), ip.src_addr()) {
+                (IpAddr::V4(src), IpAddr::V4(dst)) => {
+                    let ip_out = Ipv4Repr {
+                        src,
+                        dst,
+                        protocol: protocol::TCP,
+                        ttl: self.ttl,
+                        ident: 0,
+                        dont_fragment: true,
+                        tos: 0,
+                        payload_len: reply.buffer_len(),
+                    };
+                    emit_tcp(&mut buf, &ip_out, &reply)
+                }
+                (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                    let ip_out = Ipv6Repr {
+                        src,
+                        dst,
+                        next_header: ipv6::next_header::TCP,
+                        hop_limit: self.ttl,
+                        traffic_class: 0,
+                        flow_label: 0,
+                        payload_len: reply.buffer_len(),
+                    };
+                    ipv6::emit_tcp(&mut buf, &ip_out, &reply)
+                }
+                // An IP header has one family; nothing to answer otherwise.
+                _ => {
+                    self.spare.push(buf);
+                    return;
+                }
+            };
+            if emitted.is_ok() {
                 self.resets.push_back(buf);
             } else {
                 self.spare.push(buf);
@@ -748,8 +816,10 @@ impl Stack {
             }
             if conn.is_closed() && self.closed.insert(id) {
                 // A closed connection no longer owns its 4-tuple.
-                if self.tuples.get(&tuple_key(conn.local(), conn.remote())) == Some(&id) {
-                    self.tuples.remove(&tuple_key(conn.local(), conn.remote()));
+                if let Some(key) = key_of(conn) {
+                    if self.tuples.get(&key) == Some(&id) {
+                        self.tuples.remove(&key);
+                    }
                 }
             }
         }
@@ -775,6 +845,8 @@ impl Stack {
 
 #[cfg(test)]
 mod tests {
+    use std::net::{Ipv4Addr, SocketAddrV4};
+
     use super::*;
     use crate::trace::TraceEvent;
     use crate::Profile;
@@ -850,5 +922,185 @@ mod tests {
             rest[0].1,
             Event::Trace(t) if matches!(t.event, TraceEvent::RtoArmed { .. })
         ));
+    }
+
+    const HOST6: std::net::Ipv6Addr = std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+    const PEER6: std::net::Ipv6Addr = std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0x212, 0x4b00, 0, 2);
+
+    fn stack6() -> Stack {
+        Stack::new(Arc::new(Config::from_profile(Profile::linux())), HOST6, 7)
+    }
+
+    /// A SYN from the IPv6 peer's port 40000 to `port`, with `mss`.
+    fn syn6(port: u16, mss: Option<u16>) -> Vec<u8> {
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port: port,
+            seq: SeqNumber(5000),
+            ack: SeqNumber(0),
+            flags: TcpFlags::SYN,
+            window: 8000,
+            urgent: 0,
+            options: rtolab_wire::tcp::TcpOptions {
+                mss,
+                ..Default::default()
+            },
+            payload: &[],
+        };
+        let ip = Ipv6Repr {
+            src: PEER6,
+            dst: HOST6,
+            next_header: 0,
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+            payload_len: 0,
+        };
+        let mut out = Vec::new();
+        ipv6::emit_tcp(&mut out, &ip, &tcp).unwrap();
+        out
+    }
+
+    /// Every datagram the stack has to send, parsed as IPv6.
+    fn sent6(s: &mut Stack) -> Vec<(Ipv6Repr, TcpFlags, SeqNumber, SeqNumber, Option<u16>)> {
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        while let Some(len) = s.poll_transmit(SimTime::ZERO, &mut buf) {
+            let parsed = ipv6::parse(&buf[..len]).expect("a valid IPv6 datagram");
+            let Transport6::Tcp(tcp) = parsed.transport else {
+                panic!("not TCP");
+            };
+            out.push((parsed.ip, tcp.flags, tcp.seq, tcp.ack, tcp.options.mss));
+        }
+        out
+    }
+
+    #[test]
+    fn a_segment_to_a_closed_ipv6_port_gets_a_reset() {
+        let mut s = stack6();
+        s.handle_datagram(SimTime::ZERO, &syn6(81, Some(1000)))
+            .unwrap();
+        let sent = sent6(&mut s);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        let (ip, flags, seq, ack, _) = sent[0];
+        assert_eq!((ip.src, ip.dst, ip.hop_limit), (HOST6, PEER6, 64));
+        assert_eq!(flags, TcpFlags(TcpFlags::RST.0 | TcpFlags::ACK.0));
+        // RFC 9293 §3.10.7.1: SEQ 0, ACK the SYN's sequence number plus one.
+        assert_eq!((seq, ack), (SeqNumber(0), SeqNumber(5001)));
+        assert!(s.conn_ids().is_empty());
+    }
+
+    #[test]
+    fn an_ipv6_listener_accepts_and_assumes_the_ipv6_default_mss() {
+        for (mss, expected) in [(Some(700), 700), (None, crate::ip::DEFAULT_MSS_V6)] {
+            let mut s = stack6();
+            s.listen(80);
+            s.handle_datagram(SimTime::ZERO, &syn6(80, mss)).unwrap();
+            let sent = sent6(&mut s);
+            let (ip, flags, _, ack, announced) = sent[0];
+            assert_eq!((ip.src, ip.dst), (HOST6, PEER6));
+            assert_eq!(flags, TcpFlags(TcpFlags::SYN.0 | TcpFlags::ACK.0));
+            assert_eq!(ack, SeqNumber(5001));
+            assert_eq!(announced, Some(Profile::linux().mss));
+            let id = s.conn_ids()[0];
+            let c = s.conn(id).unwrap();
+            assert_eq!(c.local(), SocketAddr::new(HOST6.into(), 80));
+            assert_eq!(c.remote(), SocketAddr::new(PEER6.into(), 40000));
+            assert_eq!(c.send_mss(), expected, "peer MSS {mss:?}");
+        }
+        // The same SYN without MSS over IPv4 assumes 536.
+        let mut s = stack();
+        s.listen(80);
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port: 80,
+            seq: SeqNumber(5000),
+            ack: SeqNumber(0),
+            flags: TcpFlags::SYN,
+            window: 8000,
+            urgent: 0,
+            options: Default::default(),
+            payload: &[],
+        };
+        let ip = Ipv4Repr {
+            src: PEER,
+            dst: HOST,
+            protocol: protocol::TCP,
+            ttl: 64,
+            ident: 0,
+            dont_fragment: true,
+            tos: 0,
+            payload_len: tcp.buffer_len(),
+        };
+        s.handle_segment(SimTime::ZERO, &ip, &tcp);
+        let id = s.conn_ids()[0];
+        assert_eq!(s.conn(id).unwrap().send_mss(), crate::ip::DEFAULT_MSS);
+    }
+
+    #[test]
+    fn an_ipv6_connect_sends_a_syn_with_the_mss_and_refuses_ipv4_peers() {
+        let mut s = stack6();
+        let remote = SocketAddr::new(PEER6.into(), 80);
+        let id = s.connect(SimTime::ZERO, remote);
+        assert_eq!(s.conn(id).unwrap().remote(), remote);
+        let sent = sent6(&mut s);
+        assert_eq!(sent.len(), 1);
+        let (ip, flags, _, _, mss) = sent[0];
+        assert_eq!((ip.src, ip.dst), (HOST6, PEER6));
+        assert_eq!((flags, mss), (TcpFlags::SYN, Some(1460)));
+        let err = s
+            .try_connect(SimTime::ZERO, SocketAddrV4::new(PEER, 80))
+            .unwrap_err();
+        assert_eq!(err.local, IpAddr::V6(HOST6));
+        assert!(err.to_string().contains("different families"), "{err}");
+        assert_eq!(s.conn_ids(), [id]);
+        assert!(stack().try_connect(SimTime::ZERO, remote).is_err());
+    }
+
+    #[test]
+    fn ipv6_and_ipv4_datagrams_reach_only_their_own_stack() {
+        // An IPv4 stack ignores an IPv6 SYN and the reverse: neither
+        // answers a segment not addressed to it.
+        let mut s4 = stack();
+        s4.listen(80);
+        s4.handle_datagram(SimTime::ZERO, &syn6(80, None)).unwrap();
+        assert!(s4.conn_ids().is_empty());
+        let mut buf = Vec::new();
+        assert_eq!(s4.poll_transmit(SimTime::ZERO, &mut buf), None);
+        let mut s6 = stack6();
+        s6.listen(80);
+        let v4_syn = {
+            let tcp = TcpRepr {
+                src_port: 40000,
+                dst_port: 80,
+                seq: SeqNumber(1),
+                ack: SeqNumber(0),
+                flags: TcpFlags::SYN,
+                window: 8000,
+                urgent: 0,
+                options: Default::default(),
+                payload: &[],
+            };
+            let ip = Ipv4Repr {
+                src: PEER,
+                dst: HOST,
+                protocol: protocol::TCP,
+                ttl: 64,
+                ident: 0,
+                dont_fragment: true,
+                tos: 0,
+                payload_len: 0,
+            };
+            let mut out = Vec::new();
+            emit_tcp(&mut out, &ip, &tcp).unwrap();
+            out
+        };
+        s6.handle_datagram(SimTime::ZERO, &v4_syn).unwrap();
+        assert!(s6.conn_ids().is_empty());
+        // Malformed IPv6 is an error naming the field, not a panic.
+        let mut bad = syn6(80, None);
+        bad[45] ^= 1;
+        let e = s6.handle_datagram(SimTime::ZERO, &bad).unwrap_err();
+        assert_eq!(e.field, "tcp.checksum");
     }
 }

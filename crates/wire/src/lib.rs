@@ -1,5 +1,5 @@
 //! Zero-copy views and representations of IPv4, IPv6, UDP and TCP packets,
-//! TCP options, IEEE 802.15.4 frames, 6LoWPAN and pcap writing.
+//! TCP options, IEEE 802.15.4 frames, 6LoWPAN, SLIP and pcap writing.
 //!
 //! Each protocol has two layers:
 //!
@@ -17,7 +17,8 @@
 //! with TCP, UDP or ICMPv6), [`icmpv6`] (echo, RPL control messages),
 //! [`ieee802154`] (data and ACK frames, FCS, airtime) and [`sixlowpan`]
 //! (IPHC compression, fragmentation, reassembly), built on the `smoltcp`
-//! crate's wire module without exposing its types.
+//! crate's wire module without exposing its types; [`slip`] (RFC 1055
+//! framing and serial-line timing) for the border router's serial link.
 //!
 //! # Panic safety
 //!
@@ -93,6 +94,7 @@ pub mod ipv6;
 pub mod packet;
 pub mod pcap;
 pub mod sixlowpan;
+pub mod slip;
 pub mod tcp;
 pub mod udp;
 

@@ -11,8 +11,9 @@ use rtolab_wire::ipv4::{protocol, Ipv4Repr};
 use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::tcp::{SackBlock, SeqNumber, TcpFlags, TcpOptions, TcpRepr, Timestamps};
 
-use super::{Connection, Event, State, DEFAULT_MSS};
+use super::{Connection, Event, State};
 use crate::ack::ImmediateAckConfig;
+use crate::ip::DEFAULT_MSS;
 use crate::profile::{AckChoice, Config, KeepAlive, Profile};
 use crate::trace::{RetransmitCause, SpuriousDetection, TraceEvent};
 

@@ -5,19 +5,37 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rtolab_tcp::{Bytes, Config, ConnId, Event, Profile, Stack, State};
 use rtolab_time::{SimDuration, SimTime};
-use rtolab_wire::packet::{self, ParsedPacket, Transport};
-use rtolab_wire::tcp::{SeqNumber, TcpFlags};
+use rtolab_wire::ipv6::{self, Transport6};
+use rtolab_wire::packet::{self, Transport};
+use rtolab_wire::tcp::{SeqNumber, TcpFlags, TcpRepr};
 
 pub const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub const SERVER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 pub const PORT: u16 = 80;
+pub const CLIENT_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0x212, 0x4b00, 0, 2);
+pub const SERVER_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+
+/// The TCP segment of an IPv4 or IPv6 datagram, told apart by its version.
+pub fn tcp_of(datagram: &[u8]) -> Option<TcpRepr<'_>> {
+    if datagram.first().is_some_and(|b| b >> 4 == 6) {
+        match ipv6::parse(datagram).ok()?.transport {
+            Transport6::Tcp(tcp) => Some(tcp),
+            _ => None,
+        }
+    } else {
+        match packet::parse(datagram).ok()?.transport {
+            Transport::Tcp(tcp) => Some(tcp),
+            _ => None,
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Side {
@@ -60,13 +78,29 @@ pub struct Pair {
     right_edge: [Option<SeqNumber>; 2],
     /// Data segments sent past the right edge of the peer's window.
     pub beyond_window: u64,
+    /// Where the server listens.
+    pub server_end: SocketAddr,
+    /// Every datagram either side emitted, lost ones included, when set.
+    pub wire_log: Option<Vec<Vec<u8>>>,
 }
 
 impl Pair {
     pub fn new(client: Config, server: Config, seed: u64) -> Pair {
+        Pair::between(client, server, CLIENT.into(), SERVER.into(), seed)
+    }
+
+    /// A pair whose stacks have the addresses `client_addr` and
+    /// `server_addr` (both IPv4 or both IPv6).
+    pub fn between(
+        client: Config,
+        server: Config,
+        client_addr: IpAddr,
+        server_addr: IpAddr,
+        seed: u64,
+    ) -> Pair {
         Pair {
-            client: Stack::new(Arc::new(client), CLIENT, seed),
-            server: Stack::new(Arc::new(server), SERVER, seed ^ 0xabcdef),
+            client: Stack::new(Arc::new(client), client_addr, seed),
+            server: Stack::new(Arc::new(server), server_addr, seed ^ 0xabcdef),
             time: SimTime::ZERO,
             latency: SimDuration::from_millis(10),
             mtu: 1500,
@@ -81,7 +115,20 @@ impl Pair {
             offered_scale: [None; 2],
             right_edge: [None; 2],
             beyond_window: 0,
+            server_end: SocketAddr::new(server_addr, PORT),
+            wire_log: None,
         }
+    }
+
+    /// Both stacks on IPv6 ([`CLIENT_V6`], [`SERVER_V6`]).
+    pub fn with_profile_v6(profile: Profile, seed: u64) -> Pair {
+        Pair::between(
+            Config::from_profile(profile.clone()),
+            Config::from_profile(profile),
+            CLIENT_V6.into(),
+            SERVER_V6.into(),
+            seed,
+        )
     }
 
     pub fn with_profile(profile: Profile, seed: u64) -> Pair {
@@ -111,6 +158,9 @@ impl Pair {
                 break;
             };
             let datagram = buf[..len].to_vec();
+            if let Some(log) = &mut self.wire_log {
+                log.push(datagram.clone());
+            }
             if datagram.len() > self.mtu {
                 continue;
             }
@@ -152,11 +202,7 @@ impl Pair {
 
     /// Records the window a datagram arriving at side `to` advertises.
     fn note_window(&mut self, to: usize, datagram: &[u8]) {
-        let Ok(ParsedPacket {
-            transport: Transport::Tcp(tcp),
-            ..
-        }) = packet::parse(datagram)
-        else {
+        let Some(tcp) = tcp_of(datagram) else {
             return;
         };
         let from = 1 - to;
@@ -180,11 +226,7 @@ impl Pair {
     /// Counts a data segment from side `from` that ends past the right edge
     /// of the window its peer has advertised to it (RFC 9293 §3.8.6.2.1).
     fn check_window(&mut self, from: usize, datagram: &[u8]) {
-        let Ok(ParsedPacket {
-            transport: Transport::Tcp(tcp),
-            ..
-        }) = packet::parse(datagram)
-        else {
+        let Some(tcp) = tcp_of(datagram) else {
             return;
         };
         if tcp.payload.is_empty() {
@@ -303,7 +345,7 @@ impl Transfer {
     pub fn start(pair: &mut Pair, data: Vec<u8>) -> Transfer {
         pair.server.listen(PORT);
         let now = pair.time;
-        let client = pair.client.connect(now, Pair::server_addr());
+        let client = pair.client.connect(now, pair.server_end);
         Transfer {
             mode: SendMode::Copy,
             shared: Bytes::copy_from_slice(&data),
