@@ -20,7 +20,7 @@ use rtolab_tcp::trace::TraceLevel;
 use rtolab_tcp::{Config, Connection};
 use rtolab_time::SimTime;
 use rtolab_wire::ipv4::{self, protocol};
-use rtolab_wire::ipv6::Ipv6Repr;
+use rtolab_wire::ipv6::{self, Ipv6Repr, Transport6};
 use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::pcap::PcapWriter;
 
@@ -1464,14 +1464,23 @@ impl Simulator {
     /// host's TCP stack.
     fn tcp_input(&mut self, node: NodeId, packet: PacketId) {
         let datagram = self.pool.take(packet);
-        let owner = match packet::parse(&datagram) {
-            Ok(packet::ParsedPacket {
-                ip,
-                transport: Transport::Tcp(tcp),
-            }) => Ok(self
-                .tcp
-                .input(self.now, node, &self.nodes[node.0 as usize].name, &ip, &tcp)),
-            _ => Err(()),
+        let name = &self.nodes[node.0 as usize].name;
+        let owner = if ip_version(&datagram) == Some(6) {
+            match ipv6::parse(&datagram) {
+                Ok(ipv6::ParsedPacket6 {
+                    ip,
+                    transport: Transport6::Tcp(tcp),
+                }) => Ok(self.tcp.input(self.now, node, name, &ip, &tcp)),
+                _ => Err(()),
+            }
+        } else {
+            match packet::parse(&datagram) {
+                Ok(packet::ParsedPacket {
+                    ip,
+                    transport: Transport::Tcp(tcp),
+                }) => Ok(self.tcp.input(self.now, node, name, &ip, &tcp)),
+                _ => Err(()),
+            }
         };
         self.pool.put_back(packet, datagram);
         let Ok(owner) = owner else {

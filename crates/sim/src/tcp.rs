@@ -15,17 +15,16 @@
 //! sink is installed, so reports and trace files always agree.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use rand::RngCore;
 use rtolab_tcp::trace::{RetransmitCause, TimerKind, Trace, TraceEvent as EngineTrace, TraceLevel};
 use rtolab_tcp::{
-    tuple_key, Config, ConnError, ConnId, Connection, ConnectionStats, Event, Stack, State,
-    TupleMap,
+    Config, ConnError, ConnId, Connection, ConnectionStats, Event, IpHeader, Stack, State,
+    TupleKey, Tuples,
 };
 use rtolab_time::SimTime;
-use rtolab_wire::ipv4::Ipv4Repr;
 use rtolab_wire::tcp::{TcpFlags, TcpRepr};
 use serde::Serialize;
 
@@ -104,10 +103,10 @@ pub enum TcpError {
     },
     /// The host has no route to the peer.
     #[error("no route to {0}")]
-    NoRoute(Ipv4Addr),
+    NoRoute(IpAddr),
     /// Every local port towards the peer is taken.
     #[error("no free local port towards {0}")]
-    NoFreePort(SocketAddrV4),
+    NoFreePort(SocketAddr),
     /// The engine refused the call.
     #[error(transparent)]
     Conn(#[from] ConnError),
@@ -203,9 +202,9 @@ pub struct FlowInfo {
     /// The app that owns it (`None` for a connection nobody accepted).
     pub app: Option<AppId>,
     /// Local address and port.
-    pub local: SocketAddrV4,
+    pub local: SocketAddr,
     /// Remote address and port.
-    pub remote: SocketAddrV4,
+    pub remote: SocketAddr,
     /// Name of the TCP profile it ran with.
     pub profile: String,
     /// Whether this end opened it.
@@ -228,8 +227,8 @@ struct Flow {
     stack: u32,
     conn: ConnId,
     app: Option<AppId>,
-    local: SocketAddrV4,
-    remote: SocketAddrV4,
+    local: SocketAddr,
+    remote: SocketAddr,
     config: TcpConfigId,
     active_open: bool,
     state: State,
@@ -241,17 +240,14 @@ struct Flow {
     live: bool,
 }
 
-/// A connection end as the simulator's IPv4 hosts know it. Their stacks
-/// are made with IPv4 addresses, so every end is IPv4; `None` otherwise.
-fn ipv4_end(addr: SocketAddr) -> Option<SocketAddrV4> {
-    match addr {
-        SocketAddr::V4(a) => Some(a),
-        SocketAddr::V6(_) => None,
-    }
+/// The key of a flow's 4-tuple. A stack is of one family and its
+/// connections' ends are of that family, so a key always exists.
+fn key_of(local: SocketAddr, remote: SocketAddr) -> TupleKey {
+    TupleKey::of(local, remote).expect("a connection's ends share a family")
 }
 
 struct StackSlot {
-    addr: Ipv4Addr,
+    addr: IpAddr,
     config: TcpConfigId,
     stack: Stack,
     flows: ConnFlows,
@@ -303,7 +299,7 @@ pub(crate) struct HostTcp {
     stacks: Vec<StackSlot>,
     /// (local, remote) → stack; the engine's stacks each know only their
     /// own connections, and a host may have several.
-    tuples: TupleMap<Tuple>,
+    tuples: Tuples<Tuple>,
     listeners: BTreeMap<u16, Listener>,
     /// The instant of the pending timer event, if any.
     pub(crate) timer_at: Option<SimTime>,
@@ -428,7 +424,7 @@ impl TcpLayer {
         &mut self,
         node: NodeId,
         node_name: &str,
-        addr: Ipv4Addr,
+        addr: IpAddr,
         config: TcpConfigId,
     ) -> u32 {
         let host = &mut self.hosts[node.0 as usize];
@@ -519,8 +515,8 @@ impl TcpLayer {
         node_name: &str,
         app: AppId,
         config: TcpConfigId,
-        local_addr: Ipv4Addr,
-        remote: SocketAddrV4,
+        local_addr: IpAddr,
+        remote: SocketAddr,
         local_port: Option<u16>,
     ) -> Result<FlowId, TcpError> {
         let s = self.stack_index(node, node_name, local_addr, config);
@@ -530,17 +526,17 @@ impl TcpLayer {
         // other stacks and listeners, so retry until the port is free
         // everywhere. The stack advances its port on every attempt.
         for _ in 0..=u16::MAX {
-            let id = slot.stack.connect(now, remote);
-            let Some(local) = slot
+            // The source address was chosen for the remote's family, so a
+            // mismatch means no address of that family routes there.
+            let id = slot
                 .stack
-                .conn(id)
-                .map(Connection::local)
-                .and_then(ipv4_end)
-            else {
+                .try_connect(now, remote)
+                .map_err(|_| TcpError::NoRoute(remote.ip()))?;
+            let Some(local) = slot.stack.conn(id).map(Connection::local) else {
                 break;
             };
             if host.listeners.contains_key(&local.port())
-                || host.tuples.contains_key(&tuple_key(local, remote))
+                || host.tuples.contains_key(&key_of(local, remote))
                 || local_port.is_some_and(|want| want != local.port())
             {
                 let _ = slot.stack.remove(id);
@@ -565,7 +561,7 @@ impl TcpLayer {
             });
             slot.flows.insert(id, flow);
             host.tuples.insert(
-                tuple_key(local, remote),
+                key_of(local, remote),
                 Tuple {
                     stack: s,
                     flow: Some(flow),
@@ -653,20 +649,17 @@ impl TcpLayer {
             .ok_or(TcpError::UnknownFlow(flow))
     }
 
-    /// Hands a received segment to the right stack; returns the app it is
-    /// for, when known.
-    pub(crate) fn input(
+    /// Hands a received segment (of either family) to the right stack;
+    /// returns the app it is for, when known.
+    pub(crate) fn input<H: IpHeader>(
         &mut self,
         now: SimTime,
         node: NodeId,
         node_name: &str,
-        ip: &Ipv4Repr,
+        ip: &H,
         tcp: &TcpRepr,
     ) -> Option<AppId> {
-        let key = tuple_key(
-            SocketAddrV4::new(ip.dst, tcp.dst_port),
-            SocketAddrV4::new(ip.src, tcp.src_port),
-        );
+        let key = ip.tuple_key(tcp);
         let plain_syn = tcp.flags.contains(TcpFlags::SYN)
             && !tcp.flags.contains(TcpFlags::ACK)
             && !tcp.flags.contains(TcpFlags::RST);
@@ -679,7 +672,7 @@ impl TcpLayer {
         let (s, app) = match (known, listener) {
             (Some(t), _) => (t.stack, t.flow.and_then(|f| self.flows[f.0 as usize].app)),
             (None, Some(l)) if plain_syn => {
-                let s = self.stack_index(node, node_name, ip.dst, l.config);
+                let s = self.stack_index(node, node_name, ip.dst_addr(), l.config);
                 let host = &mut self.hosts[node.0 as usize];
                 host.stacks[s as usize].stack.listen(tcp.dst_port);
                 host.tuples.insert(
@@ -694,7 +687,10 @@ impl TcpLayer {
             // Nobody wants it: the host's own stack answers with a reset.
             _ => {
                 let config = self.config_for(node, None);
-                (self.stack_index(node, node_name, ip.dst, config), None)
+                (
+                    self.stack_index(node, node_name, ip.dst_addr(), config),
+                    None,
+                )
             }
         };
         self.hosts[node.0 as usize].stacks[s as usize]
@@ -766,16 +762,19 @@ impl TcpLayer {
         let (local, remote, active_open, state) = slot
             .stack
             .conn(conn)
-            .and_then(|c| {
-                let (local, remote) = (ipv4_end(c.local())?, ipv4_end(c.remote())?);
-                Some((local, remote, c.is_active_open(), c.state()))
-            })
-            .unwrap_or((
-                SocketAddrV4::new(slot.addr, 0),
-                SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
-                false,
-                State::Closed,
-            ));
+            .map(|c| (c.local(), c.remote(), c.is_active_open(), c.state()))
+            .unwrap_or_else(|| {
+                let unspecified = match slot.addr {
+                    IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                    IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+                };
+                (
+                    SocketAddr::new(slot.addr, 0),
+                    SocketAddr::new(unspecified, 0),
+                    false,
+                    State::Closed,
+                )
+            });
         let app = if active_open {
             None
         } else {
@@ -800,7 +799,7 @@ impl TcpLayer {
         });
         slot.flows.insert(conn, flow);
         host.tuples.insert(
-            tuple_key(local, remote),
+            key_of(local, remote),
             Tuple {
                 stack: s as u32,
                 flow: Some(flow),
@@ -826,10 +825,10 @@ impl TcpLayer {
         }
         if host
             .tuples
-            .get(&tuple_key(f.local, f.remote))
+            .get(&key_of(f.local, f.remote))
             .is_some_and(|t| t.flow == Some(flow))
         {
-            host.tuples.remove(&tuple_key(f.local, f.remote));
+            host.tuples.remove(&key_of(f.local, f.remote));
         }
     }
 

@@ -1,11 +1,13 @@
 //! IPv6 at the simulator's nodes: forwarding with the hop limit
-//! decremented, delivery to a bound app, and drops that name their reason.
+//! decremented, delivery to a bound app, drops that name their reason, and
+//! TCP between IPv6 hosts.
 
-use std::net::Ipv6Addr;
+use std::net::{Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 use rtolab_sim::app::{AnyApp, App, AppContext, AppCx, AppStats, Binding};
 use rtolab_sim::link::P2pConfig;
+use rtolab_sim::tcp::{FlowId, TcpEvent};
 use rtolab_sim::trace::{DropReason, MemorySink, TraceEvent};
 use rtolab_sim::{Ipv6Cidr, SimDuration, SimTime, Simulator};
 use rtolab_wire::ipv6::{self, Ipv6Repr, Transport6};
@@ -189,4 +191,204 @@ fn ipv6_routes_need_a_gateway_on_link() {
         )
         .unwrap_err();
     assert!(err.to_string().contains("already assigned"), "{err}");
+}
+
+/// Sends `data` over one connection to `peer`, then closes it.
+struct Upload {
+    peer: SocketAddr,
+    data: Vec<u8>,
+    sent: usize,
+    heard: Arc<Mutex<Vec<TcpEvent>>>,
+}
+
+impl Upload {
+    fn push(&mut self, cx: &mut AppContext<'_>, flow: FlowId) {
+        while self.sent < self.data.len() {
+            match cx.tcp_send(flow, &self.data[self.sent..]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => self.sent += n,
+            }
+        }
+        let _ = cx.tcp_close(flow);
+    }
+}
+
+impl App<AppContext<'_>> for Upload {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        cx.tcp_connect(self.peer).unwrap();
+    }
+    fn on_packet(&mut self, _: &mut AppContext<'_>, _: &[u8]) {}
+    fn on_timer(&mut self, _: &mut AppContext<'_>, _: u64) {}
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        self.heard.lock().unwrap().push(event);
+        if matches!(event, TcpEvent::Connected | TcpEvent::Writable) {
+            self.push(cx, flow);
+        }
+    }
+    fn stats(&self) -> AppStats {
+        AppStats::Custom(serde_json::json!({ "sent": self.sent }))
+    }
+}
+
+/// Listens on `port`, keeps every byte it reads and closes when the
+/// peer does.
+struct Collect {
+    port: u16,
+    got: Arc<Mutex<Vec<u8>>>,
+}
+
+impl App<AppContext<'_>> for Collect {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        cx.tcp_listen(self.port).unwrap();
+    }
+    fn on_packet(&mut self, _: &mut AppContext<'_>, _: &[u8]) {}
+    fn on_timer(&mut self, _: &mut AppContext<'_>, _: u64) {}
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        if event == TcpEvent::PeerClosed {
+            let _ = cx.tcp_close(flow);
+        }
+        if event != TcpEvent::Readable {
+            return;
+        }
+        let mut buf = [0u8; 4096];
+        let mut got = self.got.lock().unwrap();
+        while let Ok(n @ 1..) = cx.tcp_recv(flow, &mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+    }
+    fn stats(&self) -> AppStats {
+        AppStats::Custom(serde_json::json!({ "received": self.got.lock().unwrap().len() }))
+    }
+}
+
+/// The line of [`line`], with random loss on the far link.
+fn lossy_line(seed: u64, loss: f64) -> (Simulator, [rtolab_sim::node::NodeId; 3]) {
+    let mut sim = Simulator::new(seed);
+    let (a, r, b) = (sim.add_node("a"), sim.add_node("r"), sim.add_node("b"));
+    let l1 = sim.add_point_to_point("ar", p2p());
+    let l2 = sim.add_point_to_point("rb", P2pConfig { loss, ..p2p() });
+    sim.attach_ipv6(a, l1, cidr("fd00:1::1/64"), None, None)
+        .unwrap();
+    sim.attach_ipv6(r, l1, cidr("fd00:1::2/64"), None, None)
+        .unwrap();
+    sim.attach_ipv6(r, l2, cidr("fd00:2::1/64"), None, None)
+        .unwrap();
+    sim.attach_ipv6(b, l2, cidr("fd00:2::2/64"), None, None)
+        .unwrap();
+    sim.add_route6(a, Ipv6Cidr::DEFAULT, v6("fd00:1::2"))
+        .unwrap();
+    sim.add_route6(b, cidr("fd00:1::/64"), v6("fd00:2::1"))
+        .unwrap();
+    (sim, [a, r, b])
+}
+
+#[test]
+fn tcp_moves_a_megabyte_intact_between_ipv6_hosts_through_loss() {
+    let (mut sim, [a, r, b]) = lossy_line(7, 0.02);
+    // Bytes that differ from one position to the next, so a misplaced or
+    // repeated segment cannot go unnoticed.
+    let data: Vec<u8> = (0..1_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    sim.add_app(
+        b,
+        "collect",
+        AnyApp::Custom(Box::new(Collect {
+            port: 80,
+            got: got.clone(),
+        })),
+    );
+    sim.add_app(
+        a,
+        "upload",
+        AnyApp::Custom(Box::new(Upload {
+            peer: "[fd00:2::2]:80".parse().unwrap(),
+            data: data.clone(),
+            sent: 0,
+            heard: heard.clone(),
+        })),
+    );
+    sim.run_until(SimTime::from_secs(120)).unwrap();
+
+    let got = got.lock().unwrap();
+    assert_eq!(got.len(), data.len());
+    assert!(*got == data, "the received bytes differ from those sent");
+    assert_eq!(heard.lock().unwrap().last(), Some(&TcpEvent::Closed));
+    let flows: Vec<_> = (0..sim.flow_count() as u32)
+        .map(|i| sim.flow(FlowId(i)))
+        .collect();
+    assert_eq!(flows.len(), 2, "{flows:?}");
+    let sender = flows.iter().find(|f| f.node == a).unwrap();
+    let receiver = flows.iter().find(|f| f.node == b).unwrap();
+    // The source address is that of the interface towards the peer.
+    assert_eq!(sender.local.ip(), v6("fd00:1::1"));
+    assert_eq!(sender.remote.to_string(), "[fd00:2::2]:80");
+    assert_eq!(
+        (receiver.local, receiver.remote),
+        (sender.remote, sender.local)
+    );
+    assert!(
+        sender.counts.retransmissions > 0,
+        "the lossy link should force resends: {:?}",
+        sender.counts
+    );
+    assert!(sim.node(r).stats.forwarded > 0);
+    assert_eq!(sim.packets_in_use(), 0);
+}
+
+#[test]
+fn a_syn_to_a_closed_ipv6_port_is_reset() {
+    let (mut sim, [a, _, b]) = lossy_line(8, 0.0);
+    // b takes part in TCP (it listens on 80); nobody listens on 81.
+    sim.add_app(
+        b,
+        "collect",
+        AnyApp::Custom(Box::new(Collect {
+            port: 80,
+            got: Arc::default(),
+        })),
+    );
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    sim.add_app(
+        a,
+        "probe",
+        AnyApp::Custom(Box::new(Upload {
+            peer: "[fd00:2::2]:81".parse().unwrap(),
+            data: Vec::new(),
+            sent: 0,
+            heard: heard.clone(),
+        })),
+    );
+    sim.run_until(SimTime::from_secs(2)).unwrap();
+    assert_eq!(*heard.lock().unwrap(), [TcpEvent::Reset]);
+    let probe = sim.flow(FlowId(0));
+    assert_eq!(probe.remote.to_string(), "[fd00:2::2]:81");
+    assert_eq!(probe.counts.retransmissions, 0);
+}
+
+#[test]
+fn tcp_to_an_unroutable_ipv6_peer_names_it() {
+    let (mut sim, [_, r, _]) = lossy_line(9, 0.0);
+    // r has IPv6 addresses but no route to fd00:9::/64.
+    struct Nowhere(Arc<Mutex<Option<String>>>);
+    impl App<AppContext<'_>> for Nowhere {
+        fn on_start(&mut self, cx: &mut AppContext<'_>) {
+            let peer: SocketAddr = "[fd00:9::1]:80".parse().unwrap();
+            *self.0.lock().unwrap() = cx.tcp_connect(peer).err().map(|e| e.to_string());
+        }
+        fn on_packet(&mut self, _: &mut AppContext<'_>, _: &[u8]) {}
+        fn on_timer(&mut self, _: &mut AppContext<'_>, _: u64) {}
+        fn stats(&self) -> AppStats {
+            AppStats::Custom(serde_json::Value::Null)
+        }
+    }
+    let err = Arc::new(Mutex::new(None));
+    sim.add_app(r, "nowhere", AnyApp::Custom(Box::new(Nowhere(err.clone()))));
+    sim.run_until(SimTime::from_millis(10)).unwrap();
+    assert_eq!(
+        err.lock().unwrap().as_deref(),
+        Some("no route to fd00:9::1")
+    );
 }

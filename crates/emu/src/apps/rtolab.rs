@@ -15,7 +15,7 @@
 //! react to the connection events, until nothing more happens.
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use rtolab_sim::app::{AnyApp, App, AppCx, AppId, AppStats, BindError, Binding, Demux};
@@ -281,14 +281,19 @@ impl AppCx for HostCx<'_> {
 
     fn tcp_connect_from(
         &mut self,
-        remote: SocketAddrV4,
+        remote: impl Into<SocketAddr>,
         port: Option<u16>,
     ) -> Result<FlowId, TcpError> {
+        let remote = remote.into();
         let stack = &mut self.net.stack;
         // The stack picks ephemeral ports in turn, as the simulator's does:
         // retry until it picks the one asked for.
         for _ in 0..=u16::MAX {
-            let conn = stack.connect(self.now, remote);
+            // The host has one address: a peer of the other family is
+            // unreachable.
+            let conn = stack
+                .try_connect(self.now, remote)
+                .map_err(|_| TcpError::NoRoute(remote.ip()))?;
             let local = stack.conn(conn).map(|c| c.local().port());
             if port.is_some_and(|want| Some(want) != local) {
                 let _ = stack.remove(conn);
@@ -729,6 +734,7 @@ impl RtolabHost {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::SocketAddrV4;
 
     #[test]
     fn flows_map_connections_both_ways_and_check_the_owner() {

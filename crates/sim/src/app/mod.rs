@@ -59,7 +59,7 @@ pub use tcp_bulk::{
 };
 pub use tcp_on_off::{TcpOnOffApp, TcpOnOffConfig, TcpOnOffSpec, TcpOnOffStats};
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use rtolab_tcp::{Bytes, Connection};
 use rtolab_time::SimTime;
@@ -219,10 +219,11 @@ pub trait AppCx {
     /// [`TcpEvent::Connected`] of a new flow.
     fn tcp_listen(&mut self, port: u16) -> Result<(), TcpError>;
 
-    /// Opens a TCP connection to `remote` from an ephemeral port of the
-    /// address that routes there. The SYN leaves once the hook returns;
-    /// data sent before [`TcpEvent::Connected`] follows the handshake.
-    fn tcp_connect(&mut self, remote: SocketAddrV4) -> Result<FlowId, TcpError> {
+    /// Opens a TCP connection to `remote` (IPv4 or IPv6) from an
+    /// ephemeral port of the host's address of that family that routes
+    /// there. The SYN leaves once the hook returns; data sent before
+    /// [`TcpEvent::Connected`] follows the handshake.
+    fn tcp_connect(&mut self, remote: impl Into<SocketAddr>) -> Result<FlowId, TcpError> {
         self.tcp_connect_from(remote, None)
     }
 
@@ -231,7 +232,7 @@ pub trait AppCx {
     /// that port is taken towards `remote`.
     fn tcp_connect_from(
         &mut self,
-        remote: SocketAddrV4,
+        remote: impl Into<SocketAddr>,
         port: Option<u16>,
     ) -> Result<FlowId, TcpError>;
 
@@ -433,13 +434,15 @@ impl AppCx for AppContext<'_> {
 
     fn tcp_connect_from(
         &mut self,
-        remote: SocketAddrV4,
+        remote: impl Into<SocketAddr>,
         port: Option<u16>,
     ) -> Result<FlowId, TcpError> {
-        let local = self
-            .node
-            .source_address_for(*remote.ip())
-            .ok_or(TcpError::NoRoute(*remote.ip()))?;
+        let remote = remote.into();
+        let local = match remote.ip() {
+            IpAddr::V4(dst) => self.node.source_address_for(dst).map(IpAddr::V4),
+            IpAddr::V6(dst) => self.node.source_address6_for(dst).map(IpAddr::V6),
+        }
+        .ok_or(TcpError::NoRoute(remote.ip()))?;
         let config = self.tcp.config_for(self.node_id, self.tcp_config);
         self.tcp.connect(
             self.now,
