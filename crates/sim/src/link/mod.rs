@@ -80,7 +80,7 @@ pub struct Frame<P> {
 
 /// What a link tells the attached interfaces. Everything happens at the
 /// `now` of the call that produced it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LinkOutput<P> {
     /// The frame was accepted into `port`'s transmit queue, behind
     /// `queue_len` others.
@@ -134,6 +134,35 @@ pub enum LinkOutput<P> {
         port: Port,
         /// What it says.
         indication: LinkIndication,
+    },
+    /// A model that [reads datagrams](LinkModel::reads_datagrams) has taken
+    /// what it needs from the handle `port` sent: the datagram left the
+    /// node (the handle is the simulator's again, to free).
+    Consumed {
+        /// Sending port.
+        port: Port,
+        /// The frame handed over.
+        frame: Frame<P>,
+    },
+    /// A datagram for the node at `port`, rebuilt by the link (a mesh that
+    /// reassembles and decompresses what crossed it): the simulator makes
+    /// a packet of it and treats it as [`LinkOutput::Delivered`].
+    Arrived {
+        /// Receiving port.
+        port: Port,
+        /// The IP datagram.
+        datagram: Vec<u8>,
+    },
+    /// A frame as the radio at `port` sent or received it, for captures
+    /// (produced only while [`LinkModel::set_frame_captures`] is on).
+    Frame {
+        /// The port whose radio sent or received it.
+        port: Port,
+        /// Sent or received.
+        direction: crate::capture::CaptureDirection,
+        /// The frame as the link type of its captures has it (an IEEE
+        /// 802.15.4 PSDU with its FCS).
+        psdu: Vec<u8>,
     },
 }
 
@@ -207,7 +236,10 @@ impl<P> LinkOutput<P> {
             | LinkOutput::Dropped { port, .. }
             | LinkOutput::MediumBusy { port, .. }
             | LinkOutput::MediumFree { port }
-            | LinkOutput::Indication { port, .. } => *port,
+            | LinkOutput::Indication { port, .. }
+            | LinkOutput::Consumed { port, .. }
+            | LinkOutput::Arrived { port, .. }
+            | LinkOutput::Frame { port, .. } => *port,
         }
     }
 }
