@@ -31,6 +31,7 @@ mod ends;
 mod fading;
 mod gilbert_elliott;
 mod half_duplex;
+mod lowpan;
 mod nfc;
 mod p2p;
 #[macro_use]
@@ -49,6 +50,10 @@ pub use gilbert_elliott::{
 pub use half_duplex::{
     HalfDuplexConfig, HalfDuplexLink, HalfDuplexSpec, HalfDuplexStats, MediumTiming, Occupancy,
     RateDelay,
+};
+pub use lowpan::{
+    Boot, LowpanConfig, LowpanMemberStats, LowpanMesh, LowpanSpec, LowpanStats, MemberSetup,
+    ParentChange, RawLowpan, Routing,
 };
 pub use nfc::{NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcSpec, NfcStats};
 pub use p2p::{P2pConfig, P2pLink, P2pSpec, P2pStats, WiredSpec};
@@ -284,4 +289,7 @@ link_registry! {
     /// Point-to-point with predicted outages and link-layer indications
     /// ([`FadingLink`]).
     Fading => FadingSpec,
+    /// A duty-cycled IEEE 802.15.4 mesh with 6LoWPAN and RPL inside
+    /// ([`LowpanMesh`]).
+    Ieee802154 => LowpanSpec,
 }
