@@ -642,7 +642,7 @@ impl Engine {
                 }
                 // Only link kinds the emulator cannot run (`EMULATED =
                 // false`: the mesh) capture their own frames.
-                LinkOutput::Frame { .. }
+                LinkOutput::Captured { .. }
                 | LinkOutput::Enqueued { .. }
                 | LinkOutput::MediumBusy { .. }
                 | LinkOutput::MediumFree { .. } => {}

@@ -991,7 +991,7 @@ impl Simulator {
                 );
                 self.pool.free(frame.packet);
             }
-            LinkOutput::Frame {
+            LinkOutput::Captured {
                 direction, psdu, ..
             } => self.capture_frame(iface, direction, &psdu),
             LinkOutput::Dropped { frame, reason, .. } => {

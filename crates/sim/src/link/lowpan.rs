@@ -379,7 +379,7 @@ impl<P: Copy> LowpanMesh<P> {
                 if outcome == RxOutcome::Ok {
                     mac.handle_rx(now, &frame);
                     if self.captures {
-                        out.push(LinkOutput::Frame {
+                        out.push(LinkOutput::Captured {
                             port: p as Port,
                             direction: CaptureDirection::Rx,
                             psdu: frame,
@@ -412,7 +412,7 @@ impl<P: Copy> LowpanMesh<P> {
                     RadioCommand::Transmit(psdu) => {
                         let airtime = SimDuration::from_nanos(airtime_ns(psdu.len()));
                         if self.captures {
-                            out.push(LinkOutput::Frame {
+                            out.push(LinkOutput::Captured {
                                 port: p as Port,
                                 direction: CaptureDirection::Tx,
                                 psdu: psdu.clone(),
@@ -911,5 +911,189 @@ impl ScenarioLink for LowpanSpec {
 
     fn build(&self, rng: SimRng) -> Box<LowpanMesh<PacketId>> {
         Box::new(LowpanMesh::new(&self.config, rng))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::DropReason;
+    use rtolab_wire::ieee802154::{FrameRepr, FrameType};
+    use rtolab_wire::ipv6::{emit_udp, Ipv6Repr};
+    use rtolab_wire::sixlowpan::Reassembler;
+    use rtolab_wire::udp::UdpRepr;
+
+    const PREFIX: &str = "fd00::/64";
+
+    fn secs(s: u64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_secs(s)
+    }
+
+    /// The study's 4 × 4 grid (40 m apart), n1 the root at the origin.
+    fn grid() -> LowpanConfig {
+        let members = (0..16)
+            .map(|k| MemberSetup {
+                name: format!("n{}", k + 1),
+                position: Position {
+                    x: 40.0 * (k % 4) as f64,
+                    y: 40.0 * (k / 4) as f64,
+                },
+                mac: MacConfig::default(),
+                off_at: None,
+            })
+            .collect();
+        LowpanConfig {
+            members,
+            root: 0,
+            prefix: PREFIX.parse().unwrap(),
+            radio: RadioSpec::default(),
+            routing: Routing::Rpl(RplConfig::default()),
+            boot: Boot::Random,
+        }
+    }
+
+    /// Drives a mesh alone and sorts what it says.
+    struct Driver {
+        mesh: LowpanMesh<u32>,
+        now: SimTime,
+        out: Vec<LinkOutput<u32>>,
+        arrived: Vec<(SimTime, Port, Vec<u8>)>,
+        consumed: Vec<(Port, u32)>,
+        dropped: Vec<(Port, u32, DropReason)>,
+        frames: Vec<(Port, CaptureDirection, Vec<u8>)>,
+    }
+
+    impl Driver {
+        fn new(config: &LowpanConfig, seed: u64) -> Self {
+            Driver {
+                mesh: LowpanMesh::new(config, component_stream(seed, "link/mesh")),
+                now: SimTime::ZERO,
+                out: Vec::new(),
+                arrived: Vec::new(),
+                consumed: Vec::new(),
+                dropped: Vec::new(),
+                frames: Vec::new(),
+            }
+        }
+
+        fn collect(&mut self) {
+            for o in self.out.drain(..) {
+                match o {
+                    LinkOutput::Arrived { port, datagram } => {
+                        self.arrived.push((self.now, port, datagram))
+                    }
+                    LinkOutput::Consumed { port, frame } => self.consumed.push((port, frame.packet)),
+                    LinkOutput::Dropped {
+                        port,
+                        frame,
+                        reason,
+                    } => self.dropped.push((port, frame.packet, reason)),
+                    LinkOutput::Captured {
+                        port,
+                        direction,
+                        psdu,
+                    } => self.frames.push((port, direction, psdu)),
+                    other => panic!("unexpected output {other:?}"),
+                }
+            }
+        }
+
+        fn run_until(&mut self, end: SimTime) {
+            while let Some(t) = self.mesh.poll_timeout() {
+                if t > end {
+                    break;
+                }
+                assert!(t >= self.now, "deadline {t:?} in the past of {:?}", self.now);
+                self.now = t;
+                self.mesh.handle_timeout(t, &mut self.out);
+                self.collect();
+            }
+            self.now = end;
+        }
+
+        fn send(&mut self, port: Port, handle: u32, datagram: &[u8]) {
+            let frame = Frame {
+                packet: handle,
+                len: datagram.len() as u32,
+            };
+            self.mesh
+                .transmit_datagram(self.now, port, frame, datagram, &mut self.out);
+            self.collect();
+        }
+
+        /// Member `p`'s parent chain, ending at the root or where it breaks.
+        fn chain(&self, p: Port) -> Vec<Port> {
+            let mut chain = vec![p];
+            let mut at = p;
+            while let Some(parent) = self.mesh.preferred_parent(at) {
+                if chain.contains(&parent) || chain.len() > 16 {
+                    break;
+                }
+                chain.push(parent);
+                at = parent;
+            }
+            chain
+        }
+
+        /// Whether every member in `alive` reaches the root through live
+        /// members, and the root holds a route to each of them.
+        fn tree_complete(&self, alive: &[Port]) -> (bool, bool) {
+            let chains = alive.iter().all(|&p| {
+                let c = self.chain(p);
+                c.last() == Some(&0) && c.iter().all(|q| alive.contains(q))
+            });
+            let routes = self.mesh.rpl(0).routes();
+            let reached = alive.iter().filter(|&&p| p != 0).all(|&p| {
+                let a = self.mesh.member_address(p);
+                routes.iter().any(|r| r.target == a && !r.no_path)
+            });
+            (chains, reached)
+        }
+
+        /// Runs second by second until the tree is complete over `alive`;
+        /// returns when, or `None` by `limit`.
+        fn until_complete(&mut self, alive: &[Port], limit: SimTime) -> Option<SimTime> {
+            while self.now < limit {
+                let next = self.now + SimDuration::from_secs(1);
+                self.run_until(next);
+                if self.tree_complete(alive) == (true, true) {
+                    return Some(self.now);
+                }
+            }
+            None
+        }
+    }
+
+    fn udp(src: Ipv6Addr, dst: Ipv6Addr, len: usize, fill: u8) -> Vec<u8> {
+        let payload: Vec<u8> = (0..len).map(|k| fill.wrapping_add(k as u8)).collect();
+        let ip = Ipv6Repr {
+            src,
+            dst,
+            next_header: 0,
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+            payload_len: 0,
+        };
+        let udp = UdpRepr {
+            src_port: 5000,
+            dst_port: 6000,
+            payload: &payload,
+        };
+        let mut out = Vec::new();
+        emit_udp(&mut out, &ip, &udp).unwrap();
+        out
+    }
+
+    #[test]
+    fn measure() {
+        for seed in 1..4 {
+            let mut d = Driver::new(&grid(), seed);
+            let t = d.until_complete(&(0..16).collect::<Vec<_>>(), secs(300));
+            eprintln!("seed {seed}: complete at {t:?}");
+            for p in 0..16 {
+                eprintln!("  {p}: {:?}", d.chain(p));
+            }
+        }
     }
 }

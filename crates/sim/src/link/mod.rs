@@ -160,7 +160,7 @@ pub enum LinkOutput<P> {
     },
     /// A frame as the radio at `port` sent or received it, for captures
     /// (produced only while [`LinkModel::set_frame_captures`] is on).
-    Frame {
+    Captured {
         /// The port whose radio sent or received it.
         port: Port,
         /// Sent or received.
@@ -244,7 +244,7 @@ impl<P> LinkOutput<P> {
             | LinkOutput::Indication { port, .. }
             | LinkOutput::Consumed { port, .. }
             | LinkOutput::Arrived { port, .. }
-            | LinkOutput::Frame { port, .. } => *port,
+            | LinkOutput::Captured { port, .. } => *port,
         }
     }
 }

@@ -92,7 +92,7 @@ pub trait LinkModel<P> {
         self.transmit(now, from, 0, frame, out);
     }
 
-    /// Whether to produce [`LinkOutput::Frame`] records of the frames its
+    /// Whether to produce [`LinkOutput::Captured`] records of the frames its
     /// radios send and receive (for captures of link-layer frames).
     fn set_frame_captures(&mut self, on: bool) {
         let _ = on;
