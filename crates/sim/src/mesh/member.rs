@@ -10,7 +10,7 @@
 //! [`LinkOutput::Arrived`], everything else stays inside: RPL's messages,
 //! and datagrams the member forwards for others.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::net::Ipv6Addr;
 
 use rtolab_time::{SimDuration, SimTime};
@@ -95,13 +95,10 @@ pub struct AdaptationStats {
     pub dropped_bad_header: u64,
 }
 
-/// A datagram on its way out of this member: its 6LoWPAN frames not yet
-/// handed to the MAC, and the simulator's handle while it is held.
+/// A datagram on its way out of this member: the simulator's handle while
+/// it is held, and its frames the MAC has not reported on yet.
 struct Outgoing<P> {
     handle: Option<Frame<P>>,
-    dst: Address,
-    frames: VecDeque<Vec<u8>>,
-    fragments: bool,
     in_mac: usize,
     failed: Option<DropReason>,
 }
@@ -130,7 +127,7 @@ pub struct Member<P> {
 
 impl<P: Copy> Member<P> {
     /// The stack of the node at `port`; `queue_len` is its MAC's CSMA
-    /// queue, which fragments of a datagram wait for.
+    /// queue (fragments beyond it are refused).
     pub fn new(port: Port, mac: MacStack, rpl: Rpl, prefix: Ipv6Cidr, queue_len: usize) -> Self {
         Member {
             port,
@@ -339,8 +336,10 @@ impl<P: Copy> Member<P> {
     }
 
     /// Compresses (and if need be fragments) `datagram` for the neighbour
-    /// `dst` and hands its first frame to the MAC; the others follow as the
-    /// MAC's queue has room ([`Member::feed`]).
+    /// `dst` and hands every frame to the MAC at once, as sicslowpan.c
+    /// does: a fragment that finds the MAC's queue full ends the datagram
+    /// (Contiki sends no fragment after a `MAC_TX_ERR`), so a datagram of
+    /// more fragments than the queue holds cannot be sent.
     fn send(
         &mut self,
         now: SimTime,
@@ -363,53 +362,30 @@ impl<P: Copy> Member<P> {
         }
         let key = self.next_out;
         self.next_out += 1;
-        let mut frames: VecDeque<Vec<u8>> = frames.into();
-        let first = frames
-            .pop_front()
-            .expect("fragment returns at least one frame");
         self.outgoing.insert(
             key,
             Outgoing {
                 handle,
-                dst,
-                frames,
-                fragments,
                 in_mac: 0,
                 failed: None,
             },
         );
-        self.hand_to_mac(now, key, first);
-    }
-
-    fn hand_to_mac(&mut self, now: SimTime, key: u64, frame: Vec<u8>) {
-        let Some(o) = self.outgoing.get_mut(&key) else {
-            return;
-        };
-        if o.fragments {
-            self.stats.fragments_sent += 1;
-        }
-        o.in_mac += 1;
-        let id = self.mac.send(now, o.dst, frame);
-        self.in_mac.insert(id, key);
-    }
-
-    /// Hands waiting fragments to the MAC while its queue has room, oldest
-    /// datagram first. Returns whether it handed any.
-    pub fn feed(&mut self, now: SimTime) -> bool {
-        let mut any = false;
-        while self.mac.queued() < self.queue_len {
-            let next = self
-                .outgoing
-                .iter_mut()
-                .find(|(_, o)| o.failed.is_none() && !o.frames.is_empty())
-                .and_then(|(&key, o)| o.frames.pop_front().map(|f| (key, f)));
-            let Some((key, frame)) = next else {
+        for (k, frame) in frames.into_iter().enumerate() {
+            if k > 0 && self.mac.queued() >= self.queue_len {
+                if let Some(o) = self.outgoing.get_mut(&key) {
+                    o.failed.get_or_insert(DropReason::QueueFull);
+                }
                 break;
-            };
-            self.hand_to_mac(now, key, frame);
-            any = true;
+            }
+            if fragments {
+                self.stats.fragments_sent += 1;
+            }
+            if let Some(o) = self.outgoing.get_mut(&key) {
+                o.in_mac += 1;
+            }
+            let id = self.mac.send(now, dst, frame);
+            self.in_mac.insert(id, key);
         }
-        any
     }
 
     /// What the MAC reports.
@@ -453,9 +429,8 @@ impl<P: Copy> Member<P> {
                 TxStatus::Collision => DropReason::ChannelAccessFailure,
                 TxStatus::Err | TxStatus::Ok => DropReason::BadHeader,
             });
-            o.frames.clear();
         }
-        if o.in_mac > 0 || !o.frames.is_empty() {
+        if o.in_mac > 0 {
             return;
         }
         let Some(o) = self.outgoing.remove(&key) else {
