@@ -630,7 +630,20 @@ impl Engine {
                 LinkOutput::Indication { port, indication } => {
                     self.link_indication(link, port, t, indication);
                 }
-                LinkOutput::Enqueued { .. }
+                LinkOutput::Consumed { port, frame } => {
+                    self.capture(link, port, CaptureDirection::Tx, t, frame.packet);
+                    self.pool.free(frame.packet);
+                }
+                LinkOutput::Arrived { port, datagram } => {
+                    let id = self.pool.alloc();
+                    self.pool.buf_mut(id).extend_from_slice(&datagram);
+                    self.capture(link, port, CaptureDirection::Rx, t, id);
+                    self.deliver(link, port, t, id, egress);
+                }
+                // Only link kinds the emulator cannot run (`EMULATED =
+                // false`: the mesh) capture their own frames.
+                LinkOutput::Captured { .. }
+                | LinkOutput::Enqueued { .. }
                 | LinkOutput::MediumBusy { .. }
                 | LinkOutput::MediumFree { .. } => {}
             }

@@ -32,4 +32,7 @@ pub(crate) struct Tap {
     pub(crate) iface: IfaceId,
     pub(crate) direction: CaptureDirection,
     pub(crate) writer: PcapWriter,
+    /// It records the link's own frames ([`crate::link::LinkOutput::Captured`])
+    /// rather than IP datagrams.
+    pub(crate) frames: bool,
 }

@@ -410,7 +410,8 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
             let Some(iface) = iface else { continue };
             let file = File::create(&path).map_err(io_error(&path))?;
             let file = CountingWriter::new(file, written.clone());
-            let writer = PcapWriter::from_writer(Box::new(file)).map_err(io_error(&path))?;
+            let writer = PcapWriter::from_writer_with(Box::new(file), sim.capture_link_type(iface))
+                .map_err(io_error(&path))?;
             sim.add_capture(
                 iface,
                 capture.direction,

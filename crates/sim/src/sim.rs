@@ -22,7 +22,7 @@ use rtolab_time::SimTime;
 use rtolab_wire::ipv4::{self, protocol};
 use rtolab_wire::ipv6::{self, Ipv6Repr, Transport6};
 use rtolab_wire::packet::{self, Transport};
-use rtolab_wire::pcap::PcapWriter;
+use rtolab_wire::pcap::{LinkType, PcapWriter};
 
 use crate::app::{AnyApp, App, AppContext, AppId, AppStats, Demux};
 use crate::capture::{CaptureDirection, Tap};
@@ -662,7 +662,10 @@ impl Simulator {
 
     /// Copies the packets `iface` sends and/or receives into `writer`,
     /// stamped with simulated nanoseconds. `name` identifies the capture in
-    /// errors.
+    /// errors. On a link whose [`LinkModel::capture_link_type`] is not
+    /// raw IP, the capture records the link's frames instead, and `writer`
+    /// must have been made for that link type
+    /// ([`Simulator::capture_link_type`]).
     pub fn add_capture(
         &mut self,
         iface: IfaceId,
@@ -672,15 +675,29 @@ impl Simulator {
     ) {
         let interface = &mut self.nodes[iface.node.0 as usize].interfaces[iface.index as usize];
         interface.tapped = true;
-        self.links[interface.link.0 as usize]
-            .link
-            .set_start_notices(true);
+        let link = &mut self.links[interface.link.0 as usize].link;
+        link.set_start_notices(true);
+        // A link that captures its own frames records those; the writer
+        // must have been made for its link type (`capture_link_type`).
+        let frames = link.capture_link_type() != LinkType::Raw;
+        if frames {
+            link.set_frame_captures(true);
+        }
         self.taps.push(Tap {
             name: name.to_string(),
             iface,
             direction,
             writer,
+            frames,
         });
+    }
+
+    /// What a capture of `iface` records (the link type its writer needs).
+    pub fn capture_link_type(&self, iface: IfaceId) -> LinkType {
+        let interface = &self.nodes[iface.node.0 as usize].interfaces[iface.index as usize];
+        self.links[interface.link.0 as usize]
+            .link
+            .capture_link_type()
     }
 
     /// Sets the limits `run_until` stops at.
@@ -1030,11 +1047,18 @@ impl Simulator {
                     }
                 );
             }
-            LinkOutput::Delivered { frame, .. } => {
-                self.capture(iface, CaptureDirection::Rx, frame.packet);
+            LinkOutput::Delivered { frame, .. } => self.delivered(link, iface, frame),
+            LinkOutput::Arrived { datagram, .. } => {
+                let packet = self.pool.alloc();
+                let len = datagram.len() as u32;
+                self.pool.buf_mut(packet).extend_from_slice(&datagram);
+                self.delivered(link, iface, Frame { packet, len });
+            }
+            LinkOutput::Consumed { frame, .. } => {
+                self.capture(iface, CaptureDirection::Tx, frame.packet);
                 trace!(
                     self,
-                    TraceEvent::PacketReceived {
+                    TraceEvent::PacketSent {
                         node: iface.node.0,
                         iface: iface.index,
                         link,
@@ -1042,18 +1066,11 @@ impl Simulator {
                         len: frame.len,
                     }
                 );
-                if self.node_middleboxes[iface.node.0 as usize].is_empty() {
-                    // The common case, kept as direct as before middleboxes.
-                    self.bridge_or_route(iface, frame.packet);
-                } else {
-                    self.arrive(Held {
-                        packet: frame.packet,
-                        iface,
-                        next: 0,
-                        since: self.now,
-                    });
-                }
+                self.pool.free(frame.packet);
             }
+            LinkOutput::Captured {
+                direction, psdu, ..
+            } => self.capture_frame(iface, direction, &psdu),
             LinkOutput::Dropped { frame, reason, .. } => {
                 trace!(
                     self,
@@ -1094,6 +1111,33 @@ impl Simulator {
             LinkOutput::Indication { indication, .. } => {
                 self.link_indication(iface, link, indication);
             }
+        }
+    }
+
+    /// A frame arrived intact at `iface`: captured, traced, and handed to
+    /// the node's middleboxes or IP layer.
+    fn delivered(&mut self, link: u32, iface: IfaceId, frame: Frame<PacketId>) {
+        self.capture(iface, CaptureDirection::Rx, frame.packet);
+        trace!(
+            self,
+            TraceEvent::PacketReceived {
+                node: iface.node.0,
+                iface: iface.index,
+                link,
+                packet: self.pool.uid(frame.packet),
+                len: frame.len,
+            }
+        );
+        if self.node_middleboxes[iface.node.0 as usize].is_empty() {
+            // The common case, kept as direct as before middleboxes.
+            self.bridge_or_route(iface, frame.packet);
+        } else {
+            self.arrive(Held {
+                packet: frame.packet,
+                iface,
+                next: 0,
+                since: self.now,
+            });
         }
     }
 
@@ -1144,10 +1188,26 @@ impl Simulator {
         let bytes = self.pool.bytes(packet);
         let now = self.now.as_nanos();
         for tap in &mut self.taps {
-            if tap.iface != iface || !tap.direction.includes(dir) {
+            if tap.iface != iface || tap.frames || !tap.direction.includes(dir) {
                 continue;
             }
             if let Err(source) = tap.writer.write_packet(now, bytes) {
+                self.error.get_or_insert(SimError::Capture {
+                    name: tap.name.clone(),
+                    source,
+                });
+            }
+        }
+    }
+
+    /// Writes a link-layer frame to the taps of `iface` that record frames.
+    fn capture_frame(&mut self, iface: IfaceId, dir: CaptureDirection, psdu: &[u8]) {
+        let now = self.now.as_nanos();
+        for tap in &mut self.taps {
+            if tap.iface != iface || !tap.frames || !tap.direction.includes(dir) {
+                continue;
+            }
+            if let Err(source) = tap.writer.write_packet(now, psdu) {
                 self.error.get_or_insert(SimError::Capture {
                     name: tap.name.clone(),
                     source,
@@ -1326,7 +1386,10 @@ impl Simulator {
         let interface = &node_ref.interfaces[out_iface as usize];
         let (link, port) = (interface.link, interface.port);
         let slot = &self.links[link.0 as usize];
-        let to = if slot.link.addressed() {
+        // A link that routes by the datagram (a mesh) needs no next hop.
+        let to = if slot.link.reads_datagrams() {
+            Some(0)
+        } else if slot.link.addressed() {
             slot.ports.iter().position(|p| {
                 self.nodes[p.node.0 as usize].interfaces[p.index as usize]
                     .cidr
@@ -1360,7 +1423,10 @@ impl Simulator {
         let interface = &node_ref.interfaces[out_iface as usize];
         let (link, port) = (interface.link, interface.port);
         let slot = &self.links[link.0 as usize];
-        let to = if slot.link.addressed() {
+        // A link that routes by the datagram (a mesh) needs no next hop.
+        let to = if slot.link.reads_datagrams() {
+            Some(0)
+        } else if slot.link.addressed() {
             slot.ports.iter().position(|p| {
                 self.nodes[p.node.0 as usize].interfaces[p.index as usize]
                     .ipv6
@@ -1406,8 +1472,18 @@ impl Simulator {
             len: self.pool.len(packet) as u32,
         };
         let slot = &mut self.links[link.0 as usize];
-        slot.link
-            .transmit(self.now, port, to, frame, &mut self.link_out);
+        if slot.link.reads_datagrams() {
+            slot.link.transmit_datagram(
+                self.now,
+                port,
+                frame,
+                self.pool.bytes(packet),
+                &mut self.link_out,
+            );
+        } else {
+            slot.link
+                .transmit(self.now, port, to, frame, &mut self.link_out);
+        }
         self.after_link_call(link.0);
     }
 

@@ -44,8 +44,11 @@ pub enum DropReason {
     Middlebox,
     /// The MAC gave up sending it: the channel stayed busy.
     ChannelAccessFailure,
-    /// The link was out (a fade) while it crossed.
+    /// The link was out (a fade) while it crossed, or the mesh node that
+    /// was to send it is switched off.
     LinkDown,
+    /// The link layer's retransmissions all went unacknowledged.
+    NoAck,
 }
 
 /// What an app reports about itself.

@@ -2,7 +2,7 @@
 //! the addresses assigned so far.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::ScenarioError;
 use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
@@ -37,11 +37,20 @@ pub struct Topology {
     attachments: Vec<(String, String, Ipv4Cidr)>,
     /// (bridge, link) of every bridge port.
     ports: Vec<(String, String)>,
+    /// Host names in the order declared.
+    order: Vec<String>,
+    /// IPv6 address → path of the field (or member) that assigned it.
+    addresses_v6: BTreeMap<Ipv6Addr, String>,
+    /// (host, link, interface address) of every IPv6-only interface.
+    attachments_v6: Vec<(String, String, Ipv6Cidr)>,
 }
 
 impl Topology {
     /// Declares a host (a bridge if `bridge`).
     pub fn add_host(&mut self, name: &str, position: Option<Position>, bridge: bool) {
+        if !self.hosts.contains_key(name) {
+            self.order.push(name.to_string());
+        }
         self.hosts.insert(name.to_string(), position);
         if bridge {
             self.bridges.insert(name.to_string());
@@ -91,6 +100,33 @@ impl Topology {
         Ok(())
     }
 
+    /// Host names in the order they were declared.
+    pub fn host_names(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(String::as_str)
+    }
+
+    /// Records the IPv6 address of `host`'s interface to `link` (an
+    /// interface with no IPv4 address); fails if another interface has it.
+    /// `path` names the field that assigns it.
+    pub fn assign_v6(
+        &mut self,
+        path: &str,
+        host: &str,
+        link: &str,
+        address: Ipv6Cidr,
+    ) -> Result<(), ScenarioError> {
+        if let Some(first) = self.addresses_v6.get(&address.addr) {
+            return Err(ScenarioError::new(
+                path,
+                format!("{} is already assigned at {first}", address.addr),
+            ));
+        }
+        self.addresses_v6.insert(address.addr, path.to_string());
+        self.attachments_v6
+            .push((host.to_string(), link.to_string(), address));
+        Ok(())
+    }
+
     /// Records a bridge port of `host` on `link`.
     pub fn add_port(&mut self, host: &str, link: &str) {
         self.ports.push((host.to_string(), link.to_string()));
@@ -133,5 +169,9 @@ impl Topology {
             .iter()
             .any(|(h, l, _)| h == host && l == link)
             || self.ports.iter().any(|(h, l)| h == host && l == link)
+            || self
+                .attachments_v6
+                .iter()
+                .any(|(h, l, _)| h == host && l == link)
     }
 }

@@ -722,8 +722,8 @@ mod tests {
 
     fn receptions(out: &[LinkOutput<u32>]) -> Vec<LinkOutput<u32>> {
         out.iter()
-            .copied()
             .filter(|o| matches!(o, Delivered { .. } | Dropped { .. }))
+            .cloned()
             .collect()
     }
 

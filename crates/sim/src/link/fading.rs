@@ -613,7 +613,7 @@ mod tests {
         port: Port,
     ) -> Vec<(SimTime, LinkIndication)> {
         seen.iter()
-            .filter_map(|&(t, o)| match o {
+            .filter_map(|&(t, ref o)| match *o {
                 LinkOutput::Indication {
                     port: p,
                     indication,
@@ -659,8 +659,8 @@ mod tests {
             SimDuration::from_millis(100),
         );
         let mut lost = 0;
-        for &(t, o) in &seen {
-            match o {
+        for &(t, ref o) in &seen {
+            match *o {
                 LinkOutput::Delivered { frame, .. } => {
                     // Sent at packet × 100 ms, on the link for 11 ms.
                     let sent = SimTime::from_millis(u64::from(frame.packet) * 100);

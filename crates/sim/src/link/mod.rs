@@ -31,6 +31,7 @@ mod ends;
 mod fading;
 mod gilbert_elliott;
 mod half_duplex;
+mod lowpan;
 mod nfc;
 mod p2p;
 #[macro_use]
@@ -49,6 +50,10 @@ pub use gilbert_elliott::{
 pub use half_duplex::{
     HalfDuplexConfig, HalfDuplexLink, HalfDuplexSpec, HalfDuplexStats, MediumTiming, Occupancy,
     RateDelay,
+};
+pub use lowpan::{
+    Boot, LowpanConfig, LowpanMemberStats, LowpanMesh, LowpanSpec, LowpanStats, MemberSetup,
+    ParentChange, RawLowpan, Routing,
 };
 pub use nfc::{NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcSpec, NfcStats};
 pub use p2p::{P2pConfig, P2pLink, P2pSpec, P2pStats, WiredSpec};
@@ -80,7 +85,7 @@ pub struct Frame<P> {
 
 /// What a link tells the attached interfaces. Everything happens at the
 /// `now` of the call that produced it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LinkOutput<P> {
     /// The frame was accepted into `port`'s transmit queue, behind
     /// `queue_len` others.
@@ -134,6 +139,35 @@ pub enum LinkOutput<P> {
         port: Port,
         /// What it says.
         indication: LinkIndication,
+    },
+    /// A model that [reads datagrams](LinkModel::reads_datagrams) has taken
+    /// what it needs from the handle `port` sent: the datagram left the
+    /// node (the handle is the simulator's again, to free).
+    Consumed {
+        /// Sending port.
+        port: Port,
+        /// The frame handed over.
+        frame: Frame<P>,
+    },
+    /// A datagram for the node at `port`, rebuilt by the link (a mesh that
+    /// reassembles and decompresses what crossed it): the simulator makes
+    /// a packet of it and treats it as [`LinkOutput::Delivered`].
+    Arrived {
+        /// Receiving port.
+        port: Port,
+        /// The IP datagram.
+        datagram: Vec<u8>,
+    },
+    /// A frame as the radio at `port` sent or received it, for captures
+    /// (produced only while [`LinkModel::set_frame_captures`] is on).
+    Captured {
+        /// The port whose radio sent or received it.
+        port: Port,
+        /// Sent or received.
+        direction: crate::capture::CaptureDirection,
+        /// The frame as the link type of its captures has it (an IEEE
+        /// 802.15.4 PSDU with its FCS).
+        psdu: Vec<u8>,
     },
 }
 
@@ -207,7 +241,10 @@ impl<P> LinkOutput<P> {
             | LinkOutput::Dropped { port, .. }
             | LinkOutput::MediumBusy { port, .. }
             | LinkOutput::MediumFree { port }
-            | LinkOutput::Indication { port, .. } => *port,
+            | LinkOutput::Indication { port, .. }
+            | LinkOutput::Consumed { port, .. }
+            | LinkOutput::Arrived { port, .. }
+            | LinkOutput::Captured { port, .. } => *port,
         }
     }
 }
@@ -252,4 +289,7 @@ link_registry! {
     /// Point-to-point with predicted outages and link-layer indications
     /// ([`FadingLink`]).
     Fading => FadingSpec,
+    /// A duty-cycled IEEE 802.15.4 mesh with 6LoWPAN and RPL inside
+    /// ([`LowpanMesh`]).
+    Ieee802154 => LowpanSpec,
 }

@@ -2,6 +2,7 @@
 //! macro that registers every model in one place.
 
 use rtolab_time::SimTime;
+use rtolab_wire::pcap::LinkType;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -67,6 +68,41 @@ pub trait LinkModel<P> {
     fn set_start_notices(&mut self, on: bool) {
         let _ = on;
     }
+
+    /// Whether the model routes by the datagram's bytes: the simulator then
+    /// hands it datagrams through [`LinkModel::transmit_datagram`] without
+    /// picking a receiving port.
+    fn reads_datagrams(&self) -> bool {
+        false
+    }
+
+    /// Hands a datagram from port `from` to a model that
+    /// [reads datagrams](LinkModel::reads_datagrams): `frame` is its handle,
+    /// `datagram` its bytes. Other models take the frame as `transmit`
+    /// does.
+    fn transmit_datagram(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        frame: Frame<P>,
+        datagram: &[u8],
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        let _ = datagram;
+        self.transmit(now, from, 0, frame, out);
+    }
+
+    /// Whether to produce [`LinkOutput::Captured`] records of the frames its
+    /// radios send and receive (for captures of link-layer frames).
+    fn set_frame_captures(&mut self, on: bool) {
+        let _ = on;
+    }
+
+    /// What captures of its interfaces record: IP datagrams
+    /// ([`LinkType::Raw`]) unless the model captures its own frames.
+    fn capture_link_type(&self) -> LinkType {
+        LinkType::Raw
+    }
 }
 
 impl<P, L: LinkModel<P> + ?Sized> LinkModel<P> for Box<L> {
@@ -105,6 +141,25 @@ impl<P, L: LinkModel<P> + ?Sized> LinkModel<P> for Box<L> {
     }
     fn set_start_notices(&mut self, on: bool) {
         (**self).set_start_notices(on)
+    }
+    fn reads_datagrams(&self) -> bool {
+        (**self).reads_datagrams()
+    }
+    fn transmit_datagram(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        frame: Frame<P>,
+        datagram: &[u8],
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        (**self).transmit_datagram(now, from, frame, datagram, out)
+    }
+    fn set_frame_captures(&mut self, on: bool) {
+        (**self).set_frame_captures(on)
+    }
+    fn capture_link_type(&self) -> LinkType {
+        (**self).capture_link_type()
     }
 }
 
@@ -323,6 +378,37 @@ macro_rules! link_registry {
             fn set_start_notices(&mut self, on: bool) {
                 match self {
                     $( Link::$variant(l) => LinkModel::<PacketId>::set_start_notices(l, on), )+
+                }
+            }
+
+            fn reads_datagrams(&self) -> bool {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::reads_datagrams(l), )+
+                }
+            }
+
+            fn transmit_datagram(
+                &mut self,
+                now: SimTime,
+                from: Port,
+                frame: Frame<PacketId>,
+                datagram: &[u8],
+                out: &mut Vec<LinkOutput<PacketId>>,
+            ) {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::transmit_datagram(l, now, from, frame, datagram, out), )+
+                }
+            }
+
+            fn set_frame_captures(&mut self, on: bool) {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::set_frame_captures(l, on), )+
+                }
+            }
+
+            fn capture_link_type(&self) -> rtolab_wire::pcap::LinkType {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::capture_link_type(l), )+
                 }
             }
         }

@@ -3,4 +3,5 @@
 //! state machine that never reads a clock.
 
 pub mod mac;
+pub mod member;
 pub mod rpl;

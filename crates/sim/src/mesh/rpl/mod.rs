@@ -142,7 +142,7 @@ pub struct Route {
 }
 
 /// Message counters of one node.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RplStats {
     /// DIOs sent (multicast and unicast).
     pub dio_sent: u64,
