@@ -643,6 +643,7 @@ impl Engine {
                 // Only link kinds the emulator cannot run (`EMULATED =
                 // false`: the mesh) capture their own frames.
                 LinkOutput::Captured { .. }
+                | LinkOutput::ParentChanged { .. }
                 | LinkOutput::Enqueued { .. }
                 | LinkOutput::MediumBusy { .. }
                 | LinkOutput::MediumFree { .. } => {}

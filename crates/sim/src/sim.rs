@@ -319,7 +319,8 @@ impl Simulator {
     ) -> Result<LinkId, BuildError> {
         let rng = self.rng_stream(&format!("link/{name}"));
         let id = self.add_link(name, spec.build(rng));
-        for attachment in spec.attachments() {
+        let attachments = spec.attachments();
+        for attachment in &attachments {
             let node = node(&attachment.host);
             match (attachment.address, attachment.ipv6, attachment.position) {
                 (None, None, _) => self.attach_port(node, id)?,
@@ -328,6 +329,25 @@ impl Simulator {
                     self.attach_inner(node, id, v4, v6, position)?
                 }
             };
+        }
+        for (port, gateway) in spec.default_routes() {
+            let node = node(&attachments[port as usize].host);
+            match gateway {
+                IpAddr::V4(via) => {
+                    let default = Ipv4Cidr {
+                        addr: Ipv4Addr::UNSPECIFIED,
+                        prefix_len: 0,
+                    };
+                    self.add_route(node, default, via)?
+                }
+                IpAddr::V6(via) => {
+                    let default = Ipv6Cidr {
+                        addr: Ipv6Addr::UNSPECIFIED,
+                        prefix_len: 0,
+                    };
+                    self.add_route6(node, default, via)?
+                }
+            }
         }
         Ok(id)
     }
@@ -1003,7 +1023,7 @@ impl Simulator {
         for output in self.link_out.drain(..) {
             let idle = !tracing
                 && match output {
-                    LinkOutput::Enqueued { .. } => true,
+                    LinkOutput::Enqueued { .. } | LinkOutput::ParentChanged { .. } => true,
                     LinkOutput::TxStart { port, .. } => {
                         let iface = ports[port as usize];
                         !self.nodes[iface.node.0 as usize].interfaces[iface.index as usize].tapped
@@ -1110,6 +1130,19 @@ impl Simulator {
             }
             LinkOutput::Indication { indication, .. } => {
                 self.link_indication(iface, link, indication);
+            }
+            LinkOutput::ParentChanged { parent, rank, .. } => {
+                let parent_node =
+                    parent.map(|p| self.links[link as usize].ports[p as usize].node.0);
+                trace!(
+                    self,
+                    TraceEvent::ParentChanged {
+                        node: iface.node.0,
+                        link,
+                        parent: parent_node,
+                        rank,
+                    }
+                );
             }
         }
     }

@@ -286,6 +286,19 @@ pub enum TraceEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         expected_outage_ns: Option<u64>,
     },
+    /// A mesh node chose a new preferred parent: one edge of the routing
+    /// tree changed (the tree over time).
+    ParentChanged {
+        /// Node index of the mesh member.
+        node: u32,
+        /// Link index of the mesh.
+        link: u32,
+        /// Node index of its new parent (`None`: it has none).
+        parent: Option<u32>,
+        /// Its routing rank after the change (RPL: 256 per hop at the
+        /// defaults' `MinHopRankIncrease`).
+        rank: u16,
+    },
     /// A TCP connection's engine reported something. Serialised flat: the
     /// engine's event name is in `tcp_event` and its fields are columns
     /// (times and durations in ns).

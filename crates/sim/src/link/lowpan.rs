@@ -13,7 +13,7 @@
 //! node's IP layer sees its own traffic only.
 
 use std::collections::BTreeMap;
-use std::net::Ipv6Addr;
+use std::net::{IpAddr, Ipv6Addr};
 
 use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
@@ -440,10 +440,16 @@ impl<P: Copy> LowpanMesh<P> {
             }
             while let Some(event) = node.member.rpl.poll_event() {
                 if let RplEvent::ParentChanged { new, rank, .. } = event {
+                    let parent = new.and_then(|a| self.by_link_local.get(&a).copied());
                     self.parent_changes.push(ParentChange {
                         at_ns: now.as_nanos(),
                         member: p as Port,
-                        parent: new.and_then(|a| self.by_link_local.get(&a).copied()),
+                        parent,
+                        rank,
+                    });
+                    out.push(LinkOutput::ParentChanged {
+                        port: p as Port,
+                        parent,
                         rank,
                     });
                 }
@@ -905,6 +911,19 @@ impl ScenarioLink for LowpanSpec {
 
     fn rate_bps(&self) -> u64 {
         RATE_BPS
+    }
+
+    /// Every member but the root sends what it has no route for to the
+    /// root: RPL's default route is the preferred parent, and inside the
+    /// link a datagram for outside the prefix climbs the tree to the root
+    /// (Contiki installs the same default route from RPL). The gateway
+    /// only picks the mesh interface; the link routes hop by hop itself.
+    fn default_routes(&self) -> Vec<(Port, IpAddr)> {
+        let root = IpAddr::V6(self.member_address(self.config.root as Port).addr);
+        (0..self.config.members.len())
+            .filter(|&p| p != self.config.root)
+            .map(|p| (p as Port, root))
+            .collect()
     }
 
     fn build(&self, rng: SimRng) -> Box<LowpanMesh<PacketId>> {

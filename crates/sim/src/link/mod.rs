@@ -158,6 +158,16 @@ pub enum LinkOutput<P> {
         /// The IP datagram.
         datagram: Vec<u8>,
     },
+    /// The mesh node at `port` chose a new preferred parent (a routing
+    /// tree's edge changed; the tree over time is a trace).
+    ParentChanged {
+        /// The member whose parent changed.
+        port: Port,
+        /// Its new parent's port (`None`: it has none).
+        parent: Option<Port>,
+        /// Its routing rank after the change.
+        rank: u16,
+    },
     /// A frame as the radio at `port` sent or received it, for captures
     /// (produced only while [`LinkModel::set_frame_captures`] is on).
     Captured {
@@ -244,6 +254,7 @@ impl<P> LinkOutput<P> {
             | LinkOutput::Indication { port, .. }
             | LinkOutput::Consumed { port, .. }
             | LinkOutput::Arrived { port, .. }
+            | LinkOutput::ParentChanged { port, .. }
             | LinkOutput::Captured { port, .. } => *port,
         }
     }

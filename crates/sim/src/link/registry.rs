@@ -206,6 +206,13 @@ pub trait ScenarioLink: Sized + Clone + std::fmt::Debug + PartialEq {
     /// Its nominal bit rate, which bounds the load apps may offer it.
     fn rate_bps(&self) -> u64;
 
+    /// Default routes the link gives the nodes it attaches, as (port,
+    /// gateway on the link): a mesh's members reach everything outside it
+    /// through the mesh. None by default.
+    fn default_routes(&self) -> Vec<(Port, std::net::IpAddr)> {
+        Vec::new()
+    }
+
     /// The model, drawing whatever it randomises from `rng` (the stream
     /// `link/<name>` of the run's seed, in the simulator and the emulator
     /// alike).
@@ -287,6 +294,13 @@ macro_rules! link_registry {
             pub fn rate_bps(&self) -> u64 {
                 match self {
                     $( LinkModelSpec::$variant(s) => s.rate_bps(), )+
+                }
+            }
+
+            /// The default routes it gives its nodes, as (port, gateway).
+            pub fn default_routes(&self) -> Vec<(Port, std::net::IpAddr)> {
+                match self {
+                    $( LinkModelSpec::$variant(s) => s.default_routes(), )+
                 }
             }
 
