@@ -147,8 +147,9 @@ def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> 
     (the most specific name: ``detail.kind`` of app events, ``tcp_event`` of
     TCP engine events, else ``event``), then every field, nested ones as
     dotted names (``detail.delay_ns``), in the order events first give them
-    a value. With the run ``report``, ``node_name``, ``link_name`` and
-    ``app_name`` translate the indices. The file is read as columns, a block
+    a value. With the run ``report``, ``node_name``, ``link_name``,
+    ``app_name`` and ``parent_name`` (of ``parent_changed`` events) translate
+    the indices. The file is read as columns, a block
     at a time (a trace of millions of events takes about the memory of the
     table); one the column reader does not take (a field whose type
     changes, a garbled line) is read event by event.
@@ -182,7 +183,12 @@ def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> 
         kind = frame[column].where(frame[column].notna(), kind)
     frame["kind"] = kind
     if report is not None:
-        for column, key in (("node", "nodes"), ("link", "links"), ("app", "apps")):
+        for column, key in (
+            ("node", "nodes"),
+            ("link", "links"),
+            ("app", "apps"),
+            ("parent", "nodes"),
+        ):
             if column in frame:
                 names = runreport.item_names(report, key)
                 frame[f"{column}_name"] = _lookup(frame[column], names)

@@ -14,11 +14,15 @@ every figure for every run.
   or app (or per parameter value of a sweep);
 * :func:`goodput_fairness`: goodput vs Jain's fairness index, one point per run;
 * :func:`throughput_over_time`: received throughput per link and receiver;
-* :func:`drops_over_time`: cumulative drops by reason.
+* :func:`drops_over_time`: cumulative drops by reason;
+* :func:`routing_tree`: a mesh's routing tree at one instant, drawn where
+  its nodes are;
+* :func:`parent_timeline`: each mesh node's preferred parent over time.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -612,6 +616,173 @@ def goodput_fairness(
     return ax
 
 
+# ----- mesh routing -----
+
+
+def _parent_changes(data: Any) -> pd.DataFrame:
+    """The ``parent_changed`` events of a run: time, child and parent names
+    (``None`` for a node that lost every parent), in time order."""
+    traces = _traces(data)
+    frame = events(traces, "parent_changed", ["t_s", "node", "parent", "node_name", "parent_name"])
+    if frame.empty:
+        return pd.DataFrame({c: pd.Series(dtype="object") for c in ("t_s", "child", "parent")})
+    child = frame["node_name"] if "node_name" in frame else frame["node"].astype(str)
+    if "parent_name" in frame:
+        parent = frame["parent_name"]
+    elif "parent" in frame:
+        parent = frame["parent"].astype("object").where(frame["parent"].notna(), None)
+        parent = parent.map(lambda p: None if p is None else str(p))
+    else:
+        parent = pd.Series(None, index=frame.index, dtype="object")
+    out = pd.DataFrame({"t_s": frame["t_s"], "child": child.astype(str), "parent": parent})
+    return out.sort_values("t_s", kind="stable").reset_index(drop=True)
+
+
+def tree_at(data: Result | pd.DataFrame, at: float | None = None) -> dict[str, str | None]:
+    """Each mesh node's preferred parent at ``at`` seconds (default: the end
+    of the run), from the ``parent_changed`` events; a node that lost every
+    parent maps to ``None``. Roots, which choose no parent, are not keys."""
+    changes = _parent_changes(data)
+    if at is not None:
+        changes = changes[changes["t_s"] <= at]
+    tree: dict[str, str | None] = {}
+    for child, parent in zip(changes["child"], changes["parent"], strict=True):
+        tree[child] = None if parent is None or pd.isna(parent) else str(parent)
+    return tree
+
+
+def _positions(data: Any, names: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """Where each named node is: its position in the run report, else a
+    place on a circle (a run built without positions)."""
+    report = _report(data)
+    placed: dict[str, tuple[float, float]] = {}
+    for node in report.get("nodes", []) if isinstance(report.get("nodes"), list) else []:
+        position = node.get("position") if isinstance(node, dict) else None
+        if isinstance(position, dict) and node.get("name") in names:
+            placed[str(node["name"])] = (float(position["x"]), float(position["y"]))
+    missing = [n for n in names if n not in placed]
+    for i, name in enumerate(missing):
+        angle = 2 * math.pi * i / max(len(missing), 1)
+        placed[name] = (math.cos(angle), math.sin(angle))
+    return placed
+
+
+def routing_tree(
+    data: Result | pd.DataFrame, *, at: float | None = None, ax: Axes | None = None
+) -> Axes:
+    """The mesh's routing tree at ``at`` seconds (default: the end): every
+    node where it is (positions from the run report), an arrow from each
+    node to its preferred parent, roots (nodes that are parents but chose
+    none) drawn as squares, nodes without a parent circled in red. Drawn
+    from ``parent_changed`` trace events."""
+    ax = _ax(ax, (6, 6))
+    tree = tree_at(data, at)
+    if not tree:
+        return _empty(ax, "no routing tree in this run")
+    names = sorted(set(tree) | {p for p in tree.values() if p is not None}, key=_natural)
+    where = _positions(data, names)
+    for child, parent in tree.items():
+        if parent is None:
+            continue
+        (x0, y0), (x1, y1) = where[child], where[parent]
+        ax.annotate(
+            "",
+            xy=(x1, y1),
+            xytext=(x0, y0),
+            arrowprops={"arrowstyle": "->", "color": PALETTE[0], "lw": 1.2, "shrinkB": 9},
+        )
+    for name in names:
+        x, y = where[name]
+        root = name not in tree
+        orphan = tree.get(name, "") is None
+        ax.scatter(
+            [x],
+            [y],
+            s=180,
+            marker="s" if root else "o",
+            color=PALETTE[1] if root else "white",
+            edgecolors="red" if orphan else "black",
+            zorder=3,
+        )
+        ax.annotate(_label(name), (x, y), textcoords="offset points", xytext=(0, 11), ha="center")
+    depth = _depths(tree)
+    deepest = max(depth.values(), default=0)
+    when = "end of run" if at is None else f"t = {at:g} s"
+    ax.set_title(f"Routing tree at {when} ({len(names)} nodes, depth {deepest})")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.margins(0.15)
+    return ax
+
+
+def _natural(name: str) -> tuple[str, int]:
+    """Sort key putting n2 before n10."""
+    stem = name.rstrip("0123456789")
+    digits = name[len(stem) :]
+    return (stem, int(digits) if digits else -1)
+
+
+def _depths(tree: dict[str, str | None]) -> dict[str, int]:
+    """Hops from each node to its root along the tree (a node without a
+    parent, or on a loop, counts the hops it has)."""
+    depth: dict[str, int] = {}
+    for start in tree:
+        hops, node, seen = 0, start, set()
+        while node in tree and tree[node] is not None and node not in seen:
+            seen.add(node)
+            node = tree[node]  # type: ignore[assignment]
+            hops += 1
+        depth[start] = hops
+    return depth
+
+
+def parent_timeline(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """Each mesh node's preferred parent over time: one row per node, one
+    bar per parent it kept, labelled with that parent's name; gaps are
+    times with no parent (before the first choice, or after losing every
+    parent). Drawn from ``parent_changed`` trace events."""
+    ax = _ax(ax, (8, 5))
+    changes = _parent_changes(data)
+    if changes.empty:
+        return _empty(ax, "no routing tree in this run")
+    end = float(_report(data).get("duration_s", 0.0)) or float(changes["t_s"].max()) + 1.0
+    children = sorted(changes["child"].unique(), key=_natural)
+    parents = sorted(
+        {p for p in changes["parent"] if p is not None and not pd.isna(p)}, key=_natural
+    )
+    colour = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(parents)}
+    for row, child in enumerate(children):
+        mine = changes[changes["child"] == child]
+        times = [*mine["t_s"].astype(float), end]
+        for (start, stop), parent in zip(itertools.pairwise(times), mine["parent"], strict=True):
+            if parent is None or pd.isna(parent) or stop <= start:
+                continue
+            ax.barh(row, stop - start, left=start, height=0.6, color=colour[parent], alpha=0.8)
+            if stop - start > end / 25:
+                ax.text(
+                    start + (stop - start) / 2,
+                    row,
+                    _label(parent),
+                    ha="center",
+                    va="center",
+                    fontsize="x-small",
+                    color="white",
+                )
+    ax.set_yticks(range(len(children)), [_label(c) for c in children])
+    ax.invert_yaxis()
+    ax.set_xlim(0, end)
+    ax.set_xlabel("time (s)")
+    ax.set_title(f"Preferred parent over time ({len(changes)} changes)")
+    return ax
+
+
+def has_routing_tree(result: Result) -> bool:
+    """Whether the run's trace has ``parent_changed`` events (a mesh)."""
+    traces = result.traces
+    return "event" in traces and bool((traces["event"] == "parent_changed").any())
+
+
 # ----- links -----
 
 
@@ -706,6 +877,13 @@ def run_figures(result: Result) -> list[tuple[str, Figure]]:
         single("time-sequence", time_sequence)
         single("rto-rtt", rto_vs_rtt)
         single("cwnd", cwnd_over_time)
+    if has_routing_tree(result):
+        fig, pair = plt.subplots(
+            1, 2, figsize=(13, 5.5), layout="constrained", gridspec_kw={"width_ratios": [1, 1.4]}
+        )
+        routing_tree(result, ax=pair[0])
+        parent_timeline(result, ax=pair[1])
+        figures.append(("routing-tree", fig))
     fig, pair = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     latency_retransmission_bars(result, axes=list(pair))
     figures.append(("latency-retransmissions", fig))

@@ -85,8 +85,11 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> RunError + '_ {
 /// An interface in a [`NodeReport`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct InterfaceReport {
-    /// Address and prefix.
+    /// Address and prefix (`0.0.0.0/0` on an interface without IPv4).
     pub address: Ipv4Cidr,
+    /// IPv6 address and prefix, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<crate::cidr::Ipv6Cidr>,
     /// Name of its link.
     pub link: String,
 }
@@ -100,6 +103,10 @@ pub struct NodeReport {
     pub interfaces: Vec<InterfaceReport>,
     /// IP-layer counters.
     pub stats: NodeStats,
+    /// Where it is, for nodes placed in the plane (figures of a mesh draw
+    /// it there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<crate::position::Position>,
 }
 
 /// A link in a [`RunReport`]; its index is the `link` of trace events.
@@ -303,10 +310,12 @@ pub fn report(sim: &Simulator, name: &str, files: Vec<PathBuf>) -> RunReport {
                     .iter()
                     .map(|i| InterfaceReport {
                         address: i.cidr,
+                        ipv6: i.ipv6,
                         link: link_name(i.link),
                     })
                     .collect(),
                 stats: n.stats,
+                position: n.position,
             })
             .collect(),
         links: (0..sim.link_count() as u32)
