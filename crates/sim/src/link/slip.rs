@@ -456,8 +456,9 @@ impl ScenarioLink for SlipSpec {
     // (`LinkModel::transmit`), which cannot be timed by their encoding.
     const EMULATED: bool = false;
     type Raw = RawSlip;
-    // Boxed like the other kinds that hold two directions of frames and
-    // more, so the enum of every model stays small.
+    // Boxed, as gilbert-elliott is, so the enum of every model does not
+    // grow by it; a serial line carries few frames, so the indirection
+    // costs nothing that shows.
     type Model = Box<SlipLink<PacketId>>;
 
     fn validate(raw: RawSlip, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
