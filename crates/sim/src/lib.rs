@@ -8,7 +8,7 @@
 //! * [`rng`]: one seeded ChaCha stream per component, chosen by name;
 //! * [`pool`]: reusable packet buffers behind `Copy` handles;
 //! * [`link`]: sans-IO link models (point-to-point, half-duplex, NFC,
-//!   broadcast medium, gilbert-elliott) that are told the time and answer
+//!   broadcast medium, gilbert-elliott, slip) that are told the time and answer
 //!   with outputs and their next deadline, registered in one place;
 //! * [`node`]: interfaces, static routes, counters;
 //! * [`app`]: the app hooks (start, packet, timer, TCP event), the

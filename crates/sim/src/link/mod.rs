@@ -34,6 +34,7 @@ mod half_duplex;
 mod lowpan;
 mod nfc;
 mod p2p;
+mod slip;
 #[macro_use]
 mod registry;
 
@@ -58,6 +59,7 @@ pub use lowpan::{
 pub use nfc::{NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcSpec, NfcStats};
 pub use p2p::{P2pConfig, P2pLink, P2pSpec, P2pStats, WiredSpec};
 pub use registry::{LinkCheck, LinkModel, ScenarioLink};
+pub use slip::{SlipConfig, SlipLink, SlipSpec, SlipStats};
 
 pub use crate::position::Position;
 
@@ -303,4 +305,6 @@ link_registry! {
     /// A duty-cycled IEEE 802.15.4 mesh with 6LoWPAN and RPL inside
     /// ([`LowpanMesh`]).
     Ieee802154 => LowpanSpec,
+    /// A SLIP serial line, timed by each datagram's encoding ([`SlipLink`]).
+    Slip => SlipSpec,
 }

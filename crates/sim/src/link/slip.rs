@@ -1,0 +1,862 @@
+//! `kind = "slip"`: a serial line carrying IP datagrams in SLIP frames
+//! (RFC 1055), as between a mesh's border router and the host it is wired
+//! to (docs/mesh.md, "SLIP").
+//!
+//! Full duplex: each direction sends one frame at a time, from a drop-tail
+//! queue, at `baud` line bits per second with `bits_per_byte` line bits per
+//! byte (10 for 8N1). A frame takes the time of its SLIP encoding
+//! ([`slip::encoded_len`]: the datagram, one more byte for each `END` or
+//! `ESC` in it, and the two `END`s Contiki sends), then `delay` to arrive.
+//! The line has no flow control and no noise: apart from the optional
+//! `loss` (whole frames, as a receiver drops a frame noise broke), every
+//! frame arrives intact.
+//!
+//! ```toml
+//! [[link]]
+//! name = "serial"
+//! kind = "slip"
+//! ends = [ { host = "border-router", address = "10.0.0.1/24" },
+//!          { host = "server", address = "10.0.0.2/24" } ]
+//! baud = 115200            # optional, default 115200
+//! bits_per_byte = 10       # optional, default 10 (8N1)
+//! queue = 100              # optional, frames waiting per end
+//! delay = "0s"             # optional propagation delay
+//! loss = 0.0               # optional
+//! ```
+//!
+//! The model needs the datagram's bytes to time it: it
+//! [reads datagrams](LinkModel::reads_datagrams), and the simulator hands
+//! them over with [`LinkModel::transmit_datagram`] (without picking a
+//! receiving port: each port's peer is the other one). A frame handed over
+//! by plain [`LinkModel::transmit`] is timed as if nothing in it needed
+//! escaping. The emulator passes frames without their bytes, so it does
+//! not run this kind.
+//!
+//! Why not wrap a [`P2pLink`](super::P2pLink): it times a frame as its
+//! length over a bit rate, and the line's byte rate, `baud × 8 /
+//! bits_per_byte`, is not a whole number of bits per second in general
+//! (115 200 baud with 11-bit bytes), so the times would be off; it would
+//! also have to be given the line length as the frame's, which is not the
+//! length the simulator, the traces and the counters know. Here each frame
+//! is timed by [`slip::serial_time_ns`], exact to the nanosecond (rounded
+//! up), and outputs carry the frame as it was handed over.
+
+use std::collections::VecDeque;
+use std::num::NonZeroU32;
+
+use rand::Rng;
+use rtolab_time::{SimDuration, SimTime};
+use rtolab_wire::slip;
+use serde::{Deserialize, Serialize};
+
+use super::ends::two_ends;
+use super::{
+    admit, DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, Port, RawEnd,
+    ScenarioLink, DEFAULT_QUEUE,
+};
+use crate::config::{Attachment, Duration, ScenarioError};
+use crate::pool::PacketId;
+use crate::rng::SimRng;
+use crate::trace::DropReason;
+
+/// The baud rate of the study's serial line, and the default.
+pub const DEFAULT_BAUD: u32 = 115_200;
+
+/// The highest baud rate accepted: 12 Mbaud, what the fastest common USB
+/// serial adapters run at.
+pub const MAX_BAUD: u32 = 12_000_000;
+
+/// Line bits per byte accepted: 8 (bare bytes, no start or stop bits) to
+/// 12 (a start bit, 8 data bits, parity and two stop bits). SLIP needs all
+/// 8 data bits, so there is no 7-bit framing.
+pub const BITS_PER_BYTE: std::ops::RangeInclusive<u32> = 8..=12;
+
+/// Parameters of a [`SlipLink`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlipConfig {
+    /// Line bits per second, the same in both directions.
+    pub baud: NonZeroU32,
+    /// Line bits per byte ([`slip::BITS_PER_BYTE_8N1`] for 8N1).
+    pub bits_per_byte: u32,
+    /// One-way propagation delay.
+    pub delay: SimDuration,
+    /// Frames that may wait at each end, excluding the one being sent.
+    pub queue_capacity: usize,
+    /// Probability in [0, 1] that a frame is lost on the line.
+    pub loss: f64,
+}
+
+impl SlipConfig {
+    /// The study's line: 115 200 baud, 8N1, no delay, the default queue,
+    /// no losses.
+    pub fn default_line() -> SlipConfig {
+        SlipConfig {
+            baud: NonZeroU32::new(DEFAULT_BAUD).expect("positive"),
+            bits_per_byte: slip::BITS_PER_BYTE_8N1,
+            delay: SimDuration::ZERO,
+            queue_capacity: DEFAULT_QUEUE,
+            loss: 0.0,
+        }
+    }
+
+    /// How long `line_bytes` bytes take on the line.
+    pub fn serial_time(&self, line_bytes: u32) -> SimDuration {
+        SimDuration::from_nanos(slip::serial_time_ns(
+            line_bytes as usize,
+            self.baud,
+            self.bits_per_byte,
+        ))
+    }
+
+    /// The rate at which the line carries bytes, in bits per second
+    /// (rounded down): `baud × 8 / bits_per_byte`.
+    pub fn data_rate_bps(&self) -> u64 {
+        u64::from(self.baud.get()) * 8 / u64::from(self.bits_per_byte)
+    }
+}
+
+/// Counters of a [`SlipLink`], indexed by sending port.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SlipStats {
+    /// What a point-to-point link counts, in IP bytes.
+    pub directions: [DirectionStats; 2],
+    /// Bytes of SLIP frames (escapes and `END`s included) that started
+    /// crossing.
+    pub line_bytes_sent: [u64; 2],
+    /// Bytes of SLIP frames delivered to the other end.
+    pub line_bytes_delivered: [u64; 2],
+}
+
+/// A frame handed to the line, with its timing (fixed when it is queued,
+/// as on a point-to-point link).
+#[derive(Debug)]
+struct Scheduled<P> {
+    /// When its first bit leaves.
+    start: SimTime,
+    /// Its time on the line.
+    tx: SimDuration,
+    /// When it has fully arrived at the other end.
+    arrival: SimTime,
+    /// Its SLIP-encoded length.
+    line_len: u32,
+    frame: Frame<P>,
+}
+
+#[derive(Debug)]
+struct Direction<P> {
+    /// Frames queued or on the line, in sending (and arrival) order.
+    frames: VecDeque<Scheduled<P>>,
+    /// How many of `frames`, from the front, have started.
+    started: usize,
+    /// End of the last scheduled transmission.
+    busy_until: SimTime,
+    stats: DirectionStats,
+    line_bytes_sent: u64,
+    line_bytes_delivered: u64,
+}
+
+impl<P> Direction<P> {
+    fn new() -> Self {
+        Direction {
+            frames: VecDeque::new(),
+            started: 0,
+            busy_until: SimTime::ZERO,
+            stats: DirectionStats::default(),
+            line_bytes_sent: 0,
+            line_bytes_delivered: 0,
+        }
+    }
+
+    /// Frames waiting behind the one being sent.
+    fn waiting(&self) -> usize {
+        self.frames.len() - self.started
+    }
+
+    fn next_start(&self) -> Option<SimTime> {
+        self.frames.get(self.started).map(|f| f.start)
+    }
+
+    fn next_arrival(&self) -> Option<SimTime> {
+        self.frames.front().map(|f| f.arrival)
+    }
+
+    fn next_deadline(&self, start_notices: bool) -> Option<SimTime> {
+        let start = self.next_start().filter(|_| start_notices);
+        match (start, self.next_arrival()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// A full-duplex SLIP serial line between ports 0 and 1.
+///
+/// Like [`P2pLink`](super::P2pLink), each frame's timing is fixed when it
+/// is queued; starts are accounted for at the first call at or after them,
+/// and with start notices on (the default) the line asks to be woken at
+/// each so [`LinkOutput::TxStart`] comes at its exact time.
+#[derive(Debug)]
+pub struct SlipLink<P> {
+    config: SlipConfig,
+    dirs: [Direction<P>; 2],
+    rng: SimRng,
+    start_notices: bool,
+}
+
+impl<P: Copy> SlipLink<P> {
+    /// A new idle line; `rng` decides losses.
+    pub fn new(config: SlipConfig, rng: SimRng) -> Self {
+        SlipLink {
+            config,
+            dirs: [Direction::new(), Direction::new()],
+            rng,
+            start_notices: true,
+        }
+    }
+
+    /// The line's parameters.
+    pub fn config(&self) -> &SlipConfig {
+        &self.config
+    }
+
+    /// Hands the datagram `datagram`, whose handle is `frame`, from port
+    /// `from` (0 or 1) to the line; it goes to the other port.
+    pub fn send(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        frame: Frame<P>,
+        datagram: &[u8],
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        let line_len = u32::try_from(slip::encoded_len(datagram)).unwrap_or(u32::MAX);
+        self.send_encoded(now, from, frame, line_len, out);
+    }
+
+    /// Queues `frame`, `line_len` bytes once SLIP-encoded.
+    fn send_encoded(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        frame: Frame<P>,
+        line_len: u32,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        self.handle_timeout(now, out);
+        let capacity = self.config.queue_capacity;
+        let tx = self.config.serial_time(line_len);
+        let delay = self.config.delay;
+        let dir = &mut self.dirs[from as usize];
+        let idle = dir.busy_until <= now;
+        let waiting = dir.waiting();
+        let counters = (&mut dir.stats.enqueued, &mut dir.stats.dropped_queue_full);
+        if !admit(
+            from,
+            frame,
+            waiting,
+            !idle && waiting >= capacity,
+            counters,
+            out,
+        ) {
+            return;
+        }
+        let start = dir.busy_until.max(now);
+        dir.busy_until = start + tx;
+        dir.frames.push_back(Scheduled {
+            start,
+            tx,
+            arrival: dir.busy_until + delay,
+            line_len,
+            frame,
+        });
+        if idle {
+            self.account_start(from, out);
+        }
+        let dir = &mut self.dirs[from as usize];
+        dir.stats.max_queue_len = dir.stats.max_queue_len.max(dir.waiting() as u64);
+    }
+
+    /// Delivers arrivals and accounts for starts due at or before `now`.
+    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        for from in 0..2u32 {
+            loop {
+                let dir = &self.dirs[from as usize];
+                let arrival = dir.next_arrival().filter(|_| dir.started > 0);
+                let start = dir.next_start();
+                // Arrivals first on ties, so a late call replays the same
+                // history as a punctual one.
+                match (arrival, start) {
+                    (Some(a), Some(s)) if a <= now && a <= s => self.arrive(from, out),
+                    (Some(a), None) if a <= now => self.arrive(from, out),
+                    (_, Some(s)) if s <= now => self.account_start(from, out),
+                    _ => break,
+                }
+            }
+        }
+    }
+
+    /// When `handle_timeout` must next be called.
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        let notices = self.start_notices;
+        match (
+            self.dirs[0].next_deadline(notices),
+            self.dirs[1].next_deadline(notices),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// A snapshot of the counters as of `now`: frames that started by then
+    /// count as sent even if no call has accounted for them yet.
+    pub fn stats(&self, now: SimTime) -> SlipStats {
+        let as_of = |dir: &Direction<P>| {
+            let mut stats = dir.stats;
+            let mut line = dir.line_bytes_sent;
+            for f in dir.frames.range(dir.started..) {
+                if f.start > now {
+                    break;
+                }
+                stats.sent_packets += 1;
+                stats.sent_bytes += u64::from(f.frame.len);
+                stats.busy_ns += f.tx.as_nanos();
+                line += u64::from(f.line_len);
+            }
+            (stats, line)
+        };
+        let (d0, l0) = as_of(&self.dirs[0]);
+        let (d1, l1) = as_of(&self.dirs[1]);
+        SlipStats {
+            directions: [d0, d1],
+            line_bytes_sent: [l0, l1],
+            line_bytes_delivered: [
+                self.dirs[0].line_bytes_delivered,
+                self.dirs[1].line_bytes_delivered,
+            ],
+        }
+    }
+
+    /// Counts the next frame's transmission as started (and announces it).
+    fn account_start(&mut self, from: Port, out: &mut Vec<LinkOutput<P>>) {
+        let dir = &mut self.dirs[from as usize];
+        let Some(f) = dir.frames.get(dir.started) else {
+            return;
+        };
+        let frame = f.frame;
+        dir.stats.sent_packets += 1;
+        dir.stats.sent_bytes += u64::from(frame.len);
+        dir.stats.busy_ns += f.tx.as_nanos();
+        dir.line_bytes_sent += u64::from(f.line_len);
+        dir.started += 1;
+        if self.start_notices {
+            out.push(LinkOutput::TxStart { port: from, frame });
+        }
+    }
+
+    fn arrive(&mut self, from: Port, out: &mut Vec<LinkOutput<P>>) {
+        let dir = &mut self.dirs[from as usize];
+        let Some(Scheduled {
+            frame, line_len, ..
+        }) = dir.frames.pop_front()
+        else {
+            return;
+        };
+        dir.started -= 1;
+        let to = 1 - from;
+        let loss = self.config.loss;
+        if loss > 0.0 && self.rng.gen_bool(loss) {
+            dir.stats.dropped_random_loss += 1;
+            out.push(LinkOutput::Dropped {
+                port: to,
+                frame,
+                reason: DropReason::RandomLoss,
+            });
+        } else {
+            dir.stats.delivered_packets += 1;
+            dir.stats.delivered_bytes += u64::from(frame.len);
+            dir.line_bytes_delivered += u64::from(line_len);
+            out.push(LinkOutput::Delivered { port: to, frame });
+        }
+    }
+}
+
+impl<P: Copy> LinkModel<P> for SlipLink<P> {
+    type Stats = SlipStats;
+
+    /// Without the bytes, the frame is timed as if nothing in it needed
+    /// escaping: its length and the two `END`s.
+    fn transmit(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        _to: Port,
+        frame: Frame<P>,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        let line_len = frame.len.saturating_add(2);
+        self.send_encoded(now, from, frame, line_len, out);
+    }
+
+    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+        SlipLink::handle_timeout(self, now, out);
+    }
+
+    fn poll_timeout(&self) -> Option<SimTime> {
+        SlipLink::poll_timeout(self)
+    }
+
+    fn stats(&self, now: SimTime) -> SlipStats {
+        SlipLink::stats(self, now)
+    }
+
+    fn set_start_notices(&mut self, on: bool) {
+        self.start_notices = on;
+    }
+
+    fn reads_datagrams(&self) -> bool {
+        true
+    }
+
+    fn transmit_datagram(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        frame: Frame<P>,
+        datagram: &[u8],
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        self.send(now, from, frame, datagram, out);
+    }
+}
+
+/// The `[[link]]` fields of a SLIP serial line.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSlip {
+    ends: Option<Vec<RawEnd>>,
+    baud: Option<u64>,
+    bits_per_byte: Option<u64>,
+    delay: Option<Duration>,
+    queue: Option<usize>,
+    loss: Option<f64>,
+}
+
+/// A validated SLIP serial line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlipSpec {
+    /// The two ends.
+    pub ends: [EndSpec; 2],
+    /// Its line.
+    pub config: SlipConfig,
+}
+
+impl ScenarioLink for SlipSpec {
+    const KIND: &'static str = "slip";
+    // The emulator hands links frames without their bytes
+    // (`LinkModel::transmit`), which cannot be timed by their encoding.
+    const EMULATED: bool = false;
+    type Raw = RawSlip;
+    // Boxed, as gilbert-elliott is, so the enum of every model does not
+    // grow by it; a serial line carries few frames, so the indirection
+    // costs nothing that shows.
+    type Model = Box<SlipLink<PacketId>>;
+
+    fn validate(raw: RawSlip, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
+        let (ends, _) = two_ends(&raw.ends, cx, false)?;
+        let baud = raw.baud.unwrap_or(u64::from(DEFAULT_BAUD));
+        let baud = u32::try_from(baud)
+            .ok()
+            .filter(|b| (1..=MAX_BAUD).contains(b))
+            .and_then(NonZeroU32::new)
+            .ok_or_else(|| {
+                ScenarioError::new(
+                    cx.at("baud"),
+                    format!("must be between 1 and {MAX_BAUD} line bits per second, got {baud}"),
+                )
+            })?;
+        let bits = raw
+            .bits_per_byte
+            .unwrap_or(u64::from(slip::BITS_PER_BYTE_8N1));
+        let bits_per_byte = u32::try_from(bits)
+            .ok()
+            .filter(|b| BITS_PER_BYTE.contains(b))
+            .ok_or_else(|| {
+                ScenarioError::new(
+                    cx.at("bits_per_byte"),
+                    format!(
+                        "must be between {} and {} (10 for 8N1), got {bits}",
+                        BITS_PER_BYTE.start(),
+                        BITS_PER_BYTE.end()
+                    ),
+                )
+            })?;
+        let loss = raw.loss.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&loss) {
+            return Err(ScenarioError::new(
+                cx.at("loss"),
+                format!("must be between 0 and 1, got {loss}"),
+            ));
+        }
+        Ok(SlipSpec {
+            ends,
+            config: SlipConfig {
+                baud,
+                bits_per_byte,
+                delay: raw.delay.map_or(SimDuration::ZERO, |d| d.0),
+                queue_capacity: raw.queue.unwrap_or(DEFAULT_QUEUE),
+                loss,
+            },
+        })
+    }
+
+    fn attachments(&self) -> Vec<Attachment> {
+        self.ends.iter().map(EndSpec::attachment).collect()
+    }
+
+    /// The rate at which it carries bytes, escapes aside.
+    fn rate_bps(&self) -> u64 {
+        self.config.data_rate_bps()
+    }
+
+    fn build(&self, rng: SimRng) -> Box<SlipLink<PacketId>> {
+        Box::new(SlipLink::new(self.config, rng))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::component_stream;
+
+    fn line(queue: usize, delay: SimDuration) -> SlipLink<u32> {
+        SlipLink::new(
+            SlipConfig {
+                queue_capacity: queue,
+                delay,
+                ..SlipConfig::default_line()
+            },
+            component_stream(1, "link/slip"),
+        )
+    }
+
+    /// `n` bytes, none of them `END` or `ESC`.
+    fn plain(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i % 0x80) as u8).collect()
+    }
+
+    fn frame(id: u32, datagram: &[u8]) -> Frame<u32> {
+        Frame {
+            packet: id,
+            len: datagram.len() as u32,
+        }
+    }
+
+    /// `bytes` line bytes at 115 200 baud, 8N1, in ns, rounded up.
+    fn at_115200(bytes: u64) -> u64 {
+        (bytes * 10 * 1_000_000_000).div_ceil(115_200)
+    }
+
+    /// Drives the line until idle, returning (time, output) pairs.
+    fn drain(
+        l: &mut SlipLink<u32>,
+        out: &mut Vec<LinkOutput<u32>>,
+    ) -> Vec<(SimTime, LinkOutput<u32>)> {
+        let mut log = Vec::new();
+        while let Some(t) = l.poll_timeout() {
+            l.handle_timeout(t, out);
+            log.extend(out.drain(..).map(|o| (t, o)));
+        }
+        log
+    }
+
+    fn deliveries(log: &[(SimTime, LinkOutput<u32>)]) -> Vec<(u64, Port, u32)> {
+        log.iter()
+            .filter_map(|(t, o)| match o {
+                LinkOutput::Delivered { port, frame } => Some((t.as_nanos(), *port, frame.packet)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_plain_datagram_takes_its_bytes_and_two_ends() {
+        let mut l = line(10, SimDuration::ZERO);
+        let d = plain(48);
+        let mut out = Vec::new();
+        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), &d, &mut out);
+        assert_eq!(
+            out,
+            [
+                LinkOutput::Enqueued {
+                    port: 0,
+                    frame: frame(1, &d),
+                    queue_len: 0
+                },
+                LinkOutput::TxStart {
+                    port: 0,
+                    frame: frame(1, &d)
+                },
+            ]
+        );
+        out.clear();
+        let log = drain(&mut l, &mut out);
+        // (48 + 2) bytes × 10 bits / 115 200 bit/s = 4.340277… ms.
+        assert_eq!(at_115200(50), 4_340_278);
+        assert_eq!(
+            log,
+            [(
+                SimTime::from_nanos(4_340_278),
+                LinkOutput::Delivered {
+                    port: 1,
+                    frame: frame(1, &d)
+                }
+            )]
+        );
+        let s = l.stats(SimTime::MAX);
+        assert_eq!(s.directions[0].sent_bytes, 48);
+        assert_eq!(s.directions[0].delivered_bytes, 48);
+        assert_eq!(s.directions[0].busy_ns, 4_340_278);
+        assert_eq!(s.line_bytes_sent, [50, 0]);
+        assert_eq!(s.line_bytes_delivered, [50, 0]);
+    }
+
+    #[test]
+    fn escaped_bytes_take_a_byte_s_time_more_each() {
+        let mut l = line(10, SimDuration::ZERO);
+        let mut d = plain(48);
+        d[3] = slip::END;
+        d[20] = slip::ESC;
+        let mut out = Vec::new();
+        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), &d, &mut out);
+        out.clear();
+        let log = drain(&mut l, &mut out);
+        // 52 line bytes: 4.513888… ms, two bytes' 173.611 µs more.
+        assert_eq!(deliveries(&log), [(4_513_889, 1, 1)]);
+        assert_eq!(4_513_889 - at_115200(50), 173_611);
+        let s = l.stats(SimTime::MAX);
+        // The frame is still the datagram's 48 bytes; the line carried 52.
+        assert_eq!(s.directions[0].delivered_bytes, 48);
+        assert_eq!(s.line_bytes_delivered[0], 52);
+    }
+
+    #[test]
+    fn back_to_back_frames_queue_behind_each_other() {
+        let mut l = line(10, SimDuration::ZERO);
+        let d = plain(48);
+        let mut out = Vec::new();
+        for id in 1..=3 {
+            l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), &d, &mut out);
+        }
+        let queued: Vec<u32> = out
+            .iter()
+            .filter_map(|o| match o {
+                LinkOutput::Enqueued { queue_len, .. } => Some(*queue_len),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(queued, [0, 0, 1]);
+        out.clear();
+        let log = drain(&mut l, &mut out);
+        // Each frame's end is rounded up on its own.
+        let one = at_115200(50);
+        assert_eq!(
+            deliveries(&log),
+            [(one, 1, 1), (2 * one, 1, 2), (3 * one, 1, 3)]
+        );
+        let starts: Vec<u64> = log
+            .iter()
+            .filter(|(_, o)| matches!(o, LinkOutput::TxStart { .. }))
+            .map(|(t, _)| t.as_nanos())
+            .collect();
+        assert_eq!(starts, [one, 2 * one]);
+        assert_eq!(l.stats(SimTime::MAX).directions[0].max_queue_len, 2);
+    }
+
+    #[test]
+    fn directions_are_independent() {
+        let mut l = line(10, SimDuration::ZERO);
+        let a = plain(48);
+        let b = plain(100);
+        let mut out = Vec::new();
+        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &a), &a, &mut out);
+        l.transmit_datagram(SimTime::ZERO, 1, frame(2, &b), &b, &mut out);
+        out.clear();
+        let log = drain(&mut l, &mut out);
+        assert_eq!(
+            deliveries(&log),
+            [(at_115200(50), 1, 1), (at_115200(102), 0, 2)]
+        );
+        let s = l.stats(SimTime::MAX);
+        assert_eq!(s.line_bytes_sent, [50, 102]);
+        assert_eq!(s.directions[1].delivered_packets, 1);
+    }
+
+    #[test]
+    fn a_full_queue_drops_the_tail() {
+        let mut l = line(1, SimDuration::ZERO);
+        let d = plain(48);
+        let mut out = Vec::new();
+        for id in 1..=3 {
+            l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), &d, &mut out);
+        }
+        assert_eq!(
+            out.last(),
+            Some(&LinkOutput::Dropped {
+                port: 0,
+                frame: frame(3, &d),
+                reason: DropReason::QueueFull
+            })
+        );
+        out.clear();
+        let log = drain(&mut l, &mut out);
+        assert_eq!(deliveries(&log).len(), 2);
+        let s = l.stats(SimTime::MAX).directions[0];
+        assert_eq!(
+            (s.enqueued, s.dropped_queue_full, s.delivered_packets),
+            (2, 1, 2)
+        );
+    }
+
+    #[test]
+    fn the_delay_adds_to_the_serial_time() {
+        let mut l = line(10, SimDuration::from_millis(3));
+        let d = plain(48);
+        let mut out = Vec::new();
+        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), &d, &mut out);
+        l.transmit_datagram(SimTime::ZERO, 0, frame(2, &d), &d, &mut out);
+        out.clear();
+        let log = drain(&mut l, &mut out);
+        let one = at_115200(50);
+        // The delay does not hold the sender: the second frame follows the
+        // first at once.
+        assert_eq!(
+            deliveries(&log),
+            [(one + 3_000_000, 1, 1), (2 * one + 3_000_000, 1, 2)]
+        );
+    }
+
+    #[test]
+    fn other_line_framings_and_rates() {
+        let mut l = SlipLink::new(
+            SlipConfig {
+                baud: NonZeroU32::new(9600).unwrap(),
+                bits_per_byte: 11,
+                ..SlipConfig::default_line()
+            },
+            component_stream(1, "link/slip"),
+        );
+        let d = plain(98);
+        let mut out = Vec::new();
+        l.transmit_datagram(SimTime::ZERO, 1, frame(1, &d), &d, &mut out);
+        out.clear();
+        // 100 bytes × 11 bits at 9600 baud: 114.583333… ms.
+        assert_eq!(deliveries(&drain(&mut l, &mut out)), [(114_583_334, 0, 1)]);
+        assert_eq!(l.config().data_rate_bps(), 6981);
+    }
+
+    #[test]
+    fn plain_transmit_assumes_nothing_to_escape() {
+        let mut l = line(10, SimDuration::ZERO);
+        let mut out = Vec::new();
+        let f = Frame { packet: 7, len: 48 };
+        LinkModel::transmit(&mut l, SimTime::ZERO, 0, 0, f, &mut out);
+        out.clear();
+        assert_eq!(
+            deliveries(&drain(&mut l, &mut out)),
+            [(at_115200(50), 1, 7)]
+        );
+        assert!(LinkModel::<u32>::reads_datagrams(&l));
+    }
+
+    #[test]
+    fn without_start_notices_the_same_frames_arrive_at_the_same_times() {
+        let run = |notices: bool| {
+            let mut l = line(1, SimDuration::ZERO);
+            l.set_start_notices(notices);
+            let d = plain(200);
+            let mut out = Vec::new();
+            for id in 0..4 {
+                l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), &d, &mut out);
+            }
+            let sent_at_first_end = l.stats(SimTime::from_nanos(at_115200(202)));
+            let log: Vec<_> = drain(&mut l, &mut out)
+                .into_iter()
+                .filter(|(_, o)| !matches!(o, LinkOutput::TxStart { .. }))
+                .collect();
+            (log, sent_at_first_end, l.stats(SimTime::MAX))
+        };
+        let (loud, loud_mid, loud_end) = run(true);
+        let (quiet, quiet_mid, quiet_end) = run(false);
+        assert_eq!(loud, quiet);
+        assert_eq!(loud_end, quiet_end);
+        // The second frame started when the first ended, whether or not a
+        // call accounted for it.
+        assert_eq!(quiet_mid.directions[0].sent_packets, 2);
+        assert_eq!(quiet_mid.line_bytes_sent[0], 404);
+        assert_eq!(loud_mid, quiet_mid);
+    }
+
+    fn validate(fields: &str) -> Result<SlipSpec, ScenarioError> {
+        let toml = format!(
+            r#"
+name = "t"
+duration = "1s"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[link]]
+name = "serial"
+kind = "slip"
+ends = [ {{ host = "a", address = "10.0.0.1/24" }},
+         {{ host = "b", address = "10.0.0.2/24" }} ]
+{fields}
+"#
+        );
+        let s = crate::Scenario::from_toml_str(&toml)?;
+        match &s.links[0].model {
+            super::super::LinkModelSpec::Slip(spec) => Ok(spec.clone()),
+            other => panic!("not a slip link: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_the_study_s_line() {
+        let spec = validate("").unwrap();
+        assert_eq!(spec.config, SlipConfig::default_line());
+        assert_eq!(spec.config.data_rate_bps(), 92_160);
+        let spec =
+            validate("baud = 9600\nbits_per_byte = 11\nqueue = 4\ndelay = \"2ms\"\nloss = 0.5")
+                .unwrap();
+        assert_eq!(
+            spec.config,
+            SlipConfig {
+                baud: NonZeroU32::new(9600).unwrap(),
+                bits_per_byte: 11,
+                delay: SimDuration::from_millis(2),
+                queue_capacity: 4,
+                loss: 0.5,
+            }
+        );
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let err = |fields: &str| validate(fields).unwrap_err().to_string();
+        for (fields, path) in [
+            ("baud = 0", "link[0].baud"),
+            ("baud = 12000001", "link[0].baud"),
+            ("baud = 5000000000", "link[0].baud"),
+            ("bits_per_byte = 7", "link[0].bits_per_byte"),
+            ("bits_per_byte = 13", "link[0].bits_per_byte"),
+            ("loss = 1.5", "link[0].loss"),
+            ("loss = -0.1", "link[0].loss"),
+            ("rate = \"1Mbps\"", "link[0].rate"),
+        ] {
+            let e = err(fields);
+            assert!(e.starts_with(path), "{fields}: {e}");
+        }
+        assert!(err("baud = 0").contains("between 1 and 12000000"));
+        assert!(err("bits_per_byte = 7").contains("between 8 and 12"));
+    }
+}
