@@ -161,6 +161,7 @@ mod profiles;
 mod raw;
 mod validate;
 
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use rtolab_tcp::Profile;
@@ -168,7 +169,7 @@ use rtolab_time::SimDuration;
 use serde::Serialize;
 
 use crate::capture::CaptureDirection;
-use crate::cidr::Ipv4Cidr;
+use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
 use crate::position::Position;
 
 pub use crate::app::{
@@ -256,10 +257,28 @@ pub struct LinkSpec {
 pub struct RouteSpec {
     /// Host it is installed on.
     pub host: String,
-    /// Destination prefix (`0.0.0.0/0` for "default").
-    pub destination: Ipv4Cidr,
-    /// Next-hop router.
-    pub via: std::net::Ipv4Addr,
+    /// Where it leads and through whom, in one address family.
+    pub target: RouteTarget,
+}
+
+/// The destination and next hop of a [`RouteSpec`]: one enum rather than
+/// two optional pairs, so a route can never mix families.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RouteTarget {
+    /// An IPv4 route.
+    V4 {
+        /// Destination prefix (`0.0.0.0/0` for "default").
+        destination: Ipv4Cidr,
+        /// Next-hop router.
+        via: Ipv4Addr,
+    },
+    /// An IPv6 route.
+    V6 {
+        /// Destination prefix (`::/0` for "default").
+        destination: Ipv6Cidr,
+        /// Next-hop router.
+        via: Ipv6Addr,
+    },
 }
 
 /// A capture point.
