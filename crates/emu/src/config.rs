@@ -449,6 +449,18 @@ delay = "1ms"
     }
 
     #[test]
+    fn ipv6_ends_are_rejected_with_their_path() {
+        let text = BASE.replace(
+            "{ host = \"b\", address = \"10.0.0.2/24\" }",
+            "{ host = \"b\", address = \"10.0.0.2/24\", ipv6 = \"fd00::2/64\" }",
+        );
+        assert_ne!(text, BASE);
+        let e = EmuScenario::from_toml_str(&text).unwrap_err();
+        assert_eq!(e.path, "link[0].ends[1].ipv6");
+        assert!(e.message.contains("not emulated"), "{e}");
+    }
+
+    #[test]
     fn udp_apps_on_linux_hosts_are_rejected_with_their_path() {
         let text = format!("{BASE}\n[[app]]\nkind = \"sink\"\nhost = \"b\"\nport = 9000\n");
         let e = EmuScenario::from_toml_str(&text).unwrap_err();
