@@ -21,6 +21,8 @@
 //! kind = "point-to-point"     # or "half-duplex" or "broadcast"
 //! ends = [ { host = "a", address = "10.0.0.1/24" },
 //!          { host = "b", address = "10.0.0.2/24" } ]
+//!                             # an end may add or instead give an IPv6
+//!                             # address: ipv6 = "fd00:1::1/64"
 //! rate = "10Mbps"
 //! delay = "5ms"
 //! queue = 100                 # packets waiting per end, optional, default 100
@@ -51,12 +53,12 @@
 //!
 //! [[route]]
 //! host = "a"
-//! destination = "10.0.1.0/24" # or "default"
-//! via = "10.0.0.2"
+//! destination = "10.0.1.0/24" # or "default"; or IPv6: "fd00:2::/64"
+//! via = "10.0.0.2"            # or an IPv6 neighbour: "fd00:1::2"
 //!
 //! [[capture]]
 //! host = "a"
-//! link = "ab"                 # or: interface = "10.0.0.1"
+//! link = "ab"                 # or: interface = "10.0.0.1" (or IPv6)
 //! file = "a-ab.pcap"          # a plain file name in the output directory
 //! direction = "both"          # or "tx" or "rx"; optional, default "both"
 //!
@@ -64,7 +66,7 @@
 //! kind = "cbr"
 //! name = "video"              # optional, default "<kind><index>"
 //! host = "a"
-//! destination = "10.0.0.2:9000"
+//! destination = "10.0.0.2:9000" # IPv4 only
 //! size = 1000                 # UDP payload bytes, 16..=65507
 //! rate = "1Mbps"              # payload bit rate
 //! start = "1s"                # optional, default 0s
@@ -84,7 +86,7 @@
 //! [[app]]
 //! kind = "tcp-bulk"
 //! host = "a"
-//! peer = "10.0.0.2:5001"      # a tcp-sink
+//! peer = "10.0.0.2:5001"      # a tcp-sink; or IPv6: "[fd00:2::2]:5001"
 //! bytes = 1_000_000           # optional; without it, sends until stop
 //! start = "1s"                # optional, default 0s
 //! stop = "9s"                 # optional
