@@ -338,7 +338,7 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
             Apps::Builtin => (
                 AnyApp::TcpSink(TcpSinkApp::new(TcpSinkConfig { port })),
                 AnyApp::TcpBulk(TcpBulkApp::new(TcpBulkConfig {
-                    peer,
+                    peer: peer.into(),
                     bytes: None,
                     start: SimTime::ZERO,
                     stop: None,

@@ -30,9 +30,10 @@
 //! hosts, middleboxes on Linux hosts, and rtolab hosts with more than one
 //! interface or more than one TCP profile.
 
+use std::net::SocketAddr;
 use std::path::Path;
 
-use rtolab_sim::scenario::LinkModelSpec;
+use rtolab_sim::scenario::{LinkModelSpec, RouteTarget};
 use rtolab_sim::units::parse_duration;
 use rtolab_sim::{Scenario, ScenarioError};
 use rtolab_tcp::profile::RtoChoice;
@@ -250,6 +251,37 @@ impl EmuScenario {
                 ));
             }
         }
+        // Emulated hosts have one IPv4 address per interface (TUN devices,
+        // namespaces and the rtolab host alike): IPv6 is the simulator's.
+        for (i, link) in s.links.iter().enumerate() {
+            if let Some(e) = link
+                .model
+                .attachments()
+                .iter()
+                .position(|a| a.ipv6.is_some())
+            {
+                return Err(error(
+                    format!("link[{i}].ends[{e}].ipv6"),
+                    "IPv6 addresses are not emulated yet (only the simulator runs them)",
+                ));
+            }
+        }
+        for (i, route) in s.routes.iter().enumerate() {
+            if let RouteTarget::V6 { .. } = route.target {
+                return Err(error(
+                    format!("route[{i}].via"),
+                    "IPv6 routes are not emulated yet (only the simulator runs them)",
+                ));
+            }
+        }
+        for (i, app) in s.apps.iter().enumerate() {
+            if let Some((peer @ SocketAddr::V6(_), _)) = app.kind.server() {
+                return Err(error(
+                    format!("app[{i}].peer"),
+                    format!("{peer} is IPv6: the emulator connects over IPv4 only"),
+                ));
+            }
+        }
         for (i, middlebox) in s.middleboxes.iter().enumerate() {
             // Packets to a Linux host go straight into its kernel; the
             // emulator sees only what bridges and rtolab hosts receive.
@@ -414,6 +446,18 @@ delay = "1ms"
             RtoChoice::Rfc6298(c) => assert_eq!(c.min, SimDuration::from_secs(3)),
             other => panic!("unexpected RTO policy {other:?}"),
         }
+    }
+
+    #[test]
+    fn ipv6_ends_are_rejected_with_their_path() {
+        let text = BASE.replace(
+            "{ host = \"b\", address = \"10.0.0.2/24\" }",
+            "{ host = \"b\", address = \"10.0.0.2/24\", ipv6 = \"fd00::2/64\" }",
+        );
+        assert_ne!(text, BASE);
+        let e = EmuScenario::from_toml_str(&text).unwrap_err();
+        assert_eq!(e.path, "link[0].ends[1].ipv6");
+        assert!(e.message.contains("not emulated"), "{e}");
     }
 
     #[test]

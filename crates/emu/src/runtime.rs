@@ -17,7 +17,7 @@ use std::time::Duration;
 use nix::errno::Errno;
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::time::TimeSpec;
-use rtolab_sim::scenario::AppSpec;
+use rtolab_sim::scenario::{AppSpec, RouteTarget};
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
@@ -357,12 +357,16 @@ pub fn emulate(
             ns.exec(&["sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
         }
         for route in s.routes.iter().filter(|r| r.host == s.hosts[*h].name) {
-            let destination = if route.destination.prefix_len == 0 {
+            // IPv6 routes never get here: EmuScenario rejects them.
+            let RouteTarget::V4 { destination, via } = route.target else {
+                continue;
+            };
+            let destination = if destination.prefix_len == 0 {
                 "default".to_string()
             } else {
-                route.destination.to_string()
+                destination.to_string()
             };
-            let via = route.via.to_string();
+            let via = via.to_string();
             let mut args = vec!["-n", ns.name(), "route", "add", &destination, "via", &via];
             let rto = emu.linux[*h].rto_min.map(rto_option);
             if let Some(rto) = &rto {

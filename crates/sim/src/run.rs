@@ -17,7 +17,7 @@ use crate::cidr::Ipv4Cidr;
 use crate::limits::{CountingWriter, RunLimits, Stop, StopFlag};
 use crate::link::LinkStats;
 use crate::node::{LinkId, MiddleboxId, NodeId, NodeStats};
-use crate::scenario::{Scenario, METRICS_FILE, TRACES_FILE};
+use crate::scenario::{RouteTarget, Scenario, METRICS_FILE, TRACES_FILE};
 use crate::sim::{BuildError, SimError, Simulator};
 use crate::tcp::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts};
 use crate::trace::JsonlSink;
@@ -254,7 +254,11 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
         sim.add_link_spec(&link.name, &link.model, node)?;
     }
     for route in &scenario.routes {
-        sim.add_route(node(&route.host), route.destination, route.via)?;
+        let host = node(&route.host);
+        match route.target {
+            RouteTarget::V4 { destination, via } => sim.add_route(host, destination, via)?,
+            RouteTarget::V6 { destination, via } => sim.add_route6(host, destination, via)?,
+        }
     }
     // Equal profiles share one configuration, so apps of a host that use
     // the same settings share one engine stack.

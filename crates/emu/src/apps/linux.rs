@@ -8,7 +8,7 @@
 
 use std::fs::File;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -206,15 +206,20 @@ fn is_timeout(e: &io::Error) -> bool {
 /// Connects to `peer`, waiting in slices so the end of the run interrupts
 /// a handshake still crossing a slow link (std's connect cannot be
 /// interrupted).
-fn connect(peer: SocketAddrV4, env: &AppEnv) -> io::Result<TcpStream> {
-    use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
+fn connect(peer: SocketAddr, env: &AppEnv) -> io::Result<TcpStream> {
+    use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage};
+    let family = if peer.is_ipv4() {
+        AddressFamily::Inet
+    } else {
+        AddressFamily::Inet6
+    };
     let fd = socket::socket(
-        AddressFamily::Inet,
+        family,
         SockType::Stream,
         SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
         None,
     )?;
-    match socket::connect(fd.as_raw_fd(), &SockaddrIn::from(peer)) {
+    match socket::connect(fd.as_raw_fd(), &SockaddrStorage::from(peer)) {
         Ok(()) | Err(nix::errno::Errno::EINPROGRESS) => {}
         Err(e) => return Err(e.into()),
     }
@@ -289,7 +294,7 @@ fn failure(e: &io::Error) -> Option<String> {
 }
 
 fn bulk(
-    peer: SocketAddrV4,
+    peer: SocketAddr,
     bytes: Option<u64>,
     start: SimTime,
     stop: Option<SimTime>,
@@ -340,7 +345,7 @@ fn bulk(
 }
 
 fn exchange(
-    peer: SocketAddrV4,
+    peer: SocketAddr,
     request: u32,
     response: u32,
     count: u32,
@@ -407,7 +412,7 @@ fn exchange(
 }
 
 fn series(
-    peer: SocketAddrV4,
+    peer: SocketAddr,
     sizes: &[u32],
     gaps: &[SimDuration],
     start: SimTime,

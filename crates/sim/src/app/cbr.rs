@@ -1,6 +1,6 @@
 //! Constant-bit-rate UDP source.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::ipv4::{protocol, Ipv4Repr};
@@ -171,7 +171,7 @@ pub const DEFAULT_SOURCE_PORT_BASE: u16 = 49_152;
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCbr {
-    destination: Option<SocketAddrV4>,
+    destination: Option<SocketAddr>,
     source_port: Option<u16>,
     size: Option<usize>,
     rate: Option<Rate>,
@@ -212,7 +212,14 @@ impl ScenarioApp for CbrSpec {
     fn validate(raw: RawCbr, cx: &mut AppCheck<'_>) -> Result<Self, ScenarioError> {
         let (start, stop) = cx.start_stop(raw.start.map(|d| d.0), raw.stop.map(|d| d.0))?;
         let destination = required(&raw.destination, cx.at("destination"), &cx.what)?;
-        let destination = cx.remote("destination", destination)?;
+        // The kernel's UDP path builds IPv4 datagrams only (see `AppCx`).
+        let SocketAddr::V4(destination) = destination else {
+            return Err(ScenarioError::new(
+                cx.at("destination"),
+                format!("{destination} is IPv6: cbr apps send UDP over IPv4 only"),
+            ));
+        };
+        cx.remote("destination", destination.into())?;
         let size = required(&raw.size, cx.at("size"), &cx.what)?;
         if !(PAYLOAD_HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&size) {
             return Err(ScenarioError::new(

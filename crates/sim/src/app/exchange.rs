@@ -9,7 +9,7 @@
 //! 8, the response's from 0).
 
 use std::collections::VecDeque;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
@@ -26,7 +26,7 @@ pub const REQUEST_HEADER_LEN: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExchangeConfig {
     /// The server.
-    pub peer: SocketAddrV4,
+    pub peer: SocketAddr,
     /// Request bytes, header included (at least [`REQUEST_HEADER_LEN`]).
     pub request: u32,
     /// Response bytes asked for.
@@ -490,7 +490,7 @@ use crate::config::{required, Duration, ScenarioError};
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawExchange {
-    peer: Option<SocketAddrV4>,
+    peer: Option<SocketAddr>,
     request: Option<u32>,
     response: Option<u32>,
     start: Option<Duration>,
@@ -504,7 +504,7 @@ pub struct RawExchange {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExchangeSpec {
     /// The server's address and port.
-    pub peer: SocketAddrV4,
+    pub peer: SocketAddr,
     /// Request bytes, its 8-byte header included.
     pub request: u32,
     /// Response bytes.
@@ -573,7 +573,7 @@ impl ScenarioApp for ExchangeSpec {
         })
     }
 
-    fn server(&self) -> Option<(SocketAddrV4, &'static str)> {
+    fn server(&self) -> Option<(SocketAddr, &'static str)> {
         Some((self.peer, ExchangeServerSpec::KIND))
     }
 }

@@ -10,7 +10,7 @@
 //! each in turn over the same connection. The connection closes once every
 //! message is acknowledged and every response has arrived.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
@@ -25,7 +25,7 @@ use crate::trace::AppEvent;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MessageSeriesConfig {
     /// Where to connect.
-    pub peer: SocketAddrV4,
+    pub peer: SocketAddr,
     /// Message sizes in bytes, in sending order.
     pub sizes: Vec<u32>,
     /// Pause after message `i` before the next one is released:
@@ -400,7 +400,7 @@ use crate::config::{required, Duration, ScenarioError};
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMessageSeries {
-    peer: Option<SocketAddrV4>,
+    peer: Option<SocketAddr>,
     sizes: Option<Vec<u32>>,
     gaps: Option<Vec<Duration>>,
     start: Option<Duration>,
@@ -415,7 +415,7 @@ pub struct RawMessageSeries {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MessageSeriesSpec {
     /// The receiver's address and port.
-    pub peer: SocketAddrV4,
+    pub peer: SocketAddr,
     /// Message sizes in bytes.
     pub sizes: Vec<u32>,
     /// Pauses between messages, used in turn.
@@ -510,7 +510,7 @@ impl ScenarioApp for MessageSeriesSpec {
         })
     }
 
-    fn server(&self) -> Option<(SocketAddrV4, &'static str)> {
+    fn server(&self) -> Option<(SocketAddr, &'static str)> {
         // With responses each message is a request to an exchange server.
         let kind = if self.responses.is_empty() {
             TcpSinkSpec::KIND

@@ -3,7 +3,7 @@
 //! registers every kind in one place.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use rtolab_time::SimDuration;
 use serde::de::DeserializeOwned;
@@ -32,9 +32,10 @@ impl AppCheck<'_> {
         format!("app[{}].{field}", self.index)
     }
 
-    /// A remote address some interface of the scenario has.
-    pub fn remote(&self, field: &str, addr: SocketAddrV4) -> Result<SocketAddrV4, ScenarioError> {
-        self.topology.address_exists(&self.at(field), *addr.ip())?;
+    /// A remote address (IPv4 or IPv6) some interface of the scenario has.
+    pub fn remote(&self, field: &str, addr: SocketAddr) -> Result<SocketAddr, ScenarioError> {
+        self.topology
+            .ip_address_exists(&self.at(field), addr.ip())?;
         Ok(addr)
     }
 
@@ -110,7 +111,7 @@ pub trait ScenarioApp: Sized + Clone + std::fmt::Debug + PartialEq {
 
     /// For a client: the address it connects to and the kind of app that
     /// must listen there.
-    fn server(&self) -> Option<(SocketAddrV4, &'static str)> {
+    fn server(&self) -> Option<(SocketAddr, &'static str)> {
         None
     }
 
@@ -275,7 +276,7 @@ macro_rules! app_registry {
             }
 
             /// See [`ScenarioApp::server`].
-            pub fn server(&self) -> Option<(std::net::SocketAddrV4, &'static str)> {
+            pub fn server(&self) -> Option<(std::net::SocketAddr, &'static str)> {
                 match self {
                     $( AppKindSpec::$variant(s) => s.server(), )+
                 }

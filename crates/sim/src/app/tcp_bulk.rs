@@ -2,7 +2,7 @@
 //! it can until a stop time) over one connection, and a sink that accepts
 //! connections, counts what arrives and checks every byte.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use rtolab_time::SimTime;
 use serde::Serialize;
@@ -22,7 +22,7 @@ const TOKEN_STOP: u64 = 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpBulkConfig {
     /// Where to connect.
-    pub peer: SocketAddrV4,
+    pub peer: SocketAddr,
     /// Bytes to send, then close; `None` sends until `stop`.
     pub bytes: Option<u64>,
     /// When to connect.
@@ -352,7 +352,7 @@ use crate::config::{required, Duration, ScenarioError};
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTcpBulk {
-    peer: Option<SocketAddrV4>,
+    peer: Option<SocketAddr>,
     bytes: Option<u64>,
     start: Option<Duration>,
     stop: Option<Duration>,
@@ -362,7 +362,7 @@ pub struct RawTcpBulk {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TcpBulkSpec {
     /// The receiver's address and port.
-    pub peer: SocketAddrV4,
+    pub peer: SocketAddr,
     /// Bytes to send; `None` sends until `stop` (or the end of the run).
     pub bytes: Option<u64>,
     /// When to connect.
@@ -402,7 +402,7 @@ impl ScenarioApp for TcpBulkSpec {
         })
     }
 
-    fn server(&self) -> Option<(SocketAddrV4, &'static str)> {
+    fn server(&self) -> Option<(SocketAddr, &'static str)> {
         Some((self.peer, TcpSinkSpec::KIND))
     }
 }

@@ -13,7 +13,7 @@
 //! validation (RFC 2861) and a retransmission timeout armed on a path
 //! whose RTT estimate has gone stale.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
@@ -32,7 +32,7 @@ const TOKEN_OFF_END: u64 = 3;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpOnOffConfig {
     /// Where to connect.
-    pub peer: SocketAddrV4,
+    pub peer: SocketAddr,
     /// How long each burst queues data.
     pub on: SimDuration,
     /// Idle time between one burst being fully acknowledged and the next.
@@ -269,7 +269,7 @@ use crate::config::{required, Duration, ScenarioError};
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTcpOnOff {
-    peer: Option<SocketAddrV4>,
+    peer: Option<SocketAddr>,
     on: Option<Duration>,
     off: Option<Duration>,
     bursts: Option<u64>,
@@ -282,7 +282,7 @@ pub struct RawTcpOnOff {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TcpOnOffSpec {
     /// The receiver's address and port.
-    pub peer: SocketAddrV4,
+    pub peer: SocketAddr,
     /// Length of each ON period.
     pub on: SimDuration,
     /// Length of each OFF period.
@@ -345,7 +345,7 @@ impl ScenarioApp for TcpOnOffSpec {
         })
     }
 
-    fn server(&self) -> Option<(SocketAddrV4, &'static str)> {
+    fn server(&self) -> Option<(SocketAddr, &'static str)> {
         Some((self.peer, TcpSinkSpec::KIND))
     }
 }

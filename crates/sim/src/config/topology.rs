@@ -2,7 +2,7 @@
 //! the addresses assigned so far.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::ScenarioError;
 use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
@@ -39,9 +39,11 @@ pub struct Topology {
     ports: Vec<(String, String)>,
     /// Host names in the order declared.
     order: Vec<String>,
-    /// IPv6 address → path of the field (or member) that assigned it.
-    addresses_v6: BTreeMap<Ipv6Addr, String>,
-    /// (host, link, interface address) of every IPv6-only interface.
+    /// IPv6 address → (host, link name, path of the field or member that
+    /// assigned it).
+    addresses_v6: BTreeMap<Ipv6Addr, (String, String, String)>,
+    /// (host, link, interface address) of every interface with an IPv6
+    /// address, whether or not it also has an IPv4 one.
     attachments_v6: Vec<(String, String, Ipv6Cidr)>,
 }
 
@@ -105,9 +107,10 @@ impl Topology {
         self.order.iter().map(String::as_str)
     }
 
-    /// Records the IPv6 address of `host`'s interface to `link` (an
-    /// interface with no IPv4 address); fails if another interface has it.
-    /// `path` names the field that assigns it.
+    /// Records the IPv6 address of `host`'s interface to `link`, IPv6-only
+    /// or dual-stack (a dual-stack interface is recorded by both this and
+    /// [`Topology::assign`]); fails if another interface has it. `path`
+    /// names the field that assigns it.
     pub fn assign_v6(
         &mut self,
         path: &str,
@@ -115,13 +118,16 @@ impl Topology {
         link: &str,
         address: Ipv6Cidr,
     ) -> Result<(), ScenarioError> {
-        if let Some(first) = self.addresses_v6.get(&address.addr) {
+        if let Some((_, _, first)) = self.addresses_v6.get(&address.addr) {
             return Err(ScenarioError::new(
                 path,
                 format!("{} is already assigned at {first}", address.addr),
             ));
         }
-        self.addresses_v6.insert(address.addr, path.to_string());
+        self.addresses_v6.insert(
+            address.addr,
+            (host.to_string(), link.to_string(), path.to_string()),
+        );
         self.attachments_v6
             .push((host.to_string(), link.to_string(), address));
         Ok(())
@@ -139,6 +145,34 @@ impl Topology {
             .map(|(host, link, _)| (host.as_str(), link.as_str()))
     }
 
+    /// The (host, link) owning an IPv6 address.
+    pub fn owner_v6(&self, address: Ipv6Addr) -> Option<(&str, &str)> {
+        self.addresses_v6
+            .get(&address)
+            .map(|(host, link, _)| (host.as_str(), link.as_str()))
+    }
+
+    /// The (host, link) owning an address of either family.
+    pub fn owner_ip(&self, address: IpAddr) -> Option<(&str, &str)> {
+        match address {
+            IpAddr::V4(a) => self.owner(a),
+            IpAddr::V6(a) => self.owner_v6(a),
+        }
+    }
+
+    /// Fails unless some interface has `address`, of either family;
+    /// `path` names the field.
+    pub fn ip_address_exists(&self, path: &str, address: IpAddr) -> Result<(), ScenarioError> {
+        if self.owner_ip(address).is_some() {
+            Ok(())
+        } else {
+            Err(ScenarioError::new(
+                path,
+                format!("no interface has address {address}"),
+            ))
+        }
+    }
+
     /// Fails unless some interface has `address`; `path` names the field.
     pub fn address_exists(&self, path: &str, address: Ipv4Addr) -> Result<(), ScenarioError> {
         if self.addresses.contains_key(&address) {
@@ -151,9 +185,17 @@ impl Topology {
         }
     }
 
-    /// Addressed interfaces as (host, link, address).
+    /// Interfaces with an IPv4 address as (host, link, address).
     pub fn interfaces(&self) -> impl Iterator<Item = (&str, &str, Ipv4Cidr)> {
         self.attachments
+            .iter()
+            .map(|(h, l, c)| (h.as_str(), l.as_str(), *c))
+    }
+
+    /// Interfaces with an IPv6 address as (host, link, address); a
+    /// dual-stack interface is also among [`Topology::interfaces`].
+    pub fn interfaces_v6(&self) -> impl Iterator<Item = (&str, &str, Ipv6Cidr)> {
+        self.attachments_v6
             .iter()
             .map(|(h, l, c)| (h.as_str(), l.as_str(), *c))
     }

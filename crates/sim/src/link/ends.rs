@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::LinkCheck;
-use crate::cidr::Ipv4Cidr;
+use crate::cidr::{Family, Ipv4Cidr, Ipv6Cidr};
 use crate::config::{not_allowed, Attachment, ScenarioError};
 
 /// One end of a two-ended link, as written.
@@ -13,8 +13,11 @@ use crate::config::{not_allowed, Attachment, ScenarioError};
 pub struct RawEnd {
     /// Host name.
     pub host: String,
-    /// Interface address; absent for a bridge's port.
+    /// IPv4 interface address; absent for a bridge's port and for an
+    /// IPv6-only end.
     pub address: Option<Ipv4Cidr>,
+    /// IPv6 interface address, besides or instead of `address`.
+    pub ipv6: Option<Ipv6Cidr>,
     /// Channel sensing (NFC links only).
     pub sensing: Option<bool>,
 }
@@ -24,8 +27,11 @@ pub struct RawEnd {
 pub struct EndSpec {
     /// Host name.
     pub host: String,
-    /// Interface address; `None` for a bridge's port.
+    /// IPv4 interface address; `None` for a bridge's port and for an
+    /// IPv6-only end.
     pub address: Option<Ipv4Cidr>,
+    /// IPv6 interface address, if the end has one.
+    pub ipv6: Option<Ipv6Cidr>,
 }
 
 impl EndSpec {
@@ -34,15 +40,15 @@ impl EndSpec {
         Attachment {
             host: self.host.clone(),
             address: self.address,
-            ipv6: None,
+            ipv6: self.ipv6,
             position: None,
         }
     }
 }
 
-/// Validates the `ends` of a two-ended link: two distinct hosts, an address
-/// on the same subnet for each end that is not a bridge, none for a
-/// bridge's port. Records the addresses and ports in the topology. Returns
+/// Validates the `ends` of a two-ended link: two distinct hosts, for each
+/// end that is not a bridge an IPv4 `address`, an `ipv6` one or both (each
+/// family on one subnet for both ends), none for a bridge's port. Records the addresses and ports in the topology. Returns
 /// the ends and their `sensing` flags (which only kinds with
 /// `sensing_allowed` accept).
 pub fn two_ends(
@@ -74,44 +80,56 @@ pub fn two_ends(
             not_allowed(&end.sensing, end_at("sensing"), &cx.what)?;
         }
         let bridge = cx.topology.is_bridge(&end.host);
-        let address = match (bridge, end.address) {
-            (true, Some(_)) => {
-                return Err(ScenarioError::new(
-                    end_at("address"),
-                    format!(
-                        "not allowed: {:?} is a bridge, its ports have no address",
-                        end.host
-                    ),
-                ))
+        if bridge {
+            for (field, set) in [
+                ("address", end.address.is_some()),
+                ("ipv6", end.ipv6.is_some()),
+            ] {
+                if set {
+                    return Err(ScenarioError::new(
+                        end_at(field),
+                        format!(
+                            "not allowed: {:?} is a bridge, its ports have no address",
+                            end.host
+                        ),
+                    ));
+                }
             }
-            (true, None) => {
-                cx.topology.add_port(&end.host, cx.name);
-                None
-            }
-            (false, None) => {
-                return Err(ScenarioError::new(
-                    end_at("address"),
-                    format!("missing field (host {:?} is not a bridge)", end.host),
-                ))
-            }
-            (false, Some(address)) => {
-                cx.topology
-                    .assign(&end_at("address"), &end.host, cx.name, address)?;
-                Some(address)
-            }
-        };
-        ends.push(EndSpec {
-            host: end.host.clone(),
-            address,
-        });
-    }
-    if let (Some(a), Some(b)) = (first.address, second.address) {
-        if a.network() != b.network() || a.prefix_len != b.prefix_len {
+            cx.topology.add_port(&end.host, cx.name);
+        } else if end.address.is_none() && end.ipv6.is_none() {
             return Err(ScenarioError::new(
-                format!("link[{}].ends[1].address", cx.index),
-                format!("{b} is not on the same subnet as the other end ({a})"),
+                end_at("address"),
+                format!(
+                    "missing field (or ipv6; host {:?} is not a bridge)",
+                    end.host
+                ),
             ));
         }
+        // A bridge's end has neither address (rejected above).
+        if let Some(address) = end.address {
+            cx.topology
+                .assign(&end_at("address"), &end.host, cx.name, address)?;
+        }
+        if let Some(ipv6) = end.ipv6 {
+            cx.topology
+                .assign_v6(&end_at("ipv6"), &end.host, cx.name, ipv6)?;
+        }
+        ends.push(EndSpec {
+            host: end.host.clone(),
+            address: end.address,
+            ipv6: end.ipv6,
+        });
+    }
+    same_subnet(cx.index, "address", first.address, second.address)?;
+    same_subnet(cx.index, "ipv6", first.ipv6, second.ipv6)?;
+    let addressed = |e: &RawEnd| e.address.is_some() || e.ipv6.is_some();
+    let shared = (first.address.is_some() && second.address.is_some())
+        || (first.ipv6.is_some() && second.ipv6.is_some());
+    if addressed(first) && addressed(second) && !shared {
+        return Err(ScenarioError::new(
+            format!("link[{}].ends[1]", cx.index),
+            "the two ends have no address family in common (give both an address or both an ipv6)",
+        ));
     }
     let sensing = [
         first.sensing.unwrap_or(false),
@@ -121,4 +139,24 @@ pub fn two_ends(
         ScenarioError::new(cx.at("ends"), format!("a {kind} link has exactly 2 ends"))
     })?;
     Ok((ends, sensing))
+}
+
+/// Fails unless the two ends' addresses of one family, where both have
+/// one, share their prefix: a link is one subnet, so routes via either end
+/// reach the other.
+fn same_subnet<A: Family>(
+    link: usize,
+    field: &str,
+    first: Option<crate::cidr::Cidr<A>>,
+    second: Option<crate::cidr::Cidr<A>>,
+) -> Result<(), ScenarioError> {
+    if let (Some(a), Some(b)) = (first, second) {
+        if a.network() != b.network() || a.prefix_len != b.prefix_len {
+            return Err(ScenarioError::new(
+                format!("link[{link}].ends[1].{field}"),
+                format!("{b} is not on the same subnet as the other end ({a})"),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -21,6 +21,8 @@
 //! kind = "point-to-point"     # or "half-duplex" or "broadcast"
 //! ends = [ { host = "a", address = "10.0.0.1/24" },
 //!          { host = "b", address = "10.0.0.2/24" } ]
+//!                             # an end may add or instead give an IPv6
+//!                             # address: ipv6 = "fd00:1::1/64"
 //! rate = "10Mbps"
 //! delay = "5ms"
 //! queue = 100                 # packets waiting per end, optional, default 100
@@ -51,12 +53,12 @@
 //!
 //! [[route]]
 //! host = "a"
-//! destination = "10.0.1.0/24" # or "default"
-//! via = "10.0.0.2"
+//! destination = "10.0.1.0/24" # or "default"; or IPv6: "fd00:2::/64"
+//! via = "10.0.0.2"            # or an IPv6 neighbour: "fd00:1::2"
 //!
 //! [[capture]]
 //! host = "a"
-//! link = "ab"                 # or: interface = "10.0.0.1"
+//! link = "ab"                 # or: interface = "10.0.0.1" (or IPv6)
 //! file = "a-ab.pcap"          # a plain file name in the output directory
 //! direction = "both"          # or "tx" or "rx"; optional, default "both"
 //!
@@ -64,7 +66,7 @@
 //! kind = "cbr"
 //! name = "video"              # optional, default "<kind><index>"
 //! host = "a"
-//! destination = "10.0.0.2:9000"
+//! destination = "10.0.0.2:9000" # IPv4 only
 //! size = 1000                 # UDP payload bytes, 16..=65507
 //! rate = "1Mbps"              # payload bit rate
 //! start = "1s"                # optional, default 0s
@@ -84,7 +86,7 @@
 //! [[app]]
 //! kind = "tcp-bulk"
 //! host = "a"
-//! peer = "10.0.0.2:5001"      # a tcp-sink
+//! peer = "10.0.0.2:5001"      # a tcp-sink; or IPv6: "[fd00:2::2]:5001"
 //! bytes = 1_000_000           # optional; without it, sends until stop
 //! start = "1s"                # optional, default 0s
 //! stop = "9s"                 # optional
@@ -161,6 +163,7 @@ mod profiles;
 mod raw;
 mod validate;
 
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use rtolab_tcp::Profile;
@@ -168,7 +171,7 @@ use rtolab_time::SimDuration;
 use serde::Serialize;
 
 use crate::capture::CaptureDirection;
-use crate::cidr::Ipv4Cidr;
+use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
 use crate::position::Position;
 
 pub use crate::app::{
@@ -256,10 +259,28 @@ pub struct LinkSpec {
 pub struct RouteSpec {
     /// Host it is installed on.
     pub host: String,
-    /// Destination prefix (`0.0.0.0/0` for "default").
-    pub destination: Ipv4Cidr,
-    /// Next-hop router.
-    pub via: std::net::Ipv4Addr,
+    /// Where it leads and through whom, in one address family.
+    pub target: RouteTarget,
+}
+
+/// The destination and next hop of a [`RouteSpec`]: one enum rather than
+/// two optional pairs, so a route can never mix families.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RouteTarget {
+    /// An IPv4 route.
+    V4 {
+        /// Destination prefix (`0.0.0.0/0` for "default").
+        destination: Ipv4Cidr,
+        /// Next-hop router.
+        via: Ipv4Addr,
+    },
+    /// An IPv6 route.
+    V6 {
+        /// Destination prefix (`::/0` for "default").
+        destination: Ipv6Cidr,
+        /// Next-hop router.
+        via: Ipv6Addr,
+    },
 }
 
 /// A capture point.

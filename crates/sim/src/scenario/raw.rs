@@ -2,31 +2,45 @@
 //! `[[app]]` entries stay TOML tables here: each kind reads its own
 //! fields (see [`super::validate`]).
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use serde::{Deserialize, Deserializer};
 
 use crate::capture::CaptureDirection;
-use crate::cidr::{Ipv4Cidr, StrVisitor};
+use crate::cidr::{Ipv4Cidr, Ipv6Cidr, StrVisitor};
 use crate::config::{field_error, one_line, path_string, Duration, ScenarioError};
 use crate::position::Position;
 
 use super::layout::RawHostGroup;
 use super::pieces::{self, PIECE_BYTES};
 
-/// `"default"` or a prefix.
+/// `"default"` or a prefix of either family.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct Destination(pub(super) Ipv4Cidr);
+pub(super) enum Destination {
+    /// `"default"`: `0.0.0.0/0` or `::/0`, whichever family `via` has.
+    Default,
+    /// An IPv4 prefix.
+    V4(Ipv4Cidr),
+    /// An IPv6 prefix.
+    V6(Ipv6Cidr),
+}
 
 impl<'de> Deserialize<'de> for Destination {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = d.deserialize_str(StrVisitor("\"default\" or a prefix like \"10.0.1.0/24\""))?;
+        let text = d.deserialize_str(StrVisitor(
+            "\"default\" or a prefix like \"10.0.1.0/24\" or \"fd00:1::/64\"",
+        ))?;
         if text == "default" {
-            return Ok(Destination(Ipv4Cidr::DEFAULT));
+            return Ok(Destination::Default);
         }
-        text.parse()
-            .map(Destination)
-            .map_err(serde::de::Error::custom)
+        // Only IPv6 addresses contain colons; anything else reads as IPv4,
+        // with IPv4's messages as before.
+        if text.contains(':') {
+            text.parse().map(Destination::V6)
+        } else {
+            text.parse().map(Destination::V4)
+        }
+        .map_err(serde::de::Error::custom)
     }
 }
 
@@ -70,7 +84,7 @@ pub(super) struct RawHost {
 pub(super) struct RawRoute {
     pub(super) host: String,
     pub(super) destination: Destination,
-    pub(super) via: Ipv4Addr,
+    pub(super) via: IpAddr,
 }
 
 #[derive(Deserialize)]
@@ -79,7 +93,7 @@ pub(super) struct RawRoute {
 pub(super) struct RawCapture {
     pub(super) host: String,
     pub(super) link: Option<String>,
-    pub(super) interface: Option<Ipv4Addr>,
+    pub(super) interface: Option<IpAddr>,
     pub(super) file: String,
     #[serde(default)]
     pub(super) direction: CaptureDirection,

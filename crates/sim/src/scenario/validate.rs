@@ -4,17 +4,19 @@
 //! [`Topology`] the earlier ones built.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use rtolab_time::SimDuration;
 
 use super::layout;
 use super::profiles::{default_profile, resolve};
-use super::raw::{RawCapture, RawHost, RawRoute, RawScenario};
+use super::raw::{Destination, RawCapture, RawHost, RawRoute, RawScenario};
 use super::{
-    AppSpec, CaptureSpec, HostSpec, LinkSpec, MiddleboxEntry, RouteSpec, Scenario, DEFAULT_SEED,
-    METRICS_FILE, TRACES_FILE,
+    AppSpec, CaptureSpec, HostSpec, LinkSpec, MiddleboxEntry, RouteSpec, RouteTarget, Scenario,
+    DEFAULT_SEED, METRICS_FILE, TRACES_FILE,
 };
 use crate::app::{AppCheck, AppKindSpec};
+use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
 use crate::config::{
     check_position, check_unique, take_required, take_string, ScenarioError, Topology,
 };
@@ -222,16 +224,42 @@ fn validate_route(topology: &Topology, i: usize, r: &RawRoute) -> Result<RouteSp
             format!("{:?} is a bridge: it does not route", r.host),
         ));
     }
-    let on_subnet = topology
-        .interfaces()
-        .find(|(host, _, cidr)| *host == r.host && cidr.contains(r.via));
-    let Some((_, link, _)) = on_subnet else {
+    let target = match (r.destination, r.via) {
+        (Destination::Default, IpAddr::V4(via)) => RouteTarget::V4 {
+            destination: Ipv4Cidr::DEFAULT,
+            via,
+        },
+        (Destination::V4(destination), IpAddr::V4(via)) => RouteTarget::V4 { destination, via },
+        (Destination::Default, IpAddr::V6(via)) => RouteTarget::V6 {
+            destination: Ipv6Cidr::DEFAULT,
+            via,
+        },
+        (Destination::V6(destination), IpAddr::V6(via)) => RouteTarget::V6 { destination, via },
+        (Destination::V4(d), IpAddr::V6(via)) => {
+            return Err(family_mismatch(at("destination"), d, via.into()))
+        }
+        (Destination::V6(d), IpAddr::V4(via)) => {
+            return Err(family_mismatch(at("destination"), d, via.into()))
+        }
+    };
+    // The subnet of the host's that holds `via`, in via's family.
+    let on_subnet = match target {
+        RouteTarget::V4 { via, .. } => topology
+            .interfaces()
+            .find(|(host, _, cidr)| *host == r.host && cidr.contains(via))
+            .map(|(_, link, _)| link),
+        RouteTarget::V6 { via, .. } => topology
+            .interfaces_v6()
+            .find(|(host, _, cidr)| *host == r.host && cidr.contains(via))
+            .map(|(_, link, _)| link),
+    };
+    let Some(link) = on_subnet else {
         return Err(ScenarioError::new(
             at("via"),
             format!("{} is not on a subnet of host {:?}", r.via, r.host),
         ));
     };
-    match topology.owner(r.via) {
+    match topology.owner_ip(r.via) {
         Some((owner, owner_link)) if owner_link == link && owner != r.host => {}
         Some((owner, _)) if owner == r.host => {
             return Err(ScenarioError::new(
@@ -251,9 +279,27 @@ fn validate_route(topology: &Topology, i: usize, r: &RawRoute) -> Result<RouteSp
     }
     Ok(RouteSpec {
         host: r.host.clone(),
-        destination: r.destination.0,
-        via: r.via,
+        target,
     })
+}
+
+/// A route whose destination and next hop are of different families.
+fn family_mismatch(
+    path: String,
+    destination: impl std::fmt::Display,
+    via: IpAddr,
+) -> ScenarioError {
+    let (dest_family, via_family) = match via {
+        IpAddr::V4(_) => ("IPv6", "IPv4"),
+        IpAddr::V6(_) => ("IPv4", "IPv6"),
+    };
+    ScenarioError::new(
+        path,
+        format!(
+            "{destination} is an {dest_family} prefix but via {via} is {via_family}: \
+             a route's destination and next hop are of one family"
+        ),
+    )
 }
 
 fn validate_captures(
@@ -282,16 +328,22 @@ fn validate_captures(
                 }
                 link.clone()
             }
-            (None, Some(addr)) => topology
-                .interfaces()
-                .find(|(h, _, cidr)| *h == c.host && cidr.addr == *addr)
-                .map(|(_, l, _)| l.to_string())
-                .ok_or_else(|| {
-                    ScenarioError::new(
-                        at("interface"),
-                        format!("host {:?} has no interface with address {addr}", c.host),
-                    )
-                })?,
+            (None, Some(addr)) => match addr {
+                IpAddr::V4(addr) => topology
+                    .interfaces()
+                    .find(|(h, _, cidr)| *h == c.host && cidr.addr == *addr)
+                    .map(|(_, l, _)| l.to_string()),
+                IpAddr::V6(addr) => topology
+                    .interfaces_v6()
+                    .find(|(h, _, cidr)| *h == c.host && cidr.addr == *addr)
+                    .map(|(_, l, _)| l.to_string()),
+            }
+            .ok_or_else(|| {
+                ScenarioError::new(
+                    at("interface"),
+                    format!("host {:?} has no interface with address {addr}", c.host),
+                )
+            })?,
             (Some(_), Some(_)) => {
                 return Err(ScenarioError::new(
                     at("interface"),
@@ -506,7 +558,7 @@ fn check_listeners(topology: &Topology, apps: &[AppSpec]) -> Result<(), Scenario
         let Some((peer, server)) = a.kind.server() else {
             continue;
         };
-        let Some((host, _)) = topology.owner(*peer.ip()) else {
+        let Some((host, _)) = topology.owner_ip(peer.ip()) else {
             continue;
         };
         let found = apps.iter().any(|b| {
