@@ -44,6 +44,7 @@ pub mod app;
 pub mod capture;
 pub mod cidr;
 pub mod config;
+pub mod direction;
 mod event;
 pub mod limits;
 pub mod link;

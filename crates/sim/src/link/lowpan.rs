@@ -21,12 +21,12 @@ use rtolab_wire::ieee802154::airtime_ns;
 use rtolab_wire::pcap::LinkType;
 use serde::{Deserialize, Serialize};
 
+use super::mesh_member::{member_mac, AdaptationStats, Member};
 use super::{Frame, LinkCheck, LinkModel, LinkOutput, Port, ScenarioLink};
-use crate::capture::CaptureDirection;
 use crate::cidr::Ipv6Cidr;
 use crate::config::{check_position, deserialize_at, Attachment, Duration, ScenarioError};
+use crate::direction::CaptureDirection;
 use crate::mesh::mac::{MacConfig, MacStack, MacStats, RadioCommand};
-use crate::mesh::member::{member_mac, AdaptationStats, Member};
 use crate::mesh::rpl::{self, Role, Rpl, RplConfig, RplEvent, RplStats};
 use crate::pool::PacketId;
 use crate::position::Position;
@@ -287,7 +287,7 @@ impl<P: Copy> LowpanMesh<P> {
         if node.off || !node.booted {
             node.member.refuse(frame, out);
         } else {
-            node.member.from_node(now, frame, datagram, out);
+            node.member.send_from_node(now, frame, datagram, out);
         }
         self.run(now, out);
     }

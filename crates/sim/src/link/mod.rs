@@ -32,6 +32,7 @@ mod fading;
 mod gilbert_elliott;
 mod half_duplex;
 mod lowpan;
+mod mesh_member;
 mod nfc;
 mod p2p;
 mod slip;
@@ -176,7 +177,7 @@ pub enum LinkOutput<P> {
         /// The port whose radio sent or received it.
         port: Port,
         /// Sent or received.
-        direction: crate::capture::CaptureDirection,
+        direction: crate::direction::CaptureDirection,
         /// The frame as the link type of its captures has it (an IEEE
         /// 802.15.4 PSDU with its FCS).
         psdu: Vec<u8>,

@@ -3,5 +3,4 @@
 //! state machine that never reads a clock.
 
 pub mod mac;
-pub mod member;
 pub mod rpl;

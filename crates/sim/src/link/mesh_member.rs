@@ -20,11 +20,11 @@ use rtolab_wire::sixlowpan::{self, Reassembler};
 use rtolab_wire::{checksum, icmpv6};
 use serde::Serialize;
 
-use super::mac::{framer, MacEvent, MacStack, PacketId as MacPacketId, TxStatus, BROADCAST};
-use super::rpl::addr::{interface_id, is_link_local, link_local, with_iid, ALL_RPL_NODES};
-use super::rpl::{self, Rpl, RplTransmit};
+use super::{Frame, LinkOutput, Port};
 use crate::cidr::Ipv6Cidr;
-use crate::link::{Frame, LinkOutput, Port};
+use crate::mesh::mac::{framer, MacEvent, MacStack, PacketId as MacPacketId, TxStatus, BROADCAST};
+use crate::mesh::rpl::addr::{interface_id, is_link_local, link_local, with_iid, ALL_RPL_NODES};
+use crate::mesh::rpl::{self, Rpl, RplTransmit};
 use crate::trace::DropReason;
 
 /// How long a partly reassembled datagram is kept: Contiki's
@@ -187,7 +187,7 @@ impl<P: Copy> Member<P> {
 
     /// A datagram from the node at this port (`frame` is the simulator's
     /// handle for it).
-    pub fn from_node(
+    pub fn send_from_node(
         &mut self,
         now: SimTime,
         frame: Frame<P>,
