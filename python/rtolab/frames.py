@@ -100,10 +100,37 @@ def read_capture(path: str | os.PathLike[str]) -> pd.DataFrame:
     return frame
 
 
+#: pcap link types of captures that record a link's own frames (IEEE
+#: 802.15.4 with and without FCS), which the packets table leaves out.
+LINK_LAYER_TYPES = frozenset({195, 230})
+
+
+def _link_type(pcap: Path) -> int | None:
+    """The link type in a pcap file's global header (``None`` when the file
+    is too short or not a pcap file; the reader then says what is wrong)."""
+    try:
+        with open(pcap, "rb") as file:
+            head = file.read(24)
+    except OSError:
+        return None
+    if len(head) < 24:
+        return None
+    magic = head[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        order = "little"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        order = "big"
+    else:
+        return None
+    return int.from_bytes(head[20:24], order) & 0x0FFF_FFFF
+
+
 def packets(
     pcaps: Iterable[Path], captures: Mapping[str, Mapping[str, Any]] | None = None
 ) -> pd.DataFrame:
-    """All capture files of a run in one table, ordered by time.
+    """All IP-level capture files of a run in one table, ordered by time
+    (captures of a mesh radio's own frames are left out: see
+    ``LINK_LAYER_TYPES``).
 
     ``captures`` maps a file name to its ``[[capture]]`` table, to fill the
     ``host``, ``link`` and ``direction`` columns.
@@ -111,6 +138,12 @@ def packets(
     captures = captures or {}
     frames = []
     for pcap in pcaps:
+        if _link_type(pcap) in LINK_LAYER_TYPES:
+            # A mesh radio's frames: 6LoWPAN fragments, not IP datagrams.
+            # They are for Wireshark; the IP-level view of the same traffic
+            # is in the captures of the nodes' other interfaces and in the
+            # traces.
+            continue
         frame = read_capture(pcap)
         spec = captures.get(pcap.name, {})
         frame["capture"] = pcap.stem

@@ -9,6 +9,7 @@ use std::path::Path;
 use pcap_file::pcap::PcapReader;
 use pcap_file::DataLink;
 use rtolab_wire::ipv4::{self, Ipv4Repr};
+use rtolab_wire::ipv6::{self, Ipv6Repr, Transport6};
 use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::tcp::TcpRepr;
 use serde::Serialize;
@@ -134,7 +135,64 @@ fn tcp_row(tcp: &TcpRepr<'_>) -> TcpRow {
     }
 }
 
+/// One IPv6 datagram's row: `ip_id` stays empty (IPv6 has none), `ttl` is
+/// the hop limit.
+fn decode_v6(data: &[u8]) -> Row {
+    let parsed = match ipv6::parse(data) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            let mut row = Row {
+                error: Some(err.to_string()),
+                ..Row::default()
+            };
+            if let Ok((ip, _)) = Ipv6Repr::parse(data) {
+                row.src = Some(ip.src.to_string());
+                row.dst = Some(ip.dst.to_string());
+                row.ttl = Some(ip.hop_limit);
+            }
+            return row;
+        }
+    };
+    let mut row = Row {
+        src: Some(parsed.ip.src.to_string()),
+        dst: Some(parsed.ip.dst.to_string()),
+        ttl: Some(parsed.ip.hop_limit),
+        ..Row::default()
+    };
+    match parsed.transport {
+        Transport6::Tcp(tcp) => {
+            row.protocol = Some("tcp".into());
+            row.src_port = Some(tcp.src_port);
+            row.dst_port = Some(tcp.dst_port);
+            row.payload_len = Some(count(tcp.payload.len()));
+            row.tcp = Some(tcp_row(&tcp));
+        }
+        Transport6::Udp(udp) => {
+            row.protocol = Some("udp".into());
+            row.src_port = Some(udp.src_port);
+            row.dst_port = Some(udp.dst_port);
+            row.payload_len = Some(count(udp.payload.len()));
+        }
+        Transport6::Icmpv6(_) => {
+            row.protocol = Some("icmpv6".into());
+            row.payload_len = Some(count(data.len().saturating_sub(ipv6::HEADER_LEN)));
+        }
+        Transport6::Other {
+            next_header,
+            payload,
+        } => {
+            row.protocol = Some(next_header.to_string());
+            row.payload_len = Some(count(payload.len()));
+        }
+    }
+    row
+}
+
 fn decode(data: &[u8]) -> Row {
+    // Raw captures carry both families; the version nibble tells them apart.
+    if data.first().is_some_and(|b| b >> 4 == 6) {
+        return decode_v6(data);
+    }
     match packet::parse(data) {
         Ok(parsed) => {
             let mut row = Row {
@@ -217,7 +275,8 @@ impl CaptureColumns {
     }
 }
 
-/// Reads a raw-IPv4 pcap file (what the simulator writes) into columns.
+/// Reads a raw-IP pcap file (what the simulator writes at IP-level
+/// captures, IPv4 and IPv6) into columns.
 pub fn read_capture(path: &Path) -> Result<CaptureColumns, CaptureError> {
     let fail = |message: String| CaptureError {
         path: path.display().to_string(),
@@ -229,7 +288,7 @@ pub fn read_capture(path: &Path) -> Result<CaptureColumns, CaptureError> {
     let datalink = reader.header().datalink;
     if datalink != DataLink::RAW && datalink != DataLink::IPV4 {
         return Err(fail(format!(
-            "link type {datalink:?} is not supported (raw IPv4 only)"
+            "link type {datalink:?} is not supported (raw IP only)"
         )));
     }
     let mut columns = CaptureColumns::default();
