@@ -198,8 +198,8 @@ fn tcp_crosses_three_duty_cycled_hops_intact() {
     assert_eq!(Sha256::digest(&received), Sha256::digest(&sent));
 }
 
-/// The study's network as shipped (`scenarios/mesh-uip.toml`), three
-/// simulated minutes: RPL reaches every member, the border router
+/// The study's network as shipped (`scenarios/mesh-uip.toml`), four
+/// simulated minutes (two of sending): RPL reaches every member, the border router
 /// forwards between the mesh and the SLIP line, clients' segments reach
 /// the server intact, and tshark decodes both captures (raw IPv6 on the
 /// serial line; IEEE 802.15.4 with 6LoWPAN at the border router's radio)
@@ -212,7 +212,7 @@ fn the_study_network_carries_clients_through_the_border_router() {
     let _ = std::fs::remove_dir_all(&dir);
     let options = RunOptions {
         out_dir: Some(dir.clone()),
-        duration: Some(SimDuration::from_secs(180)),
+        duration: Some(SimDuration::from_secs(240)),
         write_traces: true,
         ..RunOptions::default()
     };
