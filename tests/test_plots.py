@@ -115,3 +115,45 @@ def test_plot_run_writes_pngs(bulk_result: rtolab.Result) -> None:
     names = {f.stem for f in files}
     assert {"throughput", "drops", "time-sequence", "rto-rtt", "cwnd"} <= names
     assert all(f.stat().st_size > 10_000 for f in files)
+
+
+@pytest.fixture(scope="module")
+def mesh_result(tmp_path_factory: pytest.TempPathFactory) -> rtolab.Result:
+    """The study's mesh until every member has chosen a parent and the
+    clients have sent for a while."""
+    scenario = Path(__file__).parent.parent / "scenarios" / "mesh-uip.toml"
+    return rtolab.run(scenario, duration=180, out=tmp_path_factory.mktemp("mesh"))
+
+
+def test_the_routing_tree_of_a_mesh_run(mesh_result: rtolab.Result) -> None:
+    tree = plots.tree_at(mesh_result)
+    # Every member but the root has a parent, and following parents from
+    # any member ends at the root.
+    assert sorted(tree) == sorted(f"n{i}" for i in range(2, 17))
+    for member in tree:
+        node, hops = member, 0
+        while node != "n1":
+            node = tree[node]
+            hops += 1
+            assert node is not None and hops < 16, f"{member} does not reach n1"
+    # Before the first DIO nobody has a parent.
+    assert plots.tree_at(mesh_result, at=0.0) == {}
+    ax = plots.routing_tree(mesh_result)
+    # One label per node and one arrow (an annotation) per member.
+    assert len(ax.texts) == 16 + 15
+    assert "16 nodes" in ax.get_title()
+    timeline = plots.parent_timeline(mesh_result)
+    assert len(timeline.patches) >= 15
+    names = [p.name for p in plots.save(plots.run_figures(mesh_result), mesh_result.out_dir)]
+    assert "routing-tree.png" in names
+
+
+def test_the_packets_table_reads_ipv6_and_leaves_radio_frames_out(
+    mesh_result: rtolab.Result,
+) -> None:
+    packets = mesh_result.packets
+    assert set(packets["capture"]) == {"server"}
+    tcp = packets[packets["protocol"] == "tcp"]
+    assert len(tcp) > 0 and tcp["error"].isna().all()
+    assert tcp["src"].str.contains(":").all()
+    assert (tcp["dst_port"] == 80).any()
