@@ -69,9 +69,11 @@ fn parse_args() -> Result<Args, String> {
             "--seed" => args.seed = number(value()?)?,
             "--rdc" => args.rdc = value()?,
             "--help" | "-h" => {
-                return Err("usage: mesh [--meshes N] [--rows R] [--cols C] [--seconds S] \
+                return Err(
+                    "usage: mesh [--meshes N] [--rows R] [--cols C] [--seconds S] \
                      [--rate-hz HZ] [--rdc contikimac|nullrdc] [--seed N]"
-                    .into())
+                        .into(),
+                )
             }
             other => return Err(format!("unknown flag {other}")),
         }
