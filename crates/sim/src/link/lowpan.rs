@@ -1012,6 +1012,8 @@ mod tests {
                         direction,
                         psdu,
                     } => self.frames.push((port, direction, psdu)),
+                    // The mesh keeps these too (`parent_changes`).
+                    LinkOutput::ParentChanged { .. } => {}
                     other => panic!("unexpected output {other:?}"),
                 }
             }
