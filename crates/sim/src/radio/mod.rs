@@ -307,6 +307,9 @@ enum Step {
     ArrivalStart,
 }
 
+/// A step's place in the order: when, what, transmission, radio.
+type StepKey = (SimTime, Step, u64, RadioId);
+
 /// The shared radio medium. See the [module documentation](self).
 #[derive(Debug)]
 pub struct RadioMedium<P> {
@@ -319,6 +322,9 @@ pub struct RadioMedium<P> {
     /// Events found while handling an input, handed out by the next
     /// `handle_timeout`.
     pending: Vec<RadioEvent<P>>,
+    /// The next step and its index, kept up to date as the lists change:
+    /// the medium is polled far more often than it changes.
+    next: Option<(StepKey, usize)>,
     /// The latest time the medium was told.
     now: SimTime,
     next_tx: u64,
@@ -335,6 +341,7 @@ impl<P: Clone> RadioMedium<P> {
             arrivals: Vec::new(),
             shadowing: Vec::new(),
             pending: Vec::new(),
+            next: None,
             now: SimTime::ZERO,
             next_tx: 0,
             rng,
@@ -422,6 +429,7 @@ impl<P: Clone> RadioMedium<P> {
         sender.transmitting = Some(id);
         sender.stats.sent += 1;
         self.settle(radio, now);
+        self.consider((end, Step::TxEnd, id, radio), self.transmissions.len());
         self.transmissions.push(Transmission {
             id,
             from: radio,
@@ -467,6 +475,9 @@ impl<P: Clone> RadioMedium<P> {
                 }
             };
             let delay = SimDuration::from_secs_f64(distance / SPEED_OF_LIGHT);
+            let index = self.arrivals.len();
+            self.consider((end + delay, Step::ArrivalEnd, id, to), index);
+            self.consider((now + delay, Step::ArrivalStart, id, to), index);
             self.arrivals.push(Arrival {
                 tx: id,
                 from: radio,
@@ -529,7 +540,7 @@ impl<P: Clone> RadioMedium<P> {
         let pending = (!self.pending.is_empty()).then_some(self.now);
         pending
             .into_iter()
-            .chain(self.next_step().map(|s| s.0))
+            .chain(self.next.map(|((at, ..), _)| at))
             .min()
     }
 
@@ -556,21 +567,32 @@ impl<P: Clone> RadioMedium<P> {
     /// time); returns the medium's time.
     fn advance(&mut self, now: SimTime) -> SimTime {
         let now = now.max(self.now);
-        while let Some((at, step, index)) = self.next_step().filter(|s| s.0 <= now) {
+        while let Some(((at, step, ..), index)) = self.next.filter(|s| s.0 .0 <= now) {
             match step {
                 Step::ArrivalEnd => self.arrival_end(index, at),
                 Step::TxEnd => self.tx_end(index, at),
                 Step::ArrivalStart => self.arrival_start(index, at),
             }
+            // Each step removes or starts an entry: find the next afresh.
+            self.next = self.next_step();
         }
         self.now = now;
         now
     }
 
-    /// The next step: (when, what, index into its list). Ties go by kind,
+    /// Makes the step of `key` (at `index` in its list) the next one if it
+    /// comes before it. Keys are unique, so this picks what a scan would.
+    fn consider(&mut self, key: StepKey, index: usize) {
+        match self.next {
+            Some((next, _)) if next <= key => {}
+            _ => self.next = Some((key, index)),
+        }
+    }
+
+    /// The next step: (its key, index into its list). Ties go by kind,
     /// then transmission, then receiving radio, so the order never depends
     /// on how the lists are stored.
-    fn next_step(&self) -> Option<(SimTime, Step, usize)> {
+    fn next_step(&self) -> Option<(StepKey, usize)> {
         let ends = self
             .arrivals
             .iter()
@@ -590,7 +612,6 @@ impl<P: Clone> RadioMedium<P> {
         ends.chain(tx_ends)
             .chain(starts)
             .min_by_key(|(key, _)| *key)
-            .map(|((at, step, _, _), i)| (at, step, i))
     }
 
     fn tx_end(&mut self, index: usize, at: SimTime) {
