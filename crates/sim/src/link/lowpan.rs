@@ -12,7 +12,7 @@
 //! (forwarded datagrams, RPL's messages) never leaves the link, so a
 //! node's IP layer sees its own traffic only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv6Addr};
 
 use rand::Rng;
@@ -157,6 +157,22 @@ pub struct LowpanMesh<P> {
     parent_changes: Vec<ParentChange>,
     captures: bool,
     radio_events: Vec<RadioEvent<Vec<u8>>>,
+    // The simulator polls after every call and most calls touch a member
+    // or two, so what each member needs is kept rather than recomputed
+    // over all of them.
+    /// `due[p]`: node `p`'s share of [`LowpanMesh::poll_timeout`], as of
+    /// the last time it was touched.
+    due: Vec<Option<SimTime>>,
+    /// The same shares, earliest first: (when, port).
+    timeouts: BTreeSet<(SimTime, usize)>,
+    /// Members that got input since they were last serviced, and a flag
+    /// per port for whether it is listed.
+    dirty: Vec<usize>,
+    is_dirty: Vec<bool>,
+    /// The earliest boot or switch-off still to come.
+    lifecycle_at: Option<SimTime>,
+    /// Scratch: the members a pass of [`LowpanMesh::run`] visits.
+    visit: Vec<usize>,
 }
 
 impl<P: Copy> LowpanMesh<P> {
@@ -229,14 +245,72 @@ impl<P: Copy> LowpanMesh<P> {
                 off: false,
             });
         }
-        LowpanMesh {
+        let mut mesh = LowpanMesh {
             medium,
             nodes,
             by_link_local,
             parent_changes: Vec::new(),
             captures: false,
             radio_events: Vec::new(),
+            due: vec![None; n],
+            timeouts: BTreeSet::new(),
+            dirty: Vec::new(),
+            is_dirty: vec![false; n],
+            lifecycle_at: None,
+            visit: Vec::new(),
+        };
+        for p in 0..n {
+            mesh.refresh(p);
         }
+        mesh.lifecycle_at = mesh.next_lifecycle();
+        mesh
+    }
+
+    /// Node `p`'s share of [`LowpanMesh::poll_timeout`], computed afresh.
+    fn node_due(&self, p: usize) -> Option<SimTime> {
+        let n = &self.nodes[p];
+        if n.off {
+            None
+        } else if !n.booted {
+            Some(n.boot)
+        } else {
+            [n.member.poll_timeout(), n.setup.off_at]
+                .into_iter()
+                .flatten()
+                .min()
+        }
+    }
+
+    /// Recomputes node `p`'s share after it was touched.
+    fn refresh(&mut self, p: usize) {
+        let due = self.node_due(p);
+        if due != self.due[p] {
+            if let Some(t) = self.due[p] {
+                self.timeouts.remove(&(t, p));
+            }
+            if let Some(t) = due {
+                self.timeouts.insert((t, p));
+            }
+            self.due[p] = due;
+        }
+    }
+
+    /// Notes that member `p` may have output for [`LowpanMesh::service`].
+    fn mark_dirty(&mut self, p: usize) {
+        if !self.is_dirty[p] {
+            self.is_dirty[p] = true;
+            self.dirty.push(p);
+        }
+    }
+
+    /// The earliest boot or switch-off still to come.
+    fn next_lifecycle(&self) -> Option<SimTime> {
+        self.nodes
+            .iter()
+            .filter(|n| !n.off)
+            .flat_map(|n| [(!n.booted).then_some(n.boot), n.setup.off_at])
+            .flatten()
+            .min()
     }
 
     /// Number of members.
@@ -288,45 +362,46 @@ impl<P: Copy> LowpanMesh<P> {
             node.member.refuse(frame, out);
         } else {
             node.member.send_from_node(now, frame, datagram, out);
+            self.mark_dirty(from as usize);
         }
         self.run(now, out);
     }
 
     /// When `handle_timeout` is next due.
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        let nodes = self.nodes.iter().filter_map(|n| {
-            if n.off {
-                None
-            } else if !n.booted {
-                Some(n.boot)
-            } else {
-                [n.member.poll_timeout(), n.setup.off_at]
-                    .into_iter()
-                    .flatten()
-                    .min()
-            }
-        });
-        nodes.chain(self.medium.poll_timeout()).min()
+        let nodes = self.timeouts.first().map(|&(t, _)| t);
+        nodes.into_iter().chain(self.medium.poll_timeout()).min()
     }
 
     /// Runs everything due by `now` until nothing moves.
     pub fn run(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
         loop {
             let mut moved = false;
-            for p in 0..self.nodes.len() {
-                let node = &mut self.nodes[p];
-                if !node.booted && !node.off && node.boot <= now {
-                    // The MAC and RPL were built with their boot time; from
-                    // now on their timers run.
-                    node.booted = true;
-                    moved = true;
+            if self.lifecycle_at.is_some_and(|t| t <= now) {
+                for p in 0..self.nodes.len() {
+                    let node = &mut self.nodes[p];
+                    let mut changed = false;
+                    if !node.booted && !node.off && node.boot <= now {
+                        // The MAC and RPL were built with their boot time;
+                        // from now on their timers run, and what they
+                        // queued while built is serviced.
+                        node.booted = true;
+                        changed = true;
+                        self.mark_dirty(p);
+                    }
+                    let node = &mut self.nodes[p];
+                    if !node.off && node.setup.off_at.is_some_and(|t| t <= now) {
+                        node.off = true;
+                        node.member.switch_off(out);
+                        self.medium.set_listening(now, node.radio, false);
+                        changed = true;
+                    }
+                    if changed {
+                        self.refresh(p);
+                        moved = true;
+                    }
                 }
-                if !node.off && node.setup.off_at.is_some_and(|t| t <= now) {
-                    node.off = true;
-                    node.member.switch_off(out);
-                    self.medium.set_listening(now, node.radio, false);
-                    moved = true;
-                }
+                self.lifecycle_at = self.next_lifecycle();
             }
             if self.medium.poll_timeout().is_some_and(|t| t <= now) {
                 let mut events = std::mem::take(&mut self.radio_events);
@@ -337,7 +412,17 @@ impl<P: Copy> LowpanMesh<P> {
                 self.radio_events = events;
                 moved = true;
             }
-            for p in 0..self.nodes.len() {
+            // Only members that are due or got input can move; the others
+            // would be visited for nothing. Port order, as ties go.
+            let mut visit = std::mem::take(&mut self.visit);
+            visit.extend(self.timeouts.range(..=(now, usize::MAX)).map(|&(_, p)| p));
+            for p in self.dirty.drain(..) {
+                self.is_dirty[p] = false;
+                visit.push(p);
+            }
+            visit.sort_unstable();
+            visit.dedup();
+            for &p in &visit {
                 let node = &mut self.nodes[p];
                 if node.off || !node.booted {
                     continue;
@@ -347,7 +432,10 @@ impl<P: Copy> LowpanMesh<P> {
                     moved = true;
                 }
                 moved |= self.service(p, now, out);
+                self.refresh(p);
             }
+            visit.clear();
+            self.visit = visit;
             if !moved {
                 break;
             }
@@ -372,6 +460,8 @@ impl<P: Copy> LowpanMesh<P> {
         if node.off || !node.booted {
             return;
         }
+        self.mark_dirty(p);
+        let node = &mut self.nodes[p];
         let mac = &mut node.member.mac;
         match event {
             RadioEvent::RxStart { .. } => mac.handle_rx_start(now),
@@ -1012,6 +1102,8 @@ mod tests {
                         direction,
                         psdu,
                     } => self.frames.push((port, direction, psdu)),
+                    // The mesh keeps these too (`parent_changes`).
+                    LinkOutput::ParentChanged { .. } => {}
                     other => panic!("unexpected output {other:?}"),
                 }
             }

@@ -63,6 +63,8 @@ pub mod propagation;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
+
 use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
@@ -307,6 +309,11 @@ enum Step {
     ArrivalStart,
 }
 
+/// A step's place in the order: when, what, transmission, radio. Ties go
+/// by kind, then transmission, then receiving radio, so the order never
+/// depends on how the lists are stored.
+type StepKey = (SimTime, Step, u64, RadioId);
+
 /// The shared radio medium. See the [module documentation](self).
 #[derive(Debug)]
 pub struct RadioMedium<P> {
@@ -319,6 +326,9 @@ pub struct RadioMedium<P> {
     /// Events found while handling an input, handed out by the next
     /// `handle_timeout`.
     pending: Vec<RadioEvent<P>>,
+    /// Every step to come, in the order handled, with its index into its
+    /// list: scanning the lists for the next one costs a pass per step.
+    steps: BTreeMap<StepKey, usize>,
     /// The latest time the medium was told.
     now: SimTime,
     next_tx: u64,
@@ -335,6 +345,7 @@ impl<P: Clone> RadioMedium<P> {
             arrivals: Vec::new(),
             shadowing: Vec::new(),
             pending: Vec::new(),
+            steps: BTreeMap::new(),
             now: SimTime::ZERO,
             next_tx: 0,
             rng,
@@ -422,6 +433,8 @@ impl<P: Clone> RadioMedium<P> {
         sender.transmitting = Some(id);
         sender.stats.sent += 1;
         self.settle(radio, now);
+        self.steps
+            .insert((end, Step::TxEnd, id, radio), self.transmissions.len());
         self.transmissions.push(Transmission {
             id,
             from: radio,
@@ -467,6 +480,11 @@ impl<P: Clone> RadioMedium<P> {
                 }
             };
             let delay = SimDuration::from_secs_f64(distance / SPEED_OF_LIGHT);
+            let index = self.arrivals.len();
+            self.steps
+                .insert((end + delay, Step::ArrivalEnd, id, to), index);
+            self.steps
+                .insert((now + delay, Step::ArrivalStart, id, to), index);
             self.arrivals.push(Arrival {
                 tx: id,
                 from: radio,
@@ -529,7 +547,7 @@ impl<P: Clone> RadioMedium<P> {
         let pending = (!self.pending.is_empty()).then_some(self.now);
         pending
             .into_iter()
-            .chain(self.next_step().map(|s| s.0))
+            .chain(self.steps.first_key_value().map(|(&(at, ..), _)| at))
             .min()
     }
 
@@ -556,7 +574,8 @@ impl<P: Clone> RadioMedium<P> {
     /// time); returns the medium's time.
     fn advance(&mut self, now: SimTime) -> SimTime {
         let now = now.max(self.now);
-        while let Some((at, step, index)) = self.next_step().filter(|s| s.0 <= now) {
+        while let Some(entry) = self.steps.first_entry().filter(|e| e.key().0 <= now) {
+            let ((at, step, ..), index) = entry.remove_entry();
             match step {
                 Step::ArrivalEnd => self.arrival_end(index, at),
                 Step::TxEnd => self.tx_end(index, at),
@@ -567,34 +586,13 @@ impl<P: Clone> RadioMedium<P> {
         now
     }
 
-    /// The next step: (when, what, index into its list). Ties go by kind,
-    /// then transmission, then receiving radio, so the order never depends
-    /// on how the lists are stored.
-    fn next_step(&self) -> Option<(SimTime, Step, usize)> {
-        let ends = self
-            .arrivals
-            .iter()
-            .enumerate()
-            .map(|(i, a)| ((a.end, Step::ArrivalEnd, a.tx, a.to), i));
-        let tx_ends = self
-            .transmissions
-            .iter()
-            .enumerate()
-            .map(|(i, t)| ((t.end, Step::TxEnd, t.id, t.from), i));
-        let starts = self
-            .arrivals
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| !a.started)
-            .map(|(i, a)| ((a.start, Step::ArrivalStart, a.tx, a.to), i));
-        ends.chain(tx_ends)
-            .chain(starts)
-            .min_by_key(|(key, _)| *key)
-            .map(|((at, step, _, _), i)| (at, step, i))
-    }
-
     fn tx_end(&mut self, index: usize, at: SimTime) {
         let tx = self.transmissions.swap_remove(index);
+        if let Some(moved) = self.transmissions.get(index) {
+            // The last one took its place.
+            self.steps
+                .insert((moved.end, Step::TxEnd, moved.id, moved.from), index);
+        }
         self.radios[tx.from.index()].transmitting = None;
         self.settle(tx.from, at);
         self.pending.push(RadioEvent::TxEnd { radio: tx.from });
@@ -602,6 +600,20 @@ impl<P: Clone> RadioMedium<P> {
 
     fn arrival_end(&mut self, index: usize, at: SimTime) {
         let arrival = self.arrivals.swap_remove(index);
+        if !arrival.started {
+            self.steps
+                .remove(&(arrival.start, Step::ArrivalStart, arrival.tx, arrival.to));
+        }
+        if let Some(moved) = self.arrivals.get(index) {
+            // The last one took its place.
+            let (tx, to) = (moved.tx, moved.to);
+            self.steps
+                .insert((moved.end, Step::ArrivalEnd, tx, to), index);
+            if !moved.started {
+                self.steps
+                    .insert((moved.start, Step::ArrivalStart, tx, to), index);
+            }
+        }
         let radio = &mut self.radios[arrival.to.index()];
         if !radio.receiving.as_ref().is_some_and(|r| r.tx == arrival.tx) {
             return;
