@@ -48,6 +48,9 @@ struct Scheduled<P> {
     tx: SimDuration,
     /// When it has fully arrived at the other end.
     arrival: SimTime,
+    /// Bytes it occupies on the wire, when its framing adds to the frame
+    /// (a SLIP line's escapes); otherwise its length.
+    wire_len: u32,
     frame: Frame<P>,
 }
 
@@ -66,6 +69,10 @@ struct Direction<P> {
     /// mostly carries one size, and the time takes a 128-bit division.
     last_tx: (u32, SimDuration),
     stats: DirectionStats,
+    /// Wire bytes of the frames that started crossing, and of those that
+    /// arrived.
+    wire_sent: u64,
+    wire_delivered: u64,
 }
 
 impl<P> Direction<P> {
@@ -76,6 +83,8 @@ impl<P> Direction<P> {
             busy_until: SimTime::ZERO,
             last_tx: (u32::MAX, SimDuration::ZERO),
             stats: DirectionStats::default(),
+            wire_sent: 0,
+            wire_delivered: 0,
         }
     }
 
@@ -151,6 +160,31 @@ impl<P: Copy> P2pLink<P> {
         frame: Frame<P>,
         out: &mut Vec<LinkOutput<P>>,
     ) {
+        let dir = &mut self.dirs[from as usize];
+        let tx = match dir.last_tx {
+            (len, tx) if len == frame.len => tx,
+            _ => {
+                let tx = SimDuration::transmission(u64::from(frame.len), self.config.rate_bps);
+                dir.last_tx = (frame.len, tx);
+                tx
+            }
+        };
+        self.transmit_timed(now, from, frame, frame.len, tx, out);
+    }
+
+    /// Hands a frame from port `from` to the link that occupies `wire_len`
+    /// bytes and `tx` of time on the wire, whatever the link's rate says: a
+    /// serial line whose framing and timing follow each frame's bytes
+    /// (`SlipLink`) queues its frames here.
+    pub(crate) fn transmit_timed(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        frame: Frame<P>,
+        wire_len: u32,
+        tx: SimDuration,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
         self.handle_timeout(now, out);
         let capacity = self.config.queue_capacity;
         let dir = &mut self.dirs[from as usize];
@@ -167,20 +201,13 @@ impl<P: Copy> P2pLink<P> {
         ) {
             return;
         }
-        let tx = match dir.last_tx {
-            (len, tx) if len == frame.len => tx,
-            _ => {
-                let tx = SimDuration::transmission(u64::from(frame.len), self.config.rate_bps);
-                dir.last_tx = (frame.len, tx);
-                tx
-            }
-        };
         let start = dir.busy_until.max(now);
         dir.busy_until = start + tx;
         dir.frames.push_back(Scheduled {
             start,
             tx,
             arrival: dir.busy_until + self.config.delay,
+            wire_len,
             frame,
         });
         if idle {
@@ -243,6 +270,19 @@ impl<P: Copy> P2pLink<P> {
         }
     }
 
+    /// Wire bytes (see [`P2pLink::transmit_timed`]) per sending port as of
+    /// `now`: those of frames that started crossing, and of frames that
+    /// arrived.
+    pub(crate) fn wire_bytes(&self, now: SimTime) -> ([u64; 2], [u64; 2]) {
+        let sent = |dir: &Direction<P>| {
+            let pending = dir.frames.range(dir.started..);
+            let started = pending.take_while(|f| f.start <= now);
+            dir.wire_sent + started.map(|f| u64::from(f.wire_len)).sum::<u64>()
+        };
+        let [a, b] = &self.dirs;
+        ([sent(a), sent(b)], [a.wire_delivered, b.wire_delivered])
+    }
+
     /// Counts the next frame's transmission as started (and announces it).
     fn account_start(&mut self, from: Port, out: &mut Vec<LinkOutput<P>>) {
         let dir = &mut self.dirs[from as usize];
@@ -253,6 +293,7 @@ impl<P: Copy> P2pLink<P> {
         dir.stats.sent_packets += 1;
         dir.stats.sent_bytes += u64::from(frame.len);
         dir.stats.busy_ns += f.tx.as_nanos();
+        dir.wire_sent += u64::from(f.wire_len);
         dir.started += 1;
         if self.start_notices {
             out.push(LinkOutput::TxStart { port: from, frame });
@@ -261,7 +302,10 @@ impl<P: Copy> P2pLink<P> {
 
     fn arrive(&mut self, from: Port, out: &mut Vec<LinkOutput<P>>) {
         let dir = &mut self.dirs[from as usize];
-        let Some(Scheduled { frame, .. }) = dir.frames.pop_front() else {
+        let Some(Scheduled {
+            frame, wire_len, ..
+        }) = dir.frames.pop_front()
+        else {
             return;
         };
         dir.started -= 1;
@@ -277,6 +321,7 @@ impl<P: Copy> P2pLink<P> {
         } else {
             dir.stats.delivered_packets += 1;
             dir.stats.delivered_bytes += u64::from(frame.len);
+            dir.wire_delivered += u64::from(wire_len);
             out.push(LinkOutput::Delivered { port: to, frame });
         }
     }

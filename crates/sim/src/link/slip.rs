@@ -32,32 +32,29 @@
 //! escaping. The emulator passes frames without their bytes, so it does
 //! not run this kind.
 //!
-//! Why not wrap a [`P2pLink`](super::P2pLink): it times a frame as its
-//! length over a bit rate, and the line's byte rate, `baud × 8 /
-//! bits_per_byte`, is not a whole number of bits per second in general
-//! (115 200 baud with 11-bit bytes), so the times would be off; it would
-//! also have to be given the line length as the frame's, which is not the
-//! length the simulator, the traces and the counters know. Here each frame
-//! is timed by [`slip::serial_time_ns`], exact to the nanosecond (rounded
-//! up), and outputs carry the frame as it was handed over.
+//! The line is a [`P2pLink`] whose frames are queued with their own time
+//! and wire length ([`P2pLink::transmit_timed`]) rather than timed by a
+//! bit rate: the line's byte rate, `baud × 8 / bits_per_byte`, is not a
+//! whole number of bits per second in general (115 200 baud with 11-bit
+//! bytes), and the line length is not the length the simulator, the
+//! traces and the IP-byte counters know. Each frame is timed by
+//! [`slip::serial_time_ns`], exact to the nanosecond (rounded up), and
+//! outputs carry the frame as it was handed over.
 
-use std::collections::VecDeque;
 use std::num::NonZeroU32;
 
-use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::slip;
 use serde::{Deserialize, Serialize};
 
 use super::ends::two_ends;
 use super::{
-    admit, DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, Port, RawEnd,
-    ScenarioLink, DEFAULT_QUEUE,
+    DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, P2pConfig, P2pLink, Port,
+    RawEnd, ScenarioLink, DEFAULT_QUEUE,
 };
 use crate::config::{Attachment, Duration, ScenarioError};
 use crate::pool::PacketId;
 use crate::rng::SimRng;
-use crate::trace::DropReason;
 
 /// The baud rate of the study's serial line, and the default.
 pub const DEFAULT_BAUD: u32 = 115_200;
@@ -127,90 +124,34 @@ pub struct SlipStats {
     pub line_bytes_delivered: [u64; 2],
 }
 
-/// A frame handed to the line, with its timing (fixed when it is queued,
-/// as on a point-to-point link).
-#[derive(Debug)]
-struct Scheduled<P> {
-    /// When its first bit leaves.
-    start: SimTime,
-    /// Its time on the line.
-    tx: SimDuration,
-    /// When it has fully arrived at the other end.
-    arrival: SimTime,
-    /// Its SLIP-encoded length.
-    line_len: u32,
-    frame: Frame<P>,
-}
-
-#[derive(Debug)]
-struct Direction<P> {
-    /// Frames queued or on the line, in sending (and arrival) order.
-    frames: VecDeque<Scheduled<P>>,
-    /// How many of `frames`, from the front, have started.
-    started: usize,
-    /// End of the last scheduled transmission.
-    busy_until: SimTime,
-    stats: DirectionStats,
-    line_bytes_sent: u64,
-    line_bytes_delivered: u64,
-}
-
-impl<P> Direction<P> {
-    fn new() -> Self {
-        Direction {
-            frames: VecDeque::new(),
-            started: 0,
-            busy_until: SimTime::ZERO,
-            stats: DirectionStats::default(),
-            line_bytes_sent: 0,
-            line_bytes_delivered: 0,
-        }
-    }
-
-    /// Frames waiting behind the one being sent.
-    fn waiting(&self) -> usize {
-        self.frames.len() - self.started
-    }
-
-    fn next_start(&self) -> Option<SimTime> {
-        self.frames.get(self.started).map(|f| f.start)
-    }
-
-    fn next_arrival(&self) -> Option<SimTime> {
-        self.frames.front().map(|f| f.arrival)
-    }
-
-    fn next_deadline(&self, start_notices: bool) -> Option<SimTime> {
-        let start = self.next_start().filter(|_| start_notices);
-        match (start, self.next_arrival()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-}
-
-/// A full-duplex SLIP serial line between ports 0 and 1.
+/// A full-duplex SLIP serial line between ports 0 and 1: a
+/// point-to-point link whose frames are timed and counted by their SLIP
+/// encoding.
 ///
-/// Like [`P2pLink`](super::P2pLink), each frame's timing is fixed when it
-/// is queued; starts are accounted for at the first call at or after them,
-/// and with start notices on (the default) the line asks to be woken at
-/// each so [`LinkOutput::TxStart`] comes at its exact time.
+/// As on a [`P2pLink`], each frame's timing is fixed when it is queued;
+/// starts are accounted for at the first call at or after them, and with
+/// start notices on (the default) the line asks to be woken at each so
+/// [`LinkOutput::TxStart`] comes at its exact time.
 #[derive(Debug)]
 pub struct SlipLink<P> {
     config: SlipConfig,
-    dirs: [Direction<P>; 2],
-    rng: SimRng,
-    start_notices: bool,
+    line: P2pLink<P>,
 }
 
 impl<P: Copy> SlipLink<P> {
     /// A new idle line; `rng` decides losses.
     pub fn new(config: SlipConfig, rng: SimRng) -> Self {
+        let wired = P2pConfig {
+            // Only for what reads a link's rate; frames are timed by
+            // `serial_time` (see the module documentation).
+            rate_bps: config.data_rate_bps(),
+            delay: config.delay,
+            queue_capacity: config.queue_capacity,
+            loss: config.loss,
+        };
         SlipLink {
             config,
-            dirs: [Direction::new(), Direction::new()],
-            rng,
-            start_notices: true,
+            line: P2pLink::new(wired, rng),
         }
     }
 
@@ -242,140 +183,29 @@ impl<P: Copy> SlipLink<P> {
         line_len: u32,
         out: &mut Vec<LinkOutput<P>>,
     ) {
-        self.handle_timeout(now, out);
-        let capacity = self.config.queue_capacity;
         let tx = self.config.serial_time(line_len);
-        let delay = self.config.delay;
-        let dir = &mut self.dirs[from as usize];
-        let idle = dir.busy_until <= now;
-        let waiting = dir.waiting();
-        let counters = (&mut dir.stats.enqueued, &mut dir.stats.dropped_queue_full);
-        if !admit(
-            from,
-            frame,
-            waiting,
-            !idle && waiting >= capacity,
-            counters,
-            out,
-        ) {
-            return;
-        }
-        let start = dir.busy_until.max(now);
-        dir.busy_until = start + tx;
-        dir.frames.push_back(Scheduled {
-            start,
-            tx,
-            arrival: dir.busy_until + delay,
-            line_len,
-            frame,
-        });
-        if idle {
-            self.account_start(from, out);
-        }
-        let dir = &mut self.dirs[from as usize];
-        dir.stats.max_queue_len = dir.stats.max_queue_len.max(dir.waiting() as u64);
+        self.line
+            .transmit_timed(now, from, frame, line_len, tx, out);
     }
 
     /// Delivers arrivals and accounts for starts due at or before `now`.
     pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
-        for from in 0..2u32 {
-            loop {
-                let dir = &self.dirs[from as usize];
-                let arrival = dir.next_arrival().filter(|_| dir.started > 0);
-                let start = dir.next_start();
-                // Arrivals first on ties, so a late call replays the same
-                // history as a punctual one.
-                match (arrival, start) {
-                    (Some(a), Some(s)) if a <= now && a <= s => self.arrive(from, out),
-                    (Some(a), None) if a <= now => self.arrive(from, out),
-                    (_, Some(s)) if s <= now => self.account_start(from, out),
-                    _ => break,
-                }
-            }
-        }
+        self.line.handle_timeout(now, out);
     }
 
     /// When `handle_timeout` must next be called.
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        let notices = self.start_notices;
-        match (
-            self.dirs[0].next_deadline(notices),
-            self.dirs[1].next_deadline(notices),
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.line.poll_timeout()
     }
 
     /// A snapshot of the counters as of `now`: frames that started by then
     /// count as sent even if no call has accounted for them yet.
     pub fn stats(&self, now: SimTime) -> SlipStats {
-        let as_of = |dir: &Direction<P>| {
-            let mut stats = dir.stats;
-            let mut line = dir.line_bytes_sent;
-            for f in dir.frames.range(dir.started..) {
-                if f.start > now {
-                    break;
-                }
-                stats.sent_packets += 1;
-                stats.sent_bytes += u64::from(f.frame.len);
-                stats.busy_ns += f.tx.as_nanos();
-                line += u64::from(f.line_len);
-            }
-            (stats, line)
-        };
-        let (d0, l0) = as_of(&self.dirs[0]);
-        let (d1, l1) = as_of(&self.dirs[1]);
+        let (line_bytes_sent, line_bytes_delivered) = self.line.wire_bytes(now);
         SlipStats {
-            directions: [d0, d1],
-            line_bytes_sent: [l0, l1],
-            line_bytes_delivered: [
-                self.dirs[0].line_bytes_delivered,
-                self.dirs[1].line_bytes_delivered,
-            ],
-        }
-    }
-
-    /// Counts the next frame's transmission as started (and announces it).
-    fn account_start(&mut self, from: Port, out: &mut Vec<LinkOutput<P>>) {
-        let dir = &mut self.dirs[from as usize];
-        let Some(f) = dir.frames.get(dir.started) else {
-            return;
-        };
-        let frame = f.frame;
-        dir.stats.sent_packets += 1;
-        dir.stats.sent_bytes += u64::from(frame.len);
-        dir.stats.busy_ns += f.tx.as_nanos();
-        dir.line_bytes_sent += u64::from(f.line_len);
-        dir.started += 1;
-        if self.start_notices {
-            out.push(LinkOutput::TxStart { port: from, frame });
-        }
-    }
-
-    fn arrive(&mut self, from: Port, out: &mut Vec<LinkOutput<P>>) {
-        let dir = &mut self.dirs[from as usize];
-        let Some(Scheduled {
-            frame, line_len, ..
-        }) = dir.frames.pop_front()
-        else {
-            return;
-        };
-        dir.started -= 1;
-        let to = 1 - from;
-        let loss = self.config.loss;
-        if loss > 0.0 && self.rng.gen_bool(loss) {
-            dir.stats.dropped_random_loss += 1;
-            out.push(LinkOutput::Dropped {
-                port: to,
-                frame,
-                reason: DropReason::RandomLoss,
-            });
-        } else {
-            dir.stats.delivered_packets += 1;
-            dir.stats.delivered_bytes += u64::from(frame.len);
-            dir.line_bytes_delivered += u64::from(line_len);
-            out.push(LinkOutput::Delivered { port: to, frame });
+            directions: self.line.stats(now).directions,
+            line_bytes_sent,
+            line_bytes_delivered,
         }
     }
 }
@@ -410,7 +240,7 @@ impl<P: Copy> LinkModel<P> for SlipLink<P> {
     }
 
     fn set_start_notices(&mut self, on: bool) {
-        self.start_notices = on;
+        self.line.set_start_notices(on);
     }
 
     fn reads_datagrams(&self) -> bool {
@@ -527,6 +357,7 @@ impl ScenarioLink for SlipSpec {
 mod tests {
     use super::*;
     use crate::rng::component_stream;
+    use crate::trace::DropReason;
 
     fn line(queue: usize, delay: SimDuration) -> SlipLink<u32> {
         SlipLink::new(
