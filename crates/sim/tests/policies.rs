@@ -123,3 +123,34 @@ rto = { policy = "fixed", backoff = 0 }
     assert!(err.path.starts_with("host[0].tcp"), "{err}");
     assert!(err.message.contains("backoff must be at least 1"), "{err}");
 }
+
+#[test]
+fn lims_timers_select_on_the_uip_profile_and_bad_gains_are_named() {
+    let host = |rto: &str| {
+        format!(
+            r#"
+name = "lim-rto"
+duration = "1s"
+[[host]]
+name = "a"
+profile = "uip"
+[host.tcp]
+rto = {rto}
+"#
+        )
+    };
+    let s = Scenario::from_toml_str(&host(r#"{ policy = "lim2024" }"#)).unwrap();
+    let profile = s.hosts[0].tcp.as_ref().expect("host a has TCP settings");
+    assert_eq!(profile.name, "uip");
+    let RtoChoice::Lim2024(c) = profile.rto else {
+        panic!("{:?}", profile.rto)
+    };
+    assert!(c.0.modified_dithering);
+    assert_eq!(c.0.initial, SimDuration::from_secs(3));
+    let s = Scenario::from_toml_str(&host(r#"{ policy = "lim2020", max = "60s" }"#)).unwrap();
+    let rto = s.hosts[0].tcp.as_ref().expect("tcp").rto;
+    assert!(matches!(rto, RtoChoice::Lim2020(c) if !c.0.modified_dithering));
+    let err =
+        Scenario::from_toml_str(&host(r#"{ policy = "lim2020", mdev_gain = 0 }"#)).unwrap_err();
+    assert!(err.to_string().contains("rto.mdev_gain"), "{err}");
+}

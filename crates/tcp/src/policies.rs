@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use crate::ack::{AckFactory, DelayedAckConfig, ImmediateAckConfig, SizeAwareAckConfig};
 use crate::cc::{CcFactory, NewRenoConfig, RenoConfig, SingleSegmentConfig, VegasConfig};
 use crate::rto::{
-    BridgeRtoConfig, FixedRtoConfig, LwipRtoConfig, PerByteRtoConfig, Rfc6298Config, RtoFactory,
-    UipRtoConfig,
+    BridgeRtoConfig, FixedRtoConfig, Lim2020Config, Lim2024Config, LwipRtoConfig, PerByteRtoConfig,
+    Rfc6298Config, RtoFactory, UipRtoConfig,
 };
 
 /// The three kinds of pluggable policy.
@@ -187,6 +187,8 @@ policy_family! {
         rfc6298 => Rfc6298(Rfc6298Config),
         lwip => Lwip(LwipRtoConfig),
         uip => Uip(UipRtoConfig),
+        lim2020 => Lim2020(Lim2020Config),
+        lim2024 => Lim2024(Lim2024Config),
         bridge => Bridge(BridgeRtoConfig),
         per_byte => PerByte(PerByteRtoConfig),
         fixed => Fixed(FixedRtoConfig),

@@ -86,11 +86,22 @@ fn longest_timer(p: &Profile) -> SimDuration {
         RtoChoice::Lwip(c) => c.initial.saturating_mul(4 << 7),
         // uIP's retransmission timer is `UIP_RTO << min(nrtx, 4)`.
         RtoChoice::Uip(c) => c.uip_rto.saturating_mul(1 << 4),
+        RtoChoice::Lim2020(c) => lim_longest(&c.0),
+        RtoChoice::Lim2024(c) => lim_longest(&c.0),
         RtoChoice::Bridge(c) => c.max,
         RtoChoice::PerByte(c) => c.max,
         RtoChoice::Fixed(c) => c.max,
     };
     rto.max(p.persist_max)
+}
+
+/// Lim's timers: a fresh one is `SRTT + k·MDEV` (MDEV starting at
+/// `initial_mdev`, these paths' round trips well under a second), a
+/// backed-off one at most `max`, the initial one `initial`; dithering adds
+/// at most as much again with the published percentages.
+fn lim_longest(c: &rtolab_tcp::rto::LimRtoConfig) -> SimDuration {
+    let fresh = SimDuration::from_secs(1) + c.initial_mdev.saturating_mul(u64::from(c.k));
+    fresh.max(c.max).max(c.initial).saturating_mul(2)
 }
 
 /// Simulated time by which a live transfer of `len` bytes must be over:

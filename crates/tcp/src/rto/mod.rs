@@ -16,8 +16,8 @@
 //! since the initial sequence number, SYN included) so policies never deal
 //! with wrapping arithmetic.
 //!
-//! Implementations: [`rfc6298`], [`lwip`], [`uip`], [`bridge`], [`per_byte`],
-//! [`fixed`]. Each is registered by one line in [`crate::policies`].
+//! Implementations: [`rfc6298`], [`lwip`], [`uip`], [`lim2020`], [`lim2024`],
+//! [`bridge`], [`per_byte`], [`fixed`]. Each is registered by one line in [`crate::policies`].
 
 use core::fmt::Debug;
 
@@ -28,6 +28,8 @@ use crate::clock::Granularity;
 
 pub mod bridge;
 pub mod fixed;
+pub mod lim2020;
+pub mod lim2024;
 pub mod lwip;
 pub mod per_byte;
 pub mod planned;
@@ -36,6 +38,8 @@ pub mod uip;
 
 pub use bridge::{BridgeRtoConfig, NfcChannelModel};
 pub use fixed::FixedRtoConfig;
+pub use lim2020::{Lim2020Config, LimRtoConfig};
+pub use lim2024::Lim2024Config;
 pub use lwip::LwipRtoConfig;
 pub use per_byte::PerByteRtoConfig;
 pub use rfc6298::Rfc6298Config;
