@@ -1,5 +1,5 @@
-//! Lim's 2020 retransmission timer for uIP (Sensors 20(17):4774; uip-rto
-//! spec §2.2): weak RTT estimation, exponential backoff with variable
+//! Lim's 2020 retransmission timer for uIP (Sensors 20(17):4774;
+//! uip-rto spec §2.2): weak RTT estimation, exponential backoff with variable
 //! limits, and dithering.
 //!
 //! Event table (times in seconds, every constant a field of
@@ -22,7 +22,7 @@
 //! Readings of the published table, each documented where it is coded:
 //!
 //! * The table bounds the doublings and the 48 s cap with `max`; its text
-//!   describes bounds, which only `min` gives (spec §2.2), so this is `min`.
+//!   describes bounds, which only `min` gives (uip-rto spec §2.2), so this is `min`.
 //! * `MDEV` starts at 16 s as published and the first sample sets `SRTT`
 //!   to the sample and leaves `MDEV` alone (the RFC 6298 shape, first
 //!   sample initialises and later ones update, with the published `MDEV`
@@ -33,7 +33,7 @@
 //! * Before any sample the timer is [`LimRtoConfig::initial`], 3 s: the
 //!   study's `UIP_RTO`, the fixed RTO its stock uIP runs with. It is not
 //!   dithered (the table dithers on a sample).
-//! * `nrtx` counts as uIP counts it (spec §2.1): retransmissions sent before
+//! * `nrtx` counts as uIP counts it (uip-rto spec §2.1): retransmissions sent before
 //!   the one the expiry triggers, so the first retransmission is timed by
 //!   `RTO·2^0`. The SYN counts like any segment.
 //! * Dithering draws whole milliseconds (the expiry bands too), from a

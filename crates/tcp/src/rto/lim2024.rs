@@ -1,5 +1,5 @@
-//! Lim's 2024 retransmission timer for uIP (IJIBC 16(1):29–35; uip-rto
-//! spec §2.3): the 2020 scheme with a fairer dithering after an expiry.
+//! Lim's 2024 retransmission timer for uIP (IJIBC 16(1):29–35;
+//! uip-rto spec §2.3): the 2020 scheme with a fairer dithering after an expiry.
 //!
 //! Everything is [`super::lim2020`]'s, the same code with
 //! [`LimRtoConfig::modified_dithering`] on: when a segment has been
