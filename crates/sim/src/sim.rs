@@ -277,7 +277,12 @@ impl Simulator {
             wakeup: None,
             generation: 0,
         });
-        LinkId((self.links.len() - 1) as u32)
+        let id = (self.links.len() - 1) as u32;
+        // A link with work of its own from the start (a mesh whose members
+        // boot, form their routes and beacon; a fading link's first
+        // indication) is woken for it, not only once something is sent.
+        self.after_link_call(id);
+        LinkId(id)
     }
 
     /// Adds a full-duplex point-to-point link; its loss draws from the
