@@ -31,7 +31,17 @@ def test_catalog_lists_every_family_and_the_fixed_policy() -> None:
     found = rtolab.policies()
     by_family = {f: [p.name for p in found if p.family == f] for f in ("rto", "cc", "ack")}
     assert by_family == {
-        "rto": ["rfc6298", "lwip", "uip", "lim2020", "lim2024", "bridge", "per_byte", "fixed"],
+        "rto": [
+            "rfc6298",
+            "lwip",
+            "uip",
+            "lim2020",
+            "lim2024",
+            "link_aware",
+            "bridge",
+            "per_byte",
+            "fixed",
+        ],
         "cc": ["reno", "newreno", "vegas", "single_segment"],
         "ack": ["immediate", "delayed", "size_aware"],
     }

@@ -118,9 +118,9 @@ pub enum SimError {
     },
 }
 
-struct LinkSlot {
+pub(crate) struct LinkSlot {
     name: String,
-    link: Link,
+    pub(crate) link: Link,
     ports: Vec<IfaceId>,
     /// The instant of the pending wakeup event, if any.
     wakeup: Option<SimTime>,
@@ -1814,6 +1814,7 @@ impl Simulator {
             rng: &mut slot.rng,
             tcp: &mut self.tcp,
             tcp_config: slot.tcp_config,
+            links: &self.links,
         };
         hook(&mut slot.app, &mut cx);
         let mut outbox = std::mem::take(&mut self.outbox);

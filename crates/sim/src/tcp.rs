@@ -19,6 +19,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use rand::RngCore;
+use rtolab_tcp::rto::PathHint;
 use rtolab_tcp::trace::{RetransmitCause, TimerKind, Trace, TraceEvent as EngineTrace, TraceLevel};
 use rtolab_tcp::{
     Config, ConnError, ConnId, Connection, ConnectionStats, Event, IpHeader, Stack, State,
@@ -506,7 +507,8 @@ impl TcpLayer {
     }
 
     /// Opens a connection from `local_addr` to `remote` for `app`, from
-    /// `local_port` if given (else an ephemeral port).
+    /// `local_port` if given (else an ephemeral port); `path` is what the
+    /// outgoing link knows of the path, for the RTO policy.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn connect(
         &mut self,
@@ -518,6 +520,7 @@ impl TcpLayer {
         local_addr: IpAddr,
         remote: SocketAddr,
         local_port: Option<u16>,
+        path: Option<PathHint>,
     ) -> Result<FlowId, TcpError> {
         let s = self.stack_index(node, node_name, local_addr, config);
         let host = &mut self.hosts[node.0 as usize];
@@ -530,7 +533,7 @@ impl TcpLayer {
             // mismatch means no address of that family routes there.
             let id = slot
                 .stack
-                .try_connect(now, remote)
+                .try_connect(now, remote, path)
                 .map_err(|_| TcpError::NoRoute(remote.ip()))?;
             let Some(local) = slot.stack.conn(id).map(Connection::local) else {
                 break;

@@ -10,14 +10,16 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use common::{Collect, Upload};
-use rtolab_sim::app::AnyApp;
 use rtolab_sim::app::AppStats;
+use rtolab_sim::app::{AnyApp, App, AppContext, AppCx};
 use rtolab_sim::link::LinkStats;
 use rtolab_sim::node::{LinkId, NodeId};
 use rtolab_sim::run::build_simulator;
-use rtolab_sim::tcp::TcpEvent;
+use rtolab_sim::tcp::{FlowId, TcpEvent};
 use rtolab_sim::trace::{MemorySink, TraceEvent};
 use rtolab_sim::{run_scenario, RunOptions, Scenario, SimDuration, SimTime};
+use rtolab_tcp::profile::RtoChoice;
+use rtolab_tcp::rto::PathHint;
 use rtolab_tcp::{Config, Profile};
 use sha2::{Digest, Sha256};
 
@@ -284,4 +286,118 @@ fn the_study_network_carries_clients_through_the_border_router() {
         let count = String::from_utf8_lossy(&decoded.stdout).lines().count();
         assert!(count > 0, "{file}: no packet matches {expect:?}");
     }
+}
+
+/// Opens its connection at `at` (once RPL has formed the tree), notes what
+/// the connection's RTO policy was told and chose, then sends `data`. At
+/// start it sends a SYN to a closed port of the peer: the mesh runs its
+/// MAC and RPL from its first datagram on, and this one also measures the
+/// links along the path, so the ranks count hops by the time of `at`.
+struct LateUpload {
+    at: SimTime,
+    upload: Upload,
+    probe: Option<FlowId>,
+    opened: Arc<Mutex<Option<Opened>>>,
+}
+
+/// The hint a connection's RTO policy got, and its first timer.
+type Opened = (Option<PathHint>, SimDuration);
+
+impl App<AppContext<'_>> for LateUpload {
+    fn on_start(&mut self, cx: &mut AppContext<'_>) {
+        let closed = SocketAddr::new(self.upload.peer.ip(), 9);
+        self.probe = Some(cx.tcp_connect(closed).unwrap());
+        cx.set_timer(self.at, 0);
+    }
+    fn on_packet(&mut self, _: &mut AppContext<'_>, _: &[u8]) {}
+    fn on_timer(&mut self, cx: &mut AppContext<'_>, _: u64) {
+        let flow = cx.tcp_connect(self.upload.peer).unwrap();
+        let conn = cx.tcp_connection(flow).unwrap();
+        *self.opened.lock().unwrap() = Some((conn.path_hint(), conn.rto_estimate().rto));
+    }
+    fn on_tcp(&mut self, cx: &mut AppContext<'_>, flow: FlowId, event: TcpEvent) {
+        if Some(flow) != self.probe {
+            self.upload.on_tcp(cx, flow, event);
+        }
+    }
+    fn stats(&self) -> AppStats {
+        self.upload.stats()
+    }
+}
+
+/// The link-aware RTO on the study's MAC (ContikiMAC at 8 Hz) and uIP's
+/// profile: n4, three hops from the root, opens its connection after the
+/// tree formed; the mesh tells its TCP the hops (from n4's RPL rank) and
+/// the MAC's worst case per hop, the first timer is the policy's formula
+/// for them, and the upload arrives intact.
+#[test]
+fn a_member_three_hops_out_gets_a_link_aware_first_timer() {
+    let scenario = line_scenario(r#"{ rdc = { kind = "contikimac", check_rate_hz = 8 } }"#);
+    let mut sim = build_simulator(&scenario, 3).unwrap();
+    let n1 = node_id(&sim, "n1");
+    let n4 = node_id(&sim, "n4");
+    let root_address = sim.nodes()[n1.0 as usize].interfaces[0]
+        .ipv6
+        .expect("mesh members have IPv6 addresses")
+        .addr;
+    let mut profile = Profile::uip();
+    profile.mss = 48;
+    profile.rto = toml::from_str("policy = \"link_aware\"").unwrap();
+    let rto = profile.rto;
+    let granularity = profile.rto_timer;
+    let config = sim.add_tcp_config(Config::from_profile(profile));
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let collect = sim.add_app(
+        n1,
+        "collect",
+        AnyApp::Custom(Box::new(Collect {
+            port: 80,
+            got: got.clone(),
+        })),
+    );
+    sim.set_app_tcp_config(collect, config);
+    let data: Vec<u8> = (0..2000u32).map(|i| (i * 7 + i / 256) as u8).collect();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let opened = Arc::new(Mutex::new(None));
+    let upload = sim.add_app(
+        n4,
+        "upload",
+        AnyApp::Custom(Box::new(LateUpload {
+            at: SimTime::from_secs(180),
+            upload: Upload {
+                peer: SocketAddr::new(IpAddr::V6(root_address), 80),
+                data: data.clone(),
+                sent: 0,
+                heard: heard.clone(),
+            },
+            probe: None,
+            opened: opened.clone(),
+        })),
+    );
+    sim.set_app_tcp_config(upload, config);
+    sim.run_until(SimTime::from_secs(600)).unwrap();
+
+    let (hint, first) = opened.lock().unwrap().expect("the connection was opened");
+    // ContikiMAC at 8 Hz: 6 channel checks and a strobe train of a cycle
+    // and two wake-up checks (120 + 4176 rtimer ticks, 131.103516 ms), a
+    // 127-byte frame (4.256 ms), the turnaround (0.192 ms) and the ACK
+    // (0.352 ms).
+    let expected = PathHint {
+        hops: 3,
+        hop_time: SimDuration::from_nanos(135_903_516),
+    };
+    assert_eq!(hint, Some(expected));
+    // 2 · 3 · 135.9 ms, doubled: 1.63 s; on uIP's 500 ms pulse 4 pulses,
+    // plus one.
+    let RtoChoice::LinkAware(c) = rto else {
+        panic!("{rto:?}")
+    };
+    assert_eq!(
+        c.initial_for(&expected, granularity),
+        SimDuration::from_millis(2500)
+    );
+    assert_eq!(first, SimDuration::from_millis(2500));
+
+    assert_eq!(heard.lock().unwrap().last(), Some(&TcpEvent::Closed));
+    assert_eq!(*got.lock().unwrap(), data, "the bytes arrive intact");
 }

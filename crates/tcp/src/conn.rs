@@ -18,7 +18,8 @@ use crate::cc::{AckEvent, CcContext, CongestionControl, RecoveryAction, Spurious
 use crate::ip::{default_mss, plain, IpHeader};
 use crate::profile::Config;
 use crate::rto::{
-    AckProgress, ConnectionContext, Expiry, RtoPolicy, RttSample, SampleSource, Transmission,
+    AckProgress, ConnectionContext, Expiry, PathHint, RtoPolicy, RttSample, SampleSource,
+    Transmission,
 };
 use crate::send_buffer::SendBuffer;
 use crate::trace::{RetransmitCause, SpuriousDetection, TimerKind, Trace, TraceEvent, TraceLevel};
@@ -342,6 +343,8 @@ pub struct Connection {
     timelost_echo: u32,
 
     rto: Box<dyn RtoPolicy>,
+    /// The link layer's description of the path, as the policy got it.
+    path: Option<PathHint>,
     cc: Box<dyn CongestionControl>,
     ack_policy: Box<dyn AckPolicy>,
     timers: TimerTable,
@@ -391,6 +394,7 @@ fn write_at(ring: &mut VecDeque<u8>, at: usize, data: &[u8]) {
 }
 
 impl Connection {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         config: Arc<Config>,
         now: SimTime,
@@ -399,6 +403,7 @@ impl Connection {
         iss: SeqNumber,
         active_open: bool,
         seed: u64,
+        path: Option<PathHint>,
     ) -> Connection {
         let p = &config.profile;
         let mss = usize::from(p.mss);
@@ -409,6 +414,7 @@ impl Connection {
             active_open,
             granularity: p.rto_timer,
             seed,
+            path,
         });
         let cc = config.cc.build(&CcContext { now, mss });
         let ack_policy = config.ack.build();
@@ -472,6 +478,7 @@ impl Connection {
             timelost_enabled: false,
             timelost_echo: 0,
             rto,
+            path,
             cc,
             ack_policy,
             timers: TimerTable::default(),
@@ -501,8 +508,23 @@ impl Connection {
         iss: SeqNumber,
         seed: u64,
     ) -> Connection {
+        Connection::connect_on_path(config, now, local, remote, iss, seed, None)
+    }
+
+    /// [`Connection::connect`] over a path whose timing the host's link
+    /// layer described: `path` reaches the RTO policy
+    /// ([`ConnectionContext::path`]).
+    pub fn connect_on_path(
+        config: Arc<Config>,
+        now: SimTime,
+        local: impl Into<SocketAddr>,
+        remote: impl Into<SocketAddr>,
+        iss: SeqNumber,
+        seed: u64,
+        path: Option<PathHint>,
+    ) -> Connection {
         let (local, remote) = (plain(local.into()), plain(remote.into()));
-        let mut c = Connection::new(config, now, local, remote, iss, true, seed);
+        let mut c = Connection::new(config, now, local, remote, iss, true, seed, path);
         c.set_state(now, State::SynSent);
         c
     }
@@ -527,7 +549,7 @@ impl Connection {
         }
         let local = SocketAddr::new(ip.dst_addr(), tcp.dst_port);
         let remote = SocketAddr::new(ip.src_addr(), tcp.src_port);
-        let mut c = Connection::new(config, now, local, remote, iss, false, seed);
+        let mut c = Connection::new(config, now, local, remote, iss, false, seed, None);
         c.take_syn_options(tcp);
         c.irs = tcp.seq;
         c.rcv_nxt = tcp.seq + 1u32;
@@ -547,6 +569,11 @@ impl Connection {
     /// Whether this end opened the connection.
     pub fn is_active_open(&self) -> bool {
         self.active_open
+    }
+    /// What the host's link layer told the RTO policy about the path when
+    /// the connection was opened ([`ConnectionContext::path`]).
+    pub fn path_hint(&self) -> Option<PathHint> {
+        self.path
     }
     /// Local address and port.
     pub fn local(&self) -> SocketAddr {

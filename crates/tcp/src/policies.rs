@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use crate::ack::{AckFactory, DelayedAckConfig, ImmediateAckConfig, SizeAwareAckConfig};
 use crate::cc::{CcFactory, NewRenoConfig, RenoConfig, SingleSegmentConfig, VegasConfig};
 use crate::rto::{
-    BridgeRtoConfig, FixedRtoConfig, Lim2020Config, Lim2024Config, LwipRtoConfig, PerByteRtoConfig,
-    Rfc6298Config, RtoFactory, UipRtoConfig,
+    BridgeRtoConfig, FixedRtoConfig, Lim2020Config, Lim2024Config, LinkAwareConfig, LwipRtoConfig,
+    PerByteRtoConfig, Rfc6298Config, RtoFactory, UipRtoConfig,
 };
 
 /// The three kinds of pluggable policy.
@@ -189,6 +189,7 @@ policy_family! {
         uip => Uip(UipRtoConfig),
         lim2020 => Lim2020(Lim2020Config),
         lim2024 => Lim2024(Lim2024Config),
+        link_aware => LinkAware(LinkAwareConfig),
         bridge => Bridge(BridgeRtoConfig),
         per_byte => PerByte(PerByteRtoConfig),
         fixed => Fixed(FixedRtoConfig),

@@ -193,6 +193,8 @@ impl Profile {
             RtoChoice::Lim2020(Lim2020Config(c)) | RtoChoice::Lim2024(Lim2024Config(c)) => {
                 &[("initial", c.initial), ("max", c.max)]
             }
+            // `initial` is the first timer without a hint.
+            RtoChoice::LinkAware(c) => &[("initial", c.lim.initial), ("max", c.lim.max)],
             RtoChoice::Fixed(c) => &[("rto", c.rto), ("max", c.max)],
             // Its timeout is the channel's round trip rounded up to `timer`.
             RtoChoice::Bridge(c) => &[("timer", c.timer), ("max", c.max)],
@@ -223,6 +225,10 @@ impl Profile {
                     message,
                 })?
             }
+            RtoChoice::LinkAware(c) => c.check().map_err(|(field, message)| ProfileError {
+                field: format!("rto.{field}"),
+                message,
+            })?,
             _ => {}
         }
         Ok(())

@@ -29,6 +29,7 @@ use rtolab_wire::WireError;
 use crate::conn::{reset_reply, ConnError, Connection, Event, State};
 use crate::ip::{plain, IpHeader, TupleKey, Tuples};
 use crate::profile::Config;
+use crate::rto::PathHint;
 use crate::trace::TraceLevel;
 
 /// Handle of a connection inside a [`Stack`].
@@ -460,18 +461,22 @@ impl Stack {
     /// can join: a caller's bug. Use [`Stack::try_connect`] for addresses
     /// that were not checked.
     pub fn connect(&mut self, now: SimTime, remote: impl Into<SocketAddr>) -> ConnId {
-        match self.try_connect(now, remote) {
+        match self.try_connect(now, remote, None) {
             Ok(id) => id,
             Err(e) => panic!("{e}"),
         }
     }
 
     /// Opens a connection to `remote` from an ephemeral port, or fails if
-    /// `remote` is not of the stack's address family.
+    /// `remote` is not of the stack's address family. `path` is what the
+    /// host's link layer knows of the path's timing, for the RTO policy
+    /// ([`crate::rto::ConnectionContext::path`]); `None` when it knows
+    /// nothing.
     pub fn try_connect(
         &mut self,
         now: SimTime,
         remote: impl Into<SocketAddr>,
+        path: Option<PathHint>,
     ) -> Result<ConnId, FamilyMismatch> {
         let remote = plain(remote.into());
         let mismatch = FamilyMismatch {
@@ -492,13 +497,14 @@ impl Stack {
         self.next_port = port.checked_add(1).unwrap_or(EPHEMERAL_START);
         let seed = self.next_seed();
         let local = SocketAddr::new(self.addr, port);
-        let conn = Connection::connect(
+        let conn = Connection::connect_on_path(
             self.config.clone(),
             now,
             local,
             remote,
             SeqNumber(seed as u32),
             seed,
+            path,
         );
         Ok(self.insert(conn, None))
     }
@@ -1049,12 +1055,12 @@ mod tests {
         assert_eq!((ip.src, ip.dst), (HOST6, PEER6));
         assert_eq!((flags, mss), (TcpFlags::SYN, Some(1460)));
         let err = s
-            .try_connect(SimTime::ZERO, SocketAddrV4::new(PEER, 80))
+            .try_connect(SimTime::ZERO, SocketAddrV4::new(PEER, 80), None)
             .unwrap_err();
         assert_eq!(err.local, IpAddr::V6(HOST6));
         assert!(err.to_string().contains("different families"), "{err}");
         assert_eq!(s.conn_ids(), [id]);
-        assert!(stack().try_connect(SimTime::ZERO, remote).is_err());
+        assert!(stack().try_connect(SimTime::ZERO, remote, None).is_err());
     }
 
     #[test]

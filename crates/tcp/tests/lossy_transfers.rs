@@ -88,6 +88,8 @@ fn longest_timer(p: &Profile) -> SimDuration {
         RtoChoice::Uip(c) => c.uip_rto.saturating_mul(1 << 4),
         RtoChoice::Lim2020(c) => lim_longest(&c.0),
         RtoChoice::Lim2024(c) => lim_longest(&c.0),
+        // Without a path hint its first timer is `initial`, like Lim's.
+        RtoChoice::LinkAware(c) => lim_longest(&c.lim),
         RtoChoice::Bridge(c) => c.max,
         RtoChoice::PerByte(c) => c.max,
         RtoChoice::Fixed(c) => c.max,

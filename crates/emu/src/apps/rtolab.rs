@@ -290,9 +290,10 @@ impl AppCx for HostCx<'_> {
         // retry until it picks the one asked for.
         for _ in 0..=u16::MAX {
             // The host has one address: a peer of the other family is
-            // unreachable.
+            // unreachable. The host's link layer is the real one, which
+            // tells the RTO policy nothing about the path.
             let conn = stack
-                .try_connect(self.now, remote)
+                .try_connect(self.now, remote, None)
                 .map_err(|_| TcpError::NoRoute(remote.ip()))?;
             let local = stack.conn(conn).map(|c| c.local().port());
             if port.is_some_and(|want| Some(want) != local) {

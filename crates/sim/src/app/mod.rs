@@ -61,16 +61,19 @@ pub use tcp_on_off::{TcpOnOffApp, TcpOnOffConfig, TcpOnOffSpec, TcpOnOffStats};
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
+use rtolab_tcp::rto::PathHint;
 use rtolab_tcp::{Bytes, Connection};
 use rtolab_time::SimTime;
 use serde::{Serialize, Serializer};
 
 use crate::config::ScenarioError;
 use crate::event::Event;
+use crate::link::LinkModel;
 use crate::node::{Node, NodeId};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::{EventId, EventQueue};
 use crate::rng::{LazyStream, SimRng};
+use crate::sim::LinkSlot;
 use crate::tcp::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
 use crate::trace::{AppEvent, TraceEvent, Tracer};
 
@@ -339,12 +342,25 @@ pub struct AppContext<'a> {
     pub(crate) rng: &'a mut LazyStream,
     pub(crate) tcp: &'a mut TcpLayer,
     pub(crate) tcp_config: Option<TcpConfigId>,
+    pub(crate) links: &'a [LinkSlot],
 }
 
 impl AppContext<'_> {
     /// The node the app runs on.
     pub fn node_id(&self) -> NodeId {
         self.node_id
+    }
+
+    /// What the link of the interface a datagram to `dst` leaves by knows
+    /// of the path's timing ([`LinkModel::path_hint`]).
+    fn path_hint(&self, dst: IpAddr) -> Option<PathHint> {
+        let iface = match dst {
+            IpAddr::V4(d) => self.node.routes.lookup(d)?.0,
+            IpAddr::V6(d) => self.node.routes6.lookup(d)?.0,
+        };
+        let interface = self.node.interfaces.get(iface as usize)?;
+        let slot = self.links.get(interface.link.0 as usize)?;
+        slot.link.path_hint(interface.port, dst, self.now)
     }
 }
 
@@ -444,6 +460,7 @@ impl AppCx for AppContext<'_> {
         }
         .ok_or(TcpError::NoRoute(remote.ip()))?;
         let config = self.tcp.config_for(self.node_id, self.tcp_config);
+        let path = self.path_hint(remote.ip());
         self.tcp.connect(
             self.now,
             self.node_id,
@@ -453,6 +470,7 @@ impl AppCx for AppContext<'_> {
             local,
             remote,
             port,
+            path,
         )
     }
 

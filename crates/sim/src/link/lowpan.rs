@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv6Addr};
 
 use rand::Rng;
+use rtolab_tcp::rto::PathHint;
 use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::ieee802154::airtime_ns;
 use rtolab_wire::pcap::LinkType;
@@ -153,6 +154,10 @@ struct Node<P> {
 pub struct LowpanMesh<P> {
     medium: RadioMedium<Vec<u8>>,
     nodes: Vec<Node<P>>,
+    /// The RPL root's port (the border router).
+    root: usize,
+    /// The DODAG prefix.
+    prefix: Ipv6Cidr,
     by_link_local: BTreeMap<Ipv6Addr, Port>,
     parent_changes: Vec<ParentChange>,
     captures: bool,
@@ -248,6 +253,8 @@ impl<P: Copy> LowpanMesh<P> {
         let mut mesh = LowpanMesh {
             medium,
             nodes,
+            root: config.root,
+            prefix: config.prefix,
             by_link_local,
             parent_changes: Vec::new(),
             captures: false,
@@ -338,6 +345,29 @@ impl<P: Copy> LowpanMesh<P> {
     /// The member's RPL state.
     pub fn rpl(&self, port: Port) -> &Rpl {
         &self.nodes[port as usize].member.rpl
+    }
+
+    /// What the member at `port` knows of the timing of its path to `dst`
+    /// when that path crosses the border router (`dst` is the root's
+    /// address or outside the DODAG prefix): the hops RPL's rank gives
+    /// ([`Rpl::hops_to_root`]) and its MAC's worst case for one hop
+    /// ([`MacConfig::hop_time`]). `None` for the root, a member that is
+    /// off or has no parent yet, and destinations inside the mesh (whose
+    /// paths need not pass the root).
+    pub fn path_hint(&self, port: Port, dst: IpAddr) -> Option<PathHint> {
+        let node = self.nodes.get(port as usize)?;
+        let IpAddr::V6(dst) = dst else {
+            return None;
+        };
+        let root_address = self.nodes[self.root].member.global();
+        if node.off || (self.prefix.contains(dst) && dst != root_address) {
+            return None;
+        }
+        let hops = node.member.rpl.hops_to_root()?;
+        (hops > 0).then(|| PathHint {
+            hops,
+            hop_time: node.setup.mac.hop_time(),
+        })
     }
 
     /// Every preferred parent change so far, in time order.
@@ -637,6 +667,10 @@ impl<P: Copy> LinkModel<P> for LowpanMesh<P> {
 
     fn capture_link_type(&self) -> LinkType {
         LinkType::Ieee802154WithFcs
+    }
+
+    fn path_hint(&self, port: Port, dst: IpAddr, _now: SimTime) -> Option<PathHint> {
+        LowpanMesh::path_hint(self, port, dst)
     }
 }
 

@@ -1,6 +1,9 @@
 //! The link-model plug-in point: the traits a model implements and the
 //! macro that registers every model in one place.
 
+use std::net::IpAddr;
+
+use rtolab_tcp::rto::PathHint;
 use rtolab_time::SimTime;
 use rtolab_wire::pcap::LinkType;
 use serde::de::DeserializeOwned;
@@ -103,6 +106,15 @@ pub trait LinkModel<P> {
     fn capture_link_type(&self) -> LinkType {
         LinkType::Raw
     }
+
+    /// What the link layer at `port` knows of the timing of the path to
+    /// `dst` at `now`, for the RTO policy of a connection opened over it
+    /// ([`rtolab_tcp::rto::ConnectionContext::path`]). `None` (the
+    /// default): nothing, and the connection runs as it always did.
+    fn path_hint(&self, port: Port, dst: IpAddr, now: SimTime) -> Option<PathHint> {
+        let _ = (port, dst, now);
+        None
+    }
 }
 
 impl<P, L: LinkModel<P> + ?Sized> LinkModel<P> for Box<L> {
@@ -160,6 +172,9 @@ impl<P, L: LinkModel<P> + ?Sized> LinkModel<P> for Box<L> {
     }
     fn capture_link_type(&self) -> LinkType {
         (**self).capture_link_type()
+    }
+    fn path_hint(&self, port: Port, dst: IpAddr, now: SimTime) -> Option<PathHint> {
+        (**self).path_hint(port, dst, now)
     }
 }
 
@@ -423,6 +438,17 @@ macro_rules! link_registry {
             fn capture_link_type(&self) -> rtolab_wire::pcap::LinkType {
                 match self {
                     $( Link::$variant(l) => LinkModel::<PacketId>::capture_link_type(l), )+
+                }
+            }
+
+            fn path_hint(
+                &self,
+                port: Port,
+                dst: std::net::IpAddr,
+                now: SimTime,
+            ) -> Option<rtolab_tcp::rto::PathHint> {
+                match self {
+                    $( Link::$variant(l) => LinkModel::<PacketId>::path_hint(l, port, dst, now), )+
                 }
             }
         }

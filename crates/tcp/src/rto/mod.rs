@@ -17,7 +17,8 @@
 //! with wrapping arithmetic.
 //!
 //! Implementations: [`rfc6298`], [`lwip`], [`uip`], [`lim2020`], [`lim2024`],
-//! [`bridge`], [`per_byte`], [`fixed`]. Each is registered by one line in [`crate::policies`].
+//! [`link_aware`], [`bridge`], [`per_byte`], [`fixed`]. Each is registered by one line in
+//! [`crate::policies`].
 
 use core::fmt::Debug;
 
@@ -30,6 +31,7 @@ pub mod bridge;
 pub mod fixed;
 pub mod lim2020;
 pub mod lim2024;
+pub mod link_aware;
 pub mod lwip;
 pub mod per_byte;
 pub mod planned;
@@ -40,6 +42,7 @@ pub use bridge::{BridgeRtoConfig, NfcChannelModel};
 pub use fixed::FixedRtoConfig;
 pub use lim2020::{Lim2020Config, LimRtoConfig};
 pub use lim2024::Lim2024Config;
+pub use link_aware::LinkAwareConfig;
 pub use lwip::LwipRtoConfig;
 pub use per_byte::PerByteRtoConfig;
 pub use rfc6298::Rfc6298Config;
@@ -60,6 +63,39 @@ pub struct ConnectionContext {
     /// A per-connection seed for policies that randomise (dithering); the
     /// same seed always gives the same run.
     pub seed: u64,
+    /// What the host's link layer knows of the path's timing when the
+    /// connection is opened, if anything (see [`PathHint`]). Policies that
+    /// do not use it ignore it; without it they all behave alike.
+    pub path: Option<PathHint>,
+}
+
+/// What a host's link layer knows about the timing of a connection's path
+/// across a duty-cycled multi-hop network, handed to the RTO policy when
+/// the connection is opened ([`ConnectionContext::path`]).
+///
+/// It describes the constrained part of the path: from the host to the
+/// network's border router (for a low-power mesh, the RPL root), where the
+/// round trip is dominated by radios that sleep between channel checks.
+/// Its two numbers are link facts, not a timeout: a policy turns them into
+/// one (see [`link_aware`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathHint {
+    /// Link-layer hops from the host to the border router, as the routing
+    /// protocol lets the host estimate them. For RPL it is the DAGRank
+    /// difference `⌊rank / MinHopRankIncrease⌋ − ⌊root rank /
+    /// MinHopRankIncrease⌋` (RFC 6550 §3.5.1): with MRHOF each hop adds
+    /// `MinHopRankIncrease × ETX` to the rank, so over links that deliver at
+    /// the first try this is the hop count, and each further expected
+    /// transmission of a lossier link counts as one more hop. At least 1.
+    pub hops: u32,
+    /// The longest one hop takes to deliver a full-sized frame with one
+    /// link-layer transmission, acknowledgment included, when the receiver
+    /// is asleep: for ContikiMAC the sender's channel checks, a strobe
+    /// train as long as the MAC sends one (a whole channel check interval
+    /// plus two wake-up checks), then the frame's airtime, the turnaround
+    /// and the ACK. CSMA's retransmissions are not included; a policy
+    /// allows for them.
+    pub hop_time: SimDuration,
 }
 
 /// One segment handed to the network.
@@ -204,6 +240,7 @@ pub(crate) mod test_util {
             active_open: true,
             granularity,
             seed: 1,
+            path: None,
         }
     }
 

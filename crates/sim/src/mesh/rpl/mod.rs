@@ -462,6 +462,25 @@ impl Rpl {
         self.dag.as_ref().map_or(INFINITE_RANK, |d| d.rank)
     }
 
+    /// Hops to the root as the node can tell them from its rank alone:
+    /// `DAGRank(rank) − DAGRank(root rank)` (RFC 6550 §3.5.1), with the
+    /// DODAG's MinHopRankIncrease. Under MRHOF each hop adds
+    /// MinHopRankIncrease × ETX, so this is the hop count over links that
+    /// deliver at the first try and counts each further expected
+    /// transmission as one more hop. `Some(0)` at the root; `None` outside
+    /// a DODAG or without a preferred parent.
+    pub fn hops_to_root(&self) -> Option<u32> {
+        let dag = self.dag.as_ref()?;
+        if self.is_root {
+            return Some(0);
+        }
+        if dag.preferred.is_none() || dag.rank == INFINITE_RANK {
+            return None;
+        }
+        let rank = dag.dag_rank(u32::from(dag.rank));
+        Some(rank.saturating_sub(dag.dag_rank(u32::from(dag.root_rank()))))
+    }
+
     /// The DODAGID of the DODAG joined.
     pub fn dodag_id(&self) -> Option<Ipv6Addr> {
         self.dag.as_ref().map(|d| d.dodag_id)
