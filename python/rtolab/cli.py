@@ -615,6 +615,25 @@ def reproduce(
     ] = None,
     out: Annotated[Path, typer.Option(help="Output directory.")] = Path("results/reproduce"),
     report: Annotated[bool, typer.Option(help="Write report.html at the end.")] = True,
+    seeds: Annotated[
+        int | None,
+        typer.Option(help="Seeds per configuration, for experiments that take it.", min=1),
+    ] = None,
+    duration: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds of the measured phase (e.g. of sending), for experiments that take it.",
+            min=1.0,
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Local Dask workers for experiments run in parallel (default: one per core; "
+            "0: no Dask).",
+            min=0,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
     """Run every registered experiment of a system and report on them."""
@@ -646,7 +665,9 @@ def reproduce(
             out_console.print(table)
             out_console.print("run one with: rtolab reproduce SYSTEM (or all)")
             return
-        registry.select(target)  # unknown names fail here, before any output
+        options = {"seeds": seeds, "duration": duration}
+        # Unknown names and options fail here, before any output.
+        registry.check_options(registry.select(target), options)
         with _progress(as_json) as progress:
             task = progress.add_task(f"reproduce {_shown(target)}", total=None)
             outcome = registry.reproduce(
@@ -654,6 +675,8 @@ def reproduce(
                 out,
                 on_start=lambda n: progress.update(task, total=n),
                 on_result=lambda _: progress.advance(task),
+                options=options,
+                workers=workers,
             )
         page = None
         if report:

@@ -374,6 +374,10 @@ def _unfinished_html(spec: dict[str, Any], found: int) -> list[str]:
 # ----- a reproduction -----
 
 
+#: Runs of one experiment beyond which the report collapses their list.
+LONG_RUN_LIST = 20
+
+
 def reproduction_report(directory: Path) -> str:
     """The HTML page of a reproduction's output directory."""
     data = read_json_file(directory / MANIFEST)
@@ -442,11 +446,17 @@ def reproduction_report(directory: Path) -> str:
             else:
                 row["error"] = record.error
             rows.append(row)
-        body.append("<h3>Runs</h3>" + table_html(pd.DataFrame(rows)))
-        body.extend(figures)
+        # The experiment's own tables and figures come first; a long list
+        # of runs is collapsed after them.
         registered = [e for e in experiments() if e.key == key]
         if registered and registered[0].report is not None:
             body.extend(registered[0].report(directory))
+        listing = table_html(pd.DataFrame(rows))
+        if len(rows) > LONG_RUN_LIST:
+            body.append(f"<details><summary>Runs ({len(rows)})</summary>{listing}</details>")
+        else:
+            body.append("<h3>Runs</h3>" + listing)
+        body.extend(figures)
     return _page(
         "rtolab reproduction",
         f"Output in <code>{_esc(directory)}</code>",

@@ -83,6 +83,16 @@ class Experiment:
     #: HTML sections the reproduction report adds for this experiment,
     #: given the reproduction's output directory.
     report: Callable[[Path], Sequence[str]] | None = None
+    #: Options of ``rtolab reproduce`` it reads through :func:`option`
+    #: (e.g. ``seeds``, ``duration``).
+    options: tuple[str, ...] = ()
+    #: Whether its runs go to Dask worker processes, as a sweep's do.
+    parallel: bool = False
+    #: Work done on the worker right after each run, given the run's result
+    #: and its :attr:`ExperimentRun.params` (for instance reading its traces
+    #: into a small summary file in the run's directory); it must be a
+    #: module-level function, so that workers can import it.
+    analyse: Callable[[Result, dict[str, Any]], None] | None = None
 
     @property
     def key(self) -> str:
@@ -92,6 +102,15 @@ class Experiment:
 
 _REGISTRY: dict[str, Experiment] = {}
 _loaded = False
+#: The options of the reproduction under way (see :func:`option`).
+_OPTIONS: dict[str, Any] = {}
+
+
+def option(name: str, default: Any) -> Any:
+    """The value of ``rtolab reproduce --NAME`` for the reproduction under
+    way, or ``default`` when it was not given."""
+    value = _OPTIONS.get(name)
+    return default if value is None else value
 
 
 def system_dir(results: dict[str, Result]) -> Path | None:
@@ -240,55 +259,136 @@ class Reproduction:
             raise ResultError(str(out / MANIFEST), "garbled: not a reproduction manifest") from None
 
 
+def check_options(chosen: Sequence[Experiment], options: dict[str, Any]) -> None:
+    """Raises :class:`ExperimentError` for a given option that none of the
+    ``chosen`` experiments reads."""
+    taken = {name for e in chosen for name in e.options}
+    unused = sorted(k for k, v in options.items() if v is not None and k not in taken)
+    if unused:
+        names = ", ".join(f"--{k}" for k in unused)
+        raise ExperimentError(f"{names}: not an option of the experiments chosen")
+
+
+def execute_run(
+    scenario: ScenarioSource,
+    seed: int,
+    run_dir: str,
+    duration: float | None,
+    params: dict[str, Any],
+    analyse: Callable[[Result, dict[str, Any]], None] | None = None,
+) -> tuple[str, str | None, str, float]:
+    """Runs one experiment run into ``run_dir`` (in this process or on a
+    Dask worker), then ``analyse``; returns status, error, scenario name and
+    wall time."""
+    from rtolab.api import run
+
+    t0 = time.perf_counter()
+    try:
+        result = run(scenario, seed=seed, out=run_dir, duration=duration)
+        if analyse is not None:
+            analyse(result, params)
+        status, error, name = "ok", None, result.name
+    except RtolabError as err:
+        status, error, name = "failed", str(err), str(scenario)[:60]
+    return status, error, name, time.perf_counter() - t0
+
+
 def reproduce(
     target: str,
     out: str | Path,
     *,
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[RunRecord], None] | None = None,
+    options: dict[str, Any] | None = None,
+    workers: int | None = None,
 ) -> Reproduction:
     """Runs every experiment ``target`` names (see :func:`select`) into
     ``out/<system>/<experiment>/<label>/`` and writes ``out/reproduce.json``.
 
-    Runs are deterministic; a run that fails is recorded with its error and
-    the others go on."""
-    from rtolab.api import run
+    ``options`` (``rtolab reproduce --seeds``, ``--duration``) go to the
+    experiments that read them. The runs of experiments marked ``parallel``
+    go to ``workers`` local Dask worker processes (default: one per core;
+    ``0``: this process), the others run here in turn. Runs are
+    deterministic; a run that fails is recorded with its error and the
+    others go on."""
+    import os
+
+    from rtolab.api import Result
 
     started = time.perf_counter()
     chosen = select(target)
-    out_dir = Path(out)
-    plan = [(e, r) for e in chosen for r in e.runs()]
-    if on_start is not None:
-        on_start(len(plan))
-    outcome = Reproduction(out_dir=out_dir)
-    results: dict[str, dict[str, Result]] = {e.key: {} for e in chosen}
-    for experiment, spec in plan:
-        run_dir = out_dir / experiment.system / experiment.name / spec.label
-        t0 = time.perf_counter()
-        try:
-            result = run(spec.scenario, seed=spec.seed, out=run_dir, duration=spec.duration)
-            results[experiment.key][spec.label] = result
-            status, error, name = "ok", None, result.name
-        except RtolabError as err:
-            status, error, name = "failed", str(err), str(spec.scenario)[:60]
-        record = RunRecord(
-            system=experiment.system,
-            experiment=experiment.name,
-            label=spec.label,
-            scenario=name,
-            seed=spec.seed,
-            out_dir=str(run_dir.relative_to(out_dir)),
-            status=status,
-            error=error,
-            wall_s=time.perf_counter() - t0,
-            params=dict(spec.params),
-        )
-        outcome.runs.append(record)
-        if on_result is not None:
-            on_result(record)
-    for experiment in chosen:
-        if experiment.checks is not None:
-            outcome.checks[experiment.key] = list(experiment.checks(results[experiment.key]))
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    check_options(chosen, given)
+    _OPTIONS.clear()
+    _OPTIONS.update(given)
+    try:
+        out_dir = Path(out)
+        plan = [(e, r) for e in chosen for r in e.runs()]
+        if on_start is not None:
+            on_start(len(plan))
+        outcome = Reproduction(out_dir=out_dir)
+        results: dict[str, dict[str, Result]] = {e.key: {} for e in chosen}
+
+        def record(experiment: Experiment, spec: ExperimentRun, done: tuple[Any, ...]) -> None:
+            status, error, name, wall = done
+            run_dir = out_dir / experiment.system / experiment.name / spec.label
+            if status == "ok":
+                results[experiment.key][spec.label] = Result.load(run_dir)
+            rec = RunRecord(
+                system=experiment.system,
+                experiment=experiment.name,
+                label=spec.label,
+                scenario=name,
+                seed=spec.seed,
+                out_dir=str(run_dir.relative_to(out_dir)),
+                status=status,
+                error=error,
+                wall_s=wall,
+                params=dict(spec.params),
+            )
+            outcome.runs.append(rec)
+            if on_result is not None:
+                on_result(rec)
+
+        def args(experiment: Experiment, spec: ExperimentRun) -> tuple[Any, ...]:
+            run_dir = out_dir / experiment.system / experiment.name / spec.label
+            return (spec.scenario, spec.seed, str(run_dir), spec.duration, dict(spec.params))
+
+        n_workers = (os.cpu_count() or 1) if workers is None else workers
+        spread = [(e, r) for e, r in plan if e.parallel and n_workers > 0]
+        done: dict[int, tuple[Any, ...]] = {}
+        if spread:
+            from distributed import as_completed
+
+            from rtolab.sweeps import _client
+
+            with _client(n_workers, None) as client:
+                futures = {
+                    client.submit(
+                        execute_run, *args(e, r), e.analyse, key=f"rtolab-{e.key}-{r.label}"
+                    ): i
+                    for i, (e, r) in enumerate(spread)
+                }
+                for future in as_completed(list(futures)):
+                    e, r = spread[futures[future]]
+                    done[futures[future]] = future.result()
+                    record(e, r, done[futures[future]])
+        for experiment, spec in plan:
+            if experiment.parallel and n_workers > 0:
+                continue
+            record(experiment, spec, execute_run(*args(experiment, spec), experiment.analyse))
+        # The manifest lists runs in plan order, whatever order they ended in.
+        order = {(e.key, r.label): i for i, (e, r) in enumerate(plan)}
+        outcome.runs.sort(key=lambda rec: order[(f"{rec.system}/{rec.experiment}", rec.label)])
+        for experiment in chosen:
+            if experiment.checks is not None:
+                ran = results[experiment.key]
+                ordered = {
+                    r.label: ran[r.label] for e, r in plan if e is experiment and r.label in ran
+                }
+                outcome.checks[experiment.key] = list(experiment.checks(ordered))
+    finally:
+        _OPTIONS.clear()
     outcome.wall_s = time.perf_counter() - started
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / MANIFEST).write_text(

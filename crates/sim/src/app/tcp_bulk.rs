@@ -1,6 +1,12 @@
 //! Bulk TCP transfer: a sender that pushes a number of bytes (or as much as
 //! it can until a stop time) over one connection, and a sink that accepts
 //! connections, counts what arrives and checks every byte.
+//!
+//! A sender with a `reconnect` delay does what Contiki's TCP client
+//! applications do when their connection fails (reset, or timed out,
+//! including a SYN that was never answered): it opens a new connection
+//! after the delay and goes on sending. Each connection carries its own
+//! pattern stream from offset 0, as the sink checks it.
 
 use std::net::SocketAddr;
 
@@ -17,6 +23,7 @@ pub(crate) const CHUNK: usize = 16 * 1024;
 
 const TOKEN_START: u64 = 0;
 const TOKEN_STOP: u64 = 1;
+const TOKEN_RECONNECT: u64 = 2;
 
 /// Parameters of a [`TcpBulkApp`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +37,9 @@ pub struct TcpBulkConfig {
     /// When to stop queuing data and close (`None`: never, or when `bytes`
     /// are sent).
     pub stop: Option<SimTime>,
+    /// After a failed connection, wait this long and open a new one
+    /// (`None`: give up).
+    pub reconnect: Option<SimDuration>,
 }
 
 /// Counters of a [`TcpBulkApp`].
@@ -46,8 +56,16 @@ pub struct TcpBulkStats {
     pub completion_time_ns: Option<u64>,
     /// `bytes_acked` over the completion time, bits per second.
     pub goodput_bps: Option<f64>,
-    /// Why the connection ended early: `reset`, `timed_out`, or `null`.
+    /// Why the connection ended early: `reset`, `timed_out`, or `null`;
+    /// with `reconnect`, why the last failed connection ended.
     pub failure: Option<&'static str>,
+    /// Connections opened (reported only with `reconnect`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_opened: Option<u64>,
+    /// Connections that failed: reset, timed out, or could not be opened
+    /// (reported only with `reconnect`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_failed: Option<u64>,
 }
 
 /// Queues up to `limit` bytes of the pattern stream on `flow`, continuing
@@ -96,6 +114,11 @@ pub struct TcpBulkApp {
     flow: Option<FlowId>,
     opened: SimTime,
     closing: bool,
+    /// Bytes acknowledged on earlier connections.
+    acked_before: u64,
+    /// `bytes_sent` when the current connection was opened: its pattern
+    /// stream starts there at offset 0.
+    sent_before: u64,
     chunk: Vec<u8>,
     stats: TcpBulkStats,
 }
@@ -108,15 +131,65 @@ impl TcpBulkApp {
             flow: None,
             opened: SimTime::ZERO,
             closing: false,
+            acked_before: 0,
+            sent_before: 0,
             chunk: vec![0; CHUNK],
-            stats: TcpBulkStats::default(),
+            stats: TcpBulkStats {
+                connections_opened: config.reconnect.map(|_| 0),
+                connections_failed: config.reconnect.map(|_| 0),
+                ..TcpBulkStats::default()
+            },
         }
     }
 
+    /// Bytes queued on the current connection.
+    fn sent_here(&self) -> u64 {
+        self.stats.bytes_sent - self.sent_before
+    }
+
     fn remaining(&self) -> u64 {
+        // Bytes lost with a failed connection are sent again on the next.
+        let delivered = self.acked_before + self.sent_here();
         self.config
             .bytes
-            .map_or(u64::MAX, |b| b.saturating_sub(self.stats.bytes_sent))
+            .map_or(u64::MAX, |b| b.saturating_sub(delivered))
+    }
+
+    /// Opens a connection to the peer; with `reconnect`, a connection that
+    /// cannot be opened is tried again after the delay.
+    fn connect<C: AppCx>(&mut self, cx: &mut C) {
+        if let Some(n) = self.stats.connections_opened.as_mut() {
+            *n += 1;
+        }
+        match cx.tcp_connect(self.config.peer) {
+            Ok(flow) => {
+                self.flow = Some(flow);
+                if self.stats.connections_opened.unwrap_or(1) == 1 {
+                    self.opened = cx.now();
+                }
+                self.sent_before = self.stats.bytes_sent;
+                // Data queued now leaves right after the handshake.
+                self.fill(cx, flow);
+            }
+            Err(_) => {
+                self.stats.failure = Some("connect_failed");
+                self.retry_later(cx);
+            }
+        }
+    }
+
+    /// Counts a failed connection and, with `reconnect`, arms the timer of
+    /// the next one.
+    fn retry_later<C: AppCx>(&mut self, cx: &mut C) {
+        if let (Some(delay), Some(failures)) = (
+            self.config.reconnect,
+            self.stats.connections_failed.as_mut(),
+        ) {
+            *failures += 1;
+            if !self.closing {
+                cx.set_timer(cx.now() + delay, TOKEN_RECONNECT);
+            }
+        }
     }
 
     /// Queues as much as the send buffer takes; closes once everything is
@@ -126,7 +199,7 @@ impl TcpBulkApp {
             return;
         }
         let remaining = self.remaining();
-        let queued = send_pattern(cx, flow, self.stats.bytes_sent, remaining, &mut self.chunk);
+        let queued = send_pattern(cx, flow, self.sent_here(), remaining, &mut self.chunk);
         self.stats.bytes_sent += queued;
         if queued == remaining {
             self.closing = true;
@@ -136,11 +209,11 @@ impl TcpBulkApp {
 
     fn update_acked<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
         if let Ok(c) = cx.tcp_connection(flow) {
-            self.stats.bytes_acked = c.stats().bytes_acked;
+            self.stats.bytes_acked = self.acked_before + c.stats().bytes_acked;
         }
         // Complete once nothing more will be queued and all of it is acked.
-        if !self.stats.completed && self.closing && self.stats.bytes_acked == self.stats.bytes_sent
-        {
+        let queued = self.acked_before + self.sent_here();
+        if !self.stats.completed && self.closing && self.stats.bytes_acked == queued {
             let duration = cx.now().saturating_since(self.opened).as_nanos();
             self.stats.completed = true;
             self.stats.completion_time_ns = Some(duration);
@@ -173,15 +246,12 @@ impl<C: AppCx> App<C> for TcpBulkApp {
 
     fn on_timer(&mut self, cx: &mut C, token: u64) {
         match token {
-            TOKEN_START => match cx.tcp_connect(self.config.peer) {
-                Ok(flow) => {
-                    self.flow = Some(flow);
-                    self.opened = cx.now();
-                    // Data queued now leaves right after the handshake.
-                    self.fill(cx, flow);
+            TOKEN_START => self.connect(cx),
+            TOKEN_RECONNECT => {
+                if !self.closing && self.flow.is_none() {
+                    self.connect(cx);
                 }
-                Err(_) => self.stats.failure = Some("connect_failed"),
-            },
+            }
             _ => {
                 cx.trace(AppEvent::Stopped);
                 if let Some(flow) = self.flow.filter(|_| !self.closing) {
@@ -189,6 +259,8 @@ impl<C: AppCx> App<C> for TcpBulkApp {
                     let _ = cx.tcp_close(flow);
                     self.update_acked(cx, flow);
                 }
+                // No new connection after the stop.
+                self.closing = true;
             }
         }
     }
@@ -212,6 +284,13 @@ impl<C: AppCx> App<C> for TcpBulkApp {
                     self.stats.failure = Some(transfer_failed(cx, flow, event));
                 }
                 self.flow = None;
+                if event != TcpEvent::Closed && !self.stats.completed {
+                    // What the peer acknowledged stays delivered; the rest
+                    // goes again on the next connection.
+                    self.acked_before = self.stats.bytes_acked;
+                    self.sent_before = self.stats.bytes_sent;
+                    self.retry_later(cx);
+                }
             }
         }
     }
@@ -356,7 +435,11 @@ pub struct RawTcpBulk {
     bytes: Option<u64>,
     start: Option<Duration>,
     stop: Option<Duration>,
+    reconnect: Option<Duration>,
 }
+
+/// The shortest `reconnect` delay.
+pub const MIN_RECONNECT: SimDuration = SimDuration::from_millis(1);
 
 /// `kind = "tcp-bulk"`: a TCP bulk sender ([`TcpBulkApp`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -369,6 +452,9 @@ pub struct TcpBulkSpec {
     pub start: SimDuration,
     /// When to stop sending and close.
     pub stop: Option<SimDuration>,
+    /// Delay before a new connection replaces a failed one (`None`: no new
+    /// connection).
+    pub reconnect: Option<SimDuration>,
 }
 
 impl ScenarioApp for TcpBulkSpec {
@@ -385,11 +471,19 @@ impl ScenarioApp for TcpBulkSpec {
         if raw.bytes == Some(0) {
             return Err(ScenarioError::new(cx.at("bytes"), "must be positive"));
         }
+        let reconnect = raw.reconnect.map(|d| d.0);
+        if reconnect.is_some_and(|d| d < MIN_RECONNECT) {
+            return Err(ScenarioError::new(
+                cx.at("reconnect"),
+                "must be at least 1ms (a timer re-armed after every failed connection)",
+            ));
+        }
         Ok(TcpBulkSpec {
             peer,
             bytes: raw.bytes,
             start,
             stop,
+            reconnect,
         })
     }
 
@@ -399,6 +493,7 @@ impl ScenarioApp for TcpBulkSpec {
             bytes: self.bytes,
             start: SimTime::ZERO + self.start,
             stop: self.stop.map(|stop| SimTime::ZERO + stop),
+            reconnect: self.reconnect,
         })
     }
 
