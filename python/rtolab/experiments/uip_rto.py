@@ -54,6 +54,9 @@ SCHEMES: dict[str, dict[str, Any]] = {
     "uip": {"rto": {"policy": "uip", "uip_rto": "3s"}},
     "lim2020": {"rto": {"policy": "lim2020"}},
     "lim2024": {"rto": {"policy": "lim2024"}},
+    # Ours: the first RTO from the path the mesh reports, then Lim 2024
+    # (docs/mesh.md, "A link-aware initial RTO").
+    "link_aware": {"rto": {"policy": "link_aware"}},
 }
 #: Seeds per scheme unless ``--seeds`` says otherwise.
 DEFAULT_SEEDS = 50
