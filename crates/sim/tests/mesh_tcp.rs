@@ -290,9 +290,9 @@ fn the_study_network_carries_clients_through_the_border_router() {
 
 /// Opens its connection at `at` (once RPL has formed the tree), notes what
 /// the connection's RTO policy was told and chose, then sends `data`. At
-/// start it sends a SYN to a closed port of the peer: the mesh runs its
-/// MAC and RPL from its first datagram on, and this one also measures the
-/// links along the path, so the ranks count hops by the time of `at`.
+/// start it sends a SYN to a closed port of the peer: its frames measure
+/// the links along the path (a new link's ETX starts at 2), so the ranks
+/// count hops by the time of `at`.
 struct LateUpload {
     at: SimTime,
     upload: Upload,
