@@ -706,7 +706,7 @@ register(
     Experiment(
         system=SYSTEM,
         name="schemes",
-        title="uIP's fixed RTO, Lim 2020 and Lim 2024 on the 4 x 4 ContikiMAC mesh",
+        title="uIP's fixed RTO, Lim 2020, Lim 2024 and a link-aware timer on the 4 x 4 mesh",
         description=(
             "15 uIP clients send 48-byte segments to a server behind the border router for "
             "10 minutes (after 2 minutes of RPL formation), with each RTO scheme and many "
