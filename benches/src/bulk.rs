@@ -342,6 +342,7 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
                     bytes: None,
                     start: SimTime::ZERO,
                     stop: None,
+                    reconnect: None,
                 })),
             ),
         };
