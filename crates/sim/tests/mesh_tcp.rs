@@ -86,16 +86,7 @@ fn upload_over_three_hops(
     // and the test would measure timeouts rather than the mesh.
     profile.recv_buffer = 400;
     let config = sim.add_tcp_config(Config::from_profile(profile));
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let collect = sim.add_app(
-        n1,
-        "collect",
-        AnyApp::Custom(Box::new(Collect {
-            port: 80,
-            got: got.clone(),
-        })),
-    );
-    sim.set_app_tcp_config(collect, config);
+    let got = collector(&mut sim, n1, config);
     let heard = Arc::new(Mutex::new(Vec::new()));
     let upload = sim.add_app(
         n4,
@@ -116,6 +107,26 @@ fn upload_over_three_hops(
     );
     let received = got.lock().unwrap().clone();
     (received, data, sim, log)
+}
+
+/// A [`Collect`] on port 80 of `node` with TCP configuration `config`;
+/// returns where its bytes go.
+fn collector(
+    sim: &mut rtolab_sim::Simulator,
+    node: NodeId,
+    config: rtolab_sim::tcp::TcpConfigId,
+) -> Arc<Mutex<Vec<u8>>> {
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let collect = sim.add_app(
+        node,
+        "collect",
+        AnyApp::Custom(Box::new(Collect {
+            port: 80,
+            got: got.clone(),
+        })),
+    );
+    sim.set_app_tcp_config(collect, config);
+    got
 }
 
 fn node_id(sim: &rtolab_sim::Simulator, name: &str) -> NodeId {
@@ -346,16 +357,7 @@ fn a_member_three_hops_out_gets_a_link_aware_first_timer() {
     let rto = profile.rto;
     let granularity = profile.rto_timer;
     let config = sim.add_tcp_config(Config::from_profile(profile));
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let collect = sim.add_app(
-        n1,
-        "collect",
-        AnyApp::Custom(Box::new(Collect {
-            port: 80,
-            got: got.clone(),
-        })),
-    );
-    sim.set_app_tcp_config(collect, config);
+    let got = collector(&mut sim, n1, config);
     let data: Vec<u8> = (0..2000u32).map(|i| (i * 7 + i / 256) as u8).collect();
     let heard = Arc::new(Mutex::new(Vec::new()));
     let opened = Arc::new(Mutex::new(None));

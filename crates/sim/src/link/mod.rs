@@ -309,3 +309,18 @@ link_registry! {
     /// A SLIP serial line, timed by each datagram's encoding ([`SlipLink`]).
     Slip => SlipSpec,
 }
+
+/// Drives a link until it is idle, returning each output with the time it
+/// came at (for the models' unit tests).
+#[cfg(test)]
+pub(crate) fn drain_link<L: LinkModel<u32>>(
+    link: &mut L,
+    out: &mut Vec<LinkOutput<u32>>,
+) -> Vec<(SimTime, LinkOutput<u32>)> {
+    let mut log = Vec::new();
+    while let Some(t) = link.poll_timeout() {
+        link.handle_timeout(t, out);
+        log.extend(out.drain(..).map(|o| (t, o)));
+    }
+    log
+}

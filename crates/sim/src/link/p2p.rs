@@ -516,18 +516,7 @@ mod tests {
         }
     }
 
-    /// Drives the link until idle, returning (time, output) pairs.
-    fn drain(
-        l: &mut P2pLink<u32>,
-        out: &mut Vec<LinkOutput<u32>>,
-    ) -> Vec<(SimTime, LinkOutput<u32>)> {
-        let mut log = Vec::new();
-        while let Some(t) = l.poll_timeout() {
-            l.handle_timeout(t, out);
-            log.extend(out.drain(..).map(|o| (t, o)));
-        }
-        log
-    }
+    use crate::link::drain_link as drain;
 
     #[test]
     fn frames_serialise_back_to_back_then_propagate() {

@@ -387,18 +387,7 @@ mod tests {
         (bytes * 10 * 1_000_000_000).div_ceil(115_200)
     }
 
-    /// Drives the line until idle, returning (time, output) pairs.
-    fn drain(
-        l: &mut SlipLink<u32>,
-        out: &mut Vec<LinkOutput<u32>>,
-    ) -> Vec<(SimTime, LinkOutput<u32>)> {
-        let mut log = Vec::new();
-        while let Some(t) = l.poll_timeout() {
-            l.handle_timeout(t, out);
-            log.extend(out.drain(..).map(|o| (t, o)));
-        }
-        log
-    }
+    use crate::link::drain_link as drain;
 
     fn deliveries(log: &[(SimTime, LinkOutput<u32>)]) -> Vec<(u64, Port, u32)> {
         log.iter()
