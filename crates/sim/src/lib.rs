@@ -48,6 +48,7 @@ pub mod direction;
 mod event;
 pub mod limits;
 pub mod link;
+mod link_slot;
 pub mod mac;
 pub mod mesh;
 pub mod middlebox;

@@ -34,6 +34,7 @@ use crate::link::{
     LinkIndication, LinkModel, LinkModelSpec, LinkOutput, LinkStats, NfcConfig, NfcLink, P2pConfig,
     P2pLink, Port, Position, RateDelay,
 };
+use crate::link_slot::LinkSlot;
 use crate::middlebox::{call_hook, Action as MiddleboxAction, AnyMiddlebox, Held, MiddleboxCx};
 use crate::node::{IfaceId, Interface, LinkId, MiddleboxId, Node, NodeId, Route};
 use crate::pool::{PacketId, PacketPool};
@@ -116,15 +117,6 @@ pub enum SimError {
         /// When.
         at: SimTime,
     },
-}
-
-pub(crate) struct LinkSlot {
-    name: String,
-    pub(crate) link: Link,
-    ports: Vec<IfaceId>,
-    /// The instant of the pending wakeup event, if any.
-    wakeup: Option<SimTime>,
-    generation: u32,
 }
 
 struct MiddleboxSlot {

@@ -69,11 +69,11 @@ use serde::{Serialize, Serializer};
 use crate::config::ScenarioError;
 use crate::event::Event;
 use crate::link::LinkModel;
+use crate::link_slot::LinkSlot;
 use crate::node::{Node, NodeId};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::{EventId, EventQueue};
 use crate::rng::{LazyStream, SimRng};
-use crate::sim::LinkSlot;
 use crate::tcp::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
 use crate::trace::{AppEvent, TraceEvent, Tracer};
 
