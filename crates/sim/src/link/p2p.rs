@@ -389,19 +389,28 @@ pub struct WiredSpec {
     pub loss: f64,
 }
 
+/// A link's `loss` field: a probability, 0 when absent.
+pub(super) fn loss_probability(
+    loss: Option<f64>,
+    cx: &LinkCheck<'_>,
+) -> Result<f64, ScenarioError> {
+    let loss = loss.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&loss) {
+        return Err(ScenarioError::new(
+            cx.at("loss"),
+            format!("must be between 0 and 1, got {loss}"),
+        ));
+    }
+    Ok(loss)
+}
+
 impl WiredSpec {
     /// Validates the fields shared by the wired kinds.
     pub fn validate(raw: RawWired, cx: &mut LinkCheck<'_>) -> Result<WiredSpec, ScenarioError> {
         let rate = required(&raw.rate, cx.at("rate"), &cx.what)?.0;
         let (ends, _) = two_ends(&raw.ends, cx, false)?;
         let delay = required(&raw.delay, cx.at("delay"), &cx.what)?.0;
-        let loss = raw.loss.unwrap_or(0.0);
-        if !(0.0..=1.0).contains(&loss) {
-            return Err(ScenarioError::new(
-                cx.at("loss"),
-                format!("must be between 0 and 1, got {loss}"),
-            ));
-        }
+        let loss = loss_probability(raw.loss, cx)?;
         Ok(WiredSpec {
             ends,
             rate_bps: rate,

@@ -48,6 +48,7 @@ use rtolab_wire::slip;
 use serde::{Deserialize, Serialize};
 
 use super::ends::two_ends;
+use super::p2p::loss_probability;
 use super::{
     DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, P2pConfig, P2pLink, Port,
     RawEnd, ScenarioLink, DEFAULT_QUEUE,
@@ -320,13 +321,7 @@ impl ScenarioLink for SlipSpec {
                     ),
                 )
             })?;
-        let loss = raw.loss.unwrap_or(0.0);
-        if !(0.0..=1.0).contains(&loss) {
-            return Err(ScenarioError::new(
-                cx.at("loss"),
-                format!("must be between 0 and 1, got {loss}"),
-            ));
-        }
+        let loss = loss_probability(raw.loss, cx)?;
         Ok(SlipSpec {
             ends,
             config: SlipConfig {
