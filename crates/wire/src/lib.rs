@@ -96,6 +96,7 @@ pub mod pcap;
 pub mod sixlowpan;
 pub mod slip;
 pub mod tcp;
+pub mod timelost;
 pub mod udp;
 
 pub use error::{WireError, WireErrorKind};
