@@ -259,7 +259,7 @@ mod tests {
         let header = 20;
         let options = [1, 253, 8, 0x54, 0x4c, 0, 0, 0, 7, 0, 0, 0];
         let mut segment = d[header..header + 20].to_vec();
-        segment[12] = ((20 + options.len()) / 4 << 4) as u8;
+        segment[12] = (((20 + options.len()) / 4) << 4) as u8;
         segment.extend_from_slice(&options);
         segment.extend_from_slice(b"odd");
         d.truncate(header);
