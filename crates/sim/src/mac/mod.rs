@@ -17,6 +17,8 @@
 
 pub mod aloha;
 pub mod csma_ca;
+pub mod dcf;
+pub mod wlan;
 #[macro_use]
 mod registry;
 
