@@ -16,6 +16,7 @@
 //! medium's `mac` table), then one line in the `mac_registry!` call below.
 
 pub mod aloha;
+pub mod bianchi;
 pub mod csma_ca;
 pub mod dcf;
 pub mod wlan;
