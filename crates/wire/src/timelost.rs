@@ -29,6 +29,13 @@ pub fn rets_from_nanos(nanos: u64) -> u32 {
     u32::try_from(nanos / RETS_UNIT_NS).unwrap_or(u32::MAX)
 }
 
+/// The `rets` an interface writes on an attempt: what the packet brought
+/// when the interface took it (`arrived`), plus the whole units lost since
+/// its own first attempt. Over several wireless hops the values add up.
+pub fn rets_on_attempt(arrived: u32, since_first_attempt_ns: u64) -> u32 {
+    arrived.saturating_add(rets_from_nanos(since_first_attempt_ns))
+}
+
 /// Where a datagram's TCP segment starts and ends, if it carries the start
 /// of one.
 fn tcp_segment(datagram: &[u8]) -> Option<(usize, usize)> {
@@ -217,6 +224,35 @@ mod tests {
         assert_eq!(rets_from_nanos(20_000), 1);
         assert_eq!(rets_from_nanos(1_000_000), 50);
         assert_eq!(rets_from_nanos(u64::MAX), u32::MAX);
+    }
+
+    #[test]
+    fn rets_add_up_over_one_and_two_wireless_hops() {
+        // Hop 1 (the mobile): the source sent 0; attempts at 0, 1.3 ms and
+        // 2.71 ms after the first, the last one acknowledged.
+        let mut d = v4(Some(0), b"segment");
+        let arrived = read_rets(&d).unwrap();
+        let mut written = Vec::new();
+        for since in [0, 1_300_000, 2_710_000] {
+            write_rets(&mut d, rets_on_attempt(arrived, since));
+            written.push(read_rets(&d).unwrap());
+        }
+        // 1.3 ms is 65 slots; 2.71 ms is 135.5, counted 135.
+        assert_eq!(written, [0, 65, 135]);
+        // Hop 2 (the access point) takes the packet with 135 and needs two
+        // attempts, 0.5 ms apart: the receiver reads 135 + 25.
+        let arrived = read_rets(&d).unwrap();
+        for since in [0, 500_000] {
+            write_rets(&mut d, rets_on_attempt(arrived, since));
+        }
+        assert_eq!(parsed_v4(&d), Some(160));
+        // A hop without retransmissions adds nothing and changes no byte.
+        let before = d.clone();
+        let arrived = read_rets(&d).unwrap();
+        write_rets(&mut d, rets_on_attempt(arrived, 0));
+        assert_eq!(d, before);
+        // Saturates rather than wraps.
+        assert_eq!(rets_on_attempt(u32::MAX - 1, 1_000_000), u32::MAX);
     }
 
     #[test]
