@@ -224,3 +224,86 @@ fn scenario_errors_name_the_field() {
     let e = error("10.0.2.2/24", "10.0.2.1/24");
     assert!(e.contains("link[1].stations[0].address"), "{e}");
 }
+
+fn tshark_count(file: &std::path::Path, filter: &str) -> usize {
+    let out = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[test]
+fn radiotap_captures_decode_cleanly_and_show_the_retries_we_count() {
+    if std::process::Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("tshark not installed: skipping the capture check");
+        return;
+    }
+    let text = scenario(550.0, true, true).replace("bytes = 1000000", "bytes = 300000")
+        + r#"
+[[capture]]
+host = "ap"
+link = "wlan"
+file = "ap.pcap"
+
+[[capture]]
+host = "sink"
+link = "wlan"
+file = "sink.pcap"
+"#;
+    let dir = std::env::temp_dir().join(format!("rtolab-wifi-pcap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let scenario = Scenario::from_toml_str(&text).unwrap();
+    let options = RunOptions {
+        out_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let report = run_scenario(&scenario, &options).unwrap();
+    let w = wifi(&report).clone();
+    let (ap_pcap, sink_pcap) = (dir.join("ap.pcap"), dir.join("sink.pcap"));
+    for file in [&ap_pcap, &sink_pcap] {
+        assert!(tshark_count(file, "frame") > 500);
+        assert_eq!(tshark_count(file, "_ws.malformed"), 0, "{}", file.display());
+        // Data frames decode down to TCP through LLC/SNAP and IPv4.
+        assert!(tshark_count(file, "wlan.fc.type_subtype == 0x0020 && tcp") > 100);
+        assert!(tshark_count(file, "wlan.fc.type_subtype == 0x001d") > 100);
+        // 11 Mbit/s data, 1 Mbit/s ACKs, in radiotap.
+        assert_eq!(
+            tshark_count(file, "wlan.fc.type == 2 && radiotap.datarate != 11"),
+            0
+        );
+        assert_eq!(
+            tshark_count(
+                file,
+                "wlan.fc.type_subtype == 0x001d && radiotap.datarate != 1"
+            ),
+            0
+        );
+    }
+    // Each interface's capture shows its own retries: the frames it sent
+    // with the Retry bit are those our counters call retries.
+    let ap_sent = tshark_count(
+        &ap_pcap,
+        "wlan.fc.retry == 1 && wlan.ta == 02:00:00:00:00:01",
+    );
+    let sink_sent = tshark_count(
+        &sink_pcap,
+        "wlan.fc.retry == 1 && wlan.ta == 02:00:00:00:00:02",
+    );
+    assert!(ap_sent > 10, "{ap_sent}");
+    assert_eq!(ap_sent as u64, w.members[0].dcf.retries);
+    assert_eq!(sink_sent as u64, w.members[1].dcf.retries);
+    assert_eq!((ap_sent + sink_sent) as u64, w.retries);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -88,6 +88,7 @@
 pub mod checksum;
 mod error;
 pub mod icmpv6;
+pub mod ieee80211;
 pub mod ieee802154;
 pub mod ipv4;
 pub mod ipv6;

@@ -34,13 +34,18 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
+use rtolab_wire::ieee80211::{self, station_addr, Ds, FrameHeader};
+use rtolab_wire::pcap::LinkType;
 use rtolab_wire::timelost::{read_rets, rets_on_attempt, write_rets};
 use serde::{Deserialize, Serialize};
 
 use super::{Frame, LinkCheck, LinkModel, LinkOutput, Port, ScenarioLink};
 use crate::cidr::Ipv4Cidr;
 use crate::config::{Attachment, Duration, Rate, ScenarioError};
-use crate::mac::dcf::{DcfEvent, DcfSpec, DcfStats, FrameKind, PhyRate, StationId};
+use crate::direction::CaptureDirection;
+use crate::mac::dcf::{
+    DcfEvent, DcfFrame, DcfSpec, DcfStats, FrameKind, PhyRate, StationId, TxRequest,
+};
 use crate::mac::wlan::{Wlan, WlanEvent};
 use crate::pool::PacketId;
 use crate::position::Position;
@@ -361,6 +366,7 @@ pub struct WifiLink<P> {
     events: Vec<WlanEvent<u64>>,
     frames: u64,
     rewrites: Vec<u64>,
+    captures: bool,
 }
 
 impl<P: Copy> WifiLink<P> {
@@ -386,7 +392,36 @@ impl<P: Copy> WifiLink<P> {
             events: Vec::new(),
             frames: 0,
             rewrites: vec![0; members],
+            captures: false,
         }
+    }
+
+    /// `frame` as captures record it: radiotap, then the 802.11 MPDU, the
+    /// datagram as it was on air at this attempt.
+    fn captured(&self, frame: &DcfFrame<u64>) -> Vec<u8> {
+        let kind = match frame.kind {
+            FrameKind::Data => ieee80211::FrameKind::Data,
+            FrameKind::Ack => ieee80211::FrameKind::Ack,
+            FrameKind::Rts => ieee80211::FrameKind::Rts,
+            FrameKind::Cts => ieee80211::FrameKind::Cts,
+        };
+        let header = FrameHeader {
+            kind,
+            receiver: station_addr(frame.dst),
+            transmitter: station_addr(frame.src),
+            bssid: station_addr(0),
+            ds: if frame.src == 0 { Ds::FromAp } else { Ds::ToAp },
+            duration_us: u16::try_from(frame.duration.as_micros()).unwrap_or(u16::MAX),
+            seq: frame.seq,
+            retry: frame.retry,
+        };
+        let payload = frame
+            .payload
+            .and_then(|key| self.in_flight.get(&key))
+            .map_or(&[][..], |e| &e.bytes[..]);
+        let mut out = Vec::with_capacity(64 + payload.len());
+        ieee80211::emit_radiotap(&mut out, &header, frame.rate.radiotap_units(), payload);
+        out
     }
 
     /// The port that receives what `from` sends to the IPv4 destination
@@ -408,31 +443,50 @@ impl<P: Copy> WifiLink<P> {
             .map(|i| i as Port + 1)
     }
 
+    /// The timelost accounting of one attempt (timelost spec §2): `rets`
+    /// becomes what the packet brought plus this interface's time since
+    /// its first attempt.
+    fn stamp(&mut self, station: StationId, request: &TxRequest<u64>) {
+        let key = match (&request.frame.kind, request.frame.payload) {
+            (FrameKind::Data, Some(key)) if self.timelost => key,
+            _ => return,
+        };
+        let Some(entry) = self.in_flight.get_mut(&key) else {
+            return;
+        };
+        let arrived = *entry
+            .arrived_rets
+            .get_or_insert_with(|| read_rets(&entry.bytes).unwrap_or(0));
+        let rets = rets_on_attempt(arrived, request.since_first_attempt.as_nanos());
+        let before = read_rets(&entry.bytes);
+        if write_rets(&mut entry.bytes, rets) && before != read_rets(&entry.bytes) {
+            self.rewrites[usize::from(station)] += 1;
+        }
+    }
+
     fn drain(&mut self, out: &mut Vec<LinkOutput<P>>) {
         for event in std::mem::take(&mut self.events) {
             match event {
                 WlanEvent::OnAir { station, request } => {
                     self.frames += 1;
-                    let key = match (&request.frame.kind, request.frame.payload) {
-                        (FrameKind::Data, Some(key)) => key,
-                        _ => continue,
-                    };
-                    if !self.timelost {
-                        continue;
-                    }
-                    let Some(entry) = self.in_flight.get_mut(&key) else {
-                        continue;
-                    };
-                    let arrived = *entry
-                        .arrived_rets
-                        .get_or_insert_with(|| read_rets(&entry.bytes).unwrap_or(0));
-                    let rets = rets_on_attempt(arrived, request.since_first_attempt.as_nanos());
-                    let before = read_rets(&entry.bytes);
-                    if write_rets(&mut entry.bytes, rets) && before != read_rets(&entry.bytes) {
-                        self.rewrites[usize::from(station)] += 1;
+                    self.stamp(station, &request);
+                    if self.captures {
+                        out.push(LinkOutput::Captured {
+                            port: Port::from(station),
+                            direction: CaptureDirection::Tx,
+                            psdu: self.captured(&request.frame),
+                        });
                     }
                 }
-                WlanEvent::Heard { .. } => {}
+                WlanEvent::Heard { station, frame } => {
+                    if self.captures {
+                        out.push(LinkOutput::Captured {
+                            port: Port::from(station),
+                            direction: CaptureDirection::Rx,
+                            psdu: self.captured(&frame),
+                        });
+                    }
+                }
                 WlanEvent::Dcf { station, event } => {
                     let port = Port::from(station);
                     match event {
@@ -574,5 +628,13 @@ impl<P: Copy> LinkModel<P> for WifiLink<P> {
 
     fn reads_datagrams(&self) -> bool {
         true
+    }
+
+    fn set_frame_captures(&mut self, on: bool) {
+        self.captures = on;
+    }
+
+    fn capture_link_type(&self) -> LinkType {
+        LinkType::Ieee80211Radiotap
     }
 }
