@@ -18,7 +18,7 @@ fn main() {
     };
     let msdu = 1500;
     println!(
-        "| n | model Mbit/s | simulated Mbit/s | difference | model p | simulated share not acknowledged |"
+        "| n | model Mbit/s | simulated Mbit/s | difference | model p | simulated share of attempts unanswered |"
     );
     println!("|---|---|---|---|---|---|");
     for n in [1u16, 2, 3, 5, 7, 10, 15, 20, 25, 30, 40, 50] {

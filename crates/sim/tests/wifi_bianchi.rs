@@ -17,7 +17,7 @@ use rtolab_time::SimDuration;
 const TOLERANCE: f64 = 0.05;
 
 fn compare(spec: &DcfSpec, n: u16) -> (f64, f64) {
-    let model = saturation(spec, u32::from(n), 1500).throughput_bps;
+    let model = saturation(spec, u32::from(n), 1500);
     let sim = simulate_saturation(
         spec,
         n,
@@ -25,9 +25,17 @@ fn compare(spec: &DcfSpec, n: u16) -> (f64, f64) {
         SimDuration::from_millis(500),
         SimDuration::from_secs(2),
         7,
-    )
-    .throughput_bps;
-    (model, sim)
+    );
+    // The collision probability too: about 3000 attempts give it to
+    // within 0.01 (one standard error at p = 0.4); 0.03 leaves room for
+    // the model's approximation.
+    assert!(
+        (sim.collision_share - model.p).abs() < 0.03,
+        "n = {n}: model p {:.3}, simulated {:.3}",
+        model.p,
+        sim.collision_share
+    );
+    (model.throughput_bps, sim.throughput_bps)
 }
 
 #[test]
@@ -64,6 +72,14 @@ fn a_window_that_does_not_double_is_caught() {
         ..standard
     };
     let model = saturation(&standard, 20, 1500).throughput_bps;
-    let (_, sim) = compare(&flat, 20);
+    let sim = simulate_saturation(
+        &flat,
+        20,
+        1500,
+        SimDuration::from_millis(500),
+        SimDuration::from_secs(2),
+        7,
+    )
+    .throughput_bps;
     assert!((sim / model - 1.0).abs() > TOLERANCE, "{model} vs {sim}");
 }

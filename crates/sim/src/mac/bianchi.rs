@@ -107,7 +107,9 @@ pub fn saturation(spec: &DcfSpec, n: u32, msdu_len: u32) -> Saturation {
 pub struct Measured {
     /// MSDU bytes delivered per second, as bits, after the warm-up.
     pub throughput_bps: f64,
-    /// Share of data frames sent that were not acknowledged.
+    /// Share of attempts to seize the medium (RTS frames under RTS/CTS,
+    /// data frames otherwise) whose response did not come: the measured
+    /// collision probability.
     pub collision_share: f64,
 }
 
@@ -146,17 +148,30 @@ pub fn simulate_saturation(
     }
     let start = SimTime::ZERO + warmup;
     let end = start + duration;
-    let (mut delivered, mut attempts) = (0u64, 0u64);
+    // (attempts to seize the medium, those whose ACK or CTS did not
+    // come): RTS frames under RTS/CTS (the data that follows a CTS does
+    // not contend), data frames otherwise.
+    let rts = spec.uses_rts(msdu_len);
+    let tries = |w: &Wlan<()>| {
+        w.stations().iter().fold((0u64, 0u64), |(a, f), s| {
+            let st = s.stats();
+            let attempts = if rts { st.rts_sent } else { st.data_attempts };
+            (a + attempts, f + st.response_timeouts)
+        })
+    };
+    let mut at_start = None;
+    let mut delivered = 0u64;
     while let Some(t) = w.poll_timeout().filter(|&t| t <= end) {
+        if t >= start && at_start.is_none() {
+            at_start = Some(tries(&w));
+        }
         w.handle_timeout(t, &mut out);
         for event in std::mem::take(&mut out) {
             let WlanEvent::Dcf { station, event } = event else {
                 continue;
             };
-            let counted = t >= start;
             match event {
-                DcfEvent::Received { .. } if counted => delivered += 1,
-                DcfEvent::Attempt { .. } if counted => attempts += 1,
+                DcfEvent::Received { .. } if t >= start => delivered += 1,
                 DcfEvent::Acked { .. } | DcfEvent::RetryLimit { .. } => {
                     w.enqueue(t, station, sink, (), msdu_len, &mut out);
                 }
@@ -164,13 +179,15 @@ pub fn simulate_saturation(
             }
         }
     }
-    let timeouts_after_warmup = attempts.saturating_sub(delivered);
+    let (attempts_0, failed_0) = at_start.unwrap_or_default();
+    let (attempts, failed) = tries(&w);
+    let attempts = attempts - attempts_0;
     Measured {
         throughput_bps: (delivered * u64::from(msdu_len) * 8) as f64 / duration.as_secs_f64(),
         collision_share: if attempts == 0 {
             0.0
         } else {
-            timeouts_after_warmup as f64 / attempts as f64
+            (failed - failed_0) as f64 / attempts as f64
         },
     }
 }
