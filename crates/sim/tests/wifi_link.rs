@@ -307,3 +307,148 @@ file = "sink.pcap"
     assert_eq!((ap_sent + sink_sent) as u64, w.retries);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The records of a nanosecond pcap: (time in ns, bytes).
+fn pcap_records(pcap: &[u8]) -> Vec<(u64, Vec<u8>)> {
+    let word = |at: usize| u64::from(u32::from_le_bytes(pcap[at..at + 4].try_into().unwrap()));
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= pcap.len() {
+        let time = word(at) * 1_000_000_000 + word(at + 4);
+        let len = word(at + 8) as usize;
+        at += 16;
+        out.push((time, pcap[at..at + len].to_vec()));
+        at += len;
+    }
+    out
+}
+
+/// (transmitter's last address byte, (IP identification, TCP sequence
+/// number), rets) of every data frame carrying a TCP segment with payload
+/// and the timelost option.
+fn captured_rets(pcap: &[u8]) -> Vec<(u8, (u16, u32), u32)> {
+    pcap_records(pcap)
+        .into_iter()
+        .filter_map(|(_, frame)| {
+            let radiotap = usize::from(u16::from_le_bytes([frame[2], frame[3]]));
+            let mpdu = &frame[radiotap..];
+            // Data frames only: 24-byte header, 8 of LLC/SNAP, then IPv4.
+            if mpdu[0] != 0x08 {
+                return None;
+            }
+            let ip = &mpdu[32..];
+            let rets = rtolab_wire::timelost::read_rets(ip)?;
+            let tcp = &ip[usize::from(ip[0] & 0x0f) * 4..];
+            let header = usize::from(tcp[12] >> 4) * 4;
+            (tcp.len() > header).then(|| {
+                let seq = u32::from_be_bytes(tcp[4..8].try_into().unwrap());
+                let ident = u16::from_be_bytes([ip[4], ip[5]]);
+                (mpdu[15], (ident, seq), rets)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn two_wireless_hops_add_their_lost_time() {
+    // sta1 ))) ap ))) sta2, both stations near the edge: every segment
+    // crosses the BSS twice, relayed by the AP's host.
+    let text = r#"
+name = "wifi-two-hops"
+seed = 5
+duration = "30s"
+
+[[host]]
+name = "ap"
+
+[[host]]
+name = "sta1"
+[host.tcp]
+timelost = true
+
+[[host]]
+name = "sta2"
+[host.tcp]
+timelost = true
+
+[[link]]
+name = "wlan"
+kind = "wifi"
+ap = { host = "ap", address = "10.0.2.1/24", position = { x = 0.0, y = 0.0 } }
+stations = [
+  { host = "sta1", address = "10.0.2.2/24", position = { x = -500.0, y = 0.0 } },
+  { host = "sta2", address = "10.0.2.3/24", position = { x = 500.0, y = 0.0 } },
+]
+
+[[capture]]
+host = "ap"
+link = "wlan"
+file = "ap.pcap"
+
+[[capture]]
+host = "sta2"
+link = "wlan"
+file = "sta2.pcap"
+
+[[app]]
+kind = "tcp-sink"
+name = "sink"
+host = "sta2"
+port = 5001
+
+[[app]]
+kind = "tcp-bulk"
+name = "bulk"
+host = "sta1"
+peer = "10.0.2.3:5001"
+bytes = 200000
+"#;
+    let dir = std::env::temp_dir().join(format!("rtolab-wifi-2hop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let scenario = Scenario::from_toml_str(text).unwrap();
+    let options = RunOptions {
+        out_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let report = run_scenario(&scenario, &options).unwrap();
+    let find = |name: &str| &report.apps.iter().find(|a| a.name == name).unwrap().stats;
+    let AppStats::TcpSink(sink) = find("sink") else {
+        panic!("not a sink")
+    };
+    assert_eq!(sink.bytes_received, 200_000);
+    let ap_pcap = std::fs::read(dir.join("ap.pcap")).unwrap();
+    let sta2_pcap = std::fs::read(dir.join("sta2.pcap")).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Hop 1 as the AP heard it from sta1 (address ..:02), hop 2 as sta2
+    // heard it from the AP (..:01), per datagram (a TCP retransmission is
+    // a new one). The AP forwards the first copy it receives; values only
+    // grow with later attempts.
+    let mut first_hop = std::collections::BTreeMap::new();
+    for (from, key, rets) in captured_rets(&ap_pcap) {
+        if from == 2 {
+            first_hop.entry(key).or_insert(rets);
+        }
+    }
+    let second_hop: Vec<((u16, u32), u32)> = captured_rets(&sta2_pcap)
+        .into_iter()
+        .filter(|(from, ..)| *from == 1)
+        .map(|(_, seq, rets)| (seq, rets))
+        .collect();
+    let mut compared = 0;
+    let mut grew = 0;
+    for (seq, rets) in &second_hop {
+        if let Some(&before) = first_hop.get(seq) {
+            compared += 1;
+            assert!(
+                *rets >= before,
+                "{seq:?}: {rets} after the AP, {before} before"
+            );
+            grew += usize::from(*rets > before);
+        }
+    }
+    assert!(compared > 50, "{compared}");
+    // The AP retried some of them and added its own time.
+    assert!(grew > 5, "{grew} of {compared}");
+    // And some arrived at the AP already carrying sta1's time.
+    assert!(first_hop.values().filter(|&&r| r > 0).count() > 5);
+}
