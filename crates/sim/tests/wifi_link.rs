@@ -223,6 +223,8 @@ fn scenario_errors_name_the_field() {
     assert!(e.contains("link[1]"), "{e}");
     let e = error("10.0.2.2/24", "10.0.2.1/24");
     assert!(e.contains("link[1].stations[0].address"), "{e}");
+    let e = error("address = \"10.0.2.2/24\", ", "");
+    assert!(e.contains("link[1].stations[0].address: required"), "{e}");
 }
 
 fn tshark_count(file: &std::path::Path, filter: &str) -> usize {
@@ -451,4 +453,23 @@ bytes = 200000
     assert!(grew > 5, "{grew} of {compared}");
     // And some arrived at the AP already carrying sta1's time.
     assert!(first_hop.values().filter(|&&r| r > 0).count() > 5);
+}
+
+#[test]
+fn ipv6_crosses_the_bss_with_the_option_accounted() {
+    // The IPv4 scenario turned IPv6-only.
+    let text = scenario(550.0, true, true)
+        .replace("address = \"10.0.1.1/24\"", "ipv6 = \"fd00:1::1/64\"")
+        .replace("address = \"10.0.1.2/24\"", "ipv6 = \"fd00:1::2/64\"")
+        .replace("address = \"10.0.2.1/24\"", "ipv6 = \"fd00:2::1/64\"")
+        .replace("address = \"10.0.2.2/24\"", "ipv6 = \"fd00:2::2/64\"")
+        .replace("via = \"10.0.1.2\"", "via = \"fd00:1::2\"")
+        .replace("peer = \"10.0.2.2:5001\"", "peer = \"[fd00:2::2]:5001\"");
+    assert!(!text.contains("10.0."), "{text}");
+    let (report, samples) = run(&text, "v6");
+    transfer_completed(&report);
+    let w = wifi(&report);
+    assert!(w.members[0].dcf.retries > 100, "{w:?}");
+    assert_eq!(w.members[0].timelost_rewrites, w.members[0].dcf.retries);
+    assert!(samples.iter().filter(|(raw, c)| c < raw).count() > 50);
 }

@@ -6,8 +6,8 @@
 //! A station sends every datagram to the access point, as in a BSS (the
 //! AP's host routes it on: to its wired side, or back into the BSS, a
 //! second wireless hop); the access point sends to the station that owns
-//! the datagram's destination address. Stations get a default route via
-//! the access point.
+//! the datagram's destination address (IPv4 or IPv6). Stations get a
+//! default route via the access point, for each address family both have.
 //!
 //! The link reads the datagrams it carries, so that each 802.11 interface
 //! can account the time it loses to retransmissions in the TCP timelost
@@ -30,7 +30,7 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
@@ -40,7 +40,7 @@ use rtolab_wire::timelost::{read_rets, rets_on_attempt, write_rets};
 use serde::{Deserialize, Serialize};
 
 use super::{Frame, LinkCheck, LinkModel, LinkOutput, Port, ScenarioLink};
-use crate::cidr::Ipv4Cidr;
+use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
 use crate::config::{Attachment, Duration, Rate, ScenarioError};
 use crate::direction::CaptureDirection;
 use crate::mac::dcf::{
@@ -58,7 +58,8 @@ use crate::trace::DropReason;
 #[serde(deny_unknown_fields)]
 pub struct RawWifiMember {
     host: String,
-    address: Ipv4Cidr,
+    address: Option<Ipv4Cidr>,
+    ipv6: Option<Ipv6Cidr>,
     position: Option<Position>,
     mobility: Option<RawMobility>,
 }
@@ -95,8 +96,10 @@ pub struct RawWifi {
 pub struct WifiMember {
     /// Host name.
     pub host: String,
-    /// Interface address.
-    pub address: Ipv4Cidr,
+    /// IPv4 interface address.
+    pub address: Option<Ipv4Cidr>,
+    /// IPv6 interface address.
+    pub ipv6: Option<Ipv6Cidr>,
     /// How its radio moves.
     pub mobility: Mobility,
 }
@@ -227,11 +230,24 @@ fn validate_member(
             Mobility::Static(p)
         }
     };
-    cx.topology
-        .assign(&format!("{path}.address"), &raw.host, cx.name, raw.address)?;
+    if raw.address.is_none() && raw.ipv6.is_none() {
+        return Err(ScenarioError::new(
+            format!("{path}.address"),
+            "required (or ipv6, or both)",
+        ));
+    }
+    if let Some(address) = raw.address {
+        cx.topology
+            .assign(&format!("{path}.address"), &raw.host, cx.name, address)?;
+    }
+    if let Some(ipv6) = raw.ipv6 {
+        cx.topology
+            .assign_v6(&format!("{path}.ipv6"), &raw.host, cx.name, ipv6)?;
+    }
     Ok(WifiMember {
         host: raw.host.clone(),
         address: raw.address,
+        ipv6: raw.ipv6,
         mobility,
     })
 }
@@ -290,8 +306,8 @@ impl ScenarioLink for WifiSpec {
         self.members()
             .map(|m| Attachment {
                 host: m.host.clone(),
-                address: Some(m.address),
-                ipv6: None,
+                address: m.address,
+                ipv6: m.ipv6,
                 position: Some(m.mobility.position_at(SimTime::ZERO)),
             })
             .collect()
@@ -302,9 +318,17 @@ impl ScenarioLink for WifiSpec {
     }
 
     fn default_routes(&self) -> Vec<(Port, IpAddr)> {
-        (1..=self.stations.len())
-            .map(|p| (p as Port, IpAddr::V4(self.ap.address.addr)))
-            .collect()
+        let mut routes = Vec::new();
+        for (i, s) in self.stations.iter().enumerate() {
+            let port = i as Port + 1;
+            if let (Some(_), Some(ap)) = (s.address, self.ap.address) {
+                routes.push((port, IpAddr::V4(ap.addr)));
+            }
+            if let (Some(_), Some(ap)) = (s.ipv6, self.ap.ipv6) {
+                routes.push((port, IpAddr::V6(ap.addr)));
+            }
+        }
+        routes
     }
 
     fn build(&self, mut rng: SimRng) -> Box<WifiLink<PacketId>> {
@@ -358,7 +382,8 @@ struct InFlight<P> {
 #[derive(Debug)]
 pub struct WifiLink<P> {
     wlan: Wlan<u64>,
-    addresses: Vec<Ipv4Addr>,
+    addresses: Vec<Option<Ipv4Addr>>,
+    addresses_v6: Vec<Option<Ipv6Addr>>,
     hosts: Vec<String>,
     timelost: bool,
     in_flight: BTreeMap<u64, InFlight<P>>,
@@ -384,7 +409,8 @@ impl<P: Copy> WifiLink<P> {
         let members = 1 + spec.stations.len();
         WifiLink {
             wlan,
-            addresses: spec.members().map(|m| m.address.addr).collect(),
+            addresses: spec.members().map(|m| m.address.map(|a| a.addr)).collect(),
+            addresses_v6: spec.members().map(|m| m.ipv6.map(|a| a.addr)).collect(),
             hosts: spec.members().map(|m| m.host.clone()).collect(),
             timelost: spec.timelost,
             in_flight: BTreeMap::new(),
@@ -424,23 +450,26 @@ impl<P: Copy> WifiLink<P> {
         out
     }
 
-    /// The port that receives what `from` sends to the IPv4 destination
-    /// of `datagram`.
+    /// The port that receives what `from` sends to the destination of
+    /// `datagram` (IPv4 or IPv6).
     fn receiver(&self, from: Port, datagram: &[u8]) -> Option<Port> {
         if from != 0 {
             return Some(0);
         }
-        let dst = match datagram {
-            [v, ..] if v >> 4 == 4 && datagram.len() >= 20 => {
-                Ipv4Addr::new(datagram[16], datagram[17], datagram[18], datagram[19])
+        let station = match datagram.first().map(|b| b >> 4) {
+            Some(4) => {
+                let dst: [u8; 4] = datagram.get(16..20)?.try_into().ok()?;
+                let dst = Some(Ipv4Addr::from(dst));
+                self.addresses.iter().skip(1).position(|&a| a == dst)
             }
-            _ => return None,
+            Some(6) => {
+                let dst: [u8; 16] = datagram.get(24..40)?.try_into().ok()?;
+                let dst = Some(Ipv6Addr::from(dst));
+                self.addresses_v6.iter().skip(1).position(|&a| a == dst)
+            }
+            _ => None,
         };
-        self.addresses
-            .iter()
-            .skip(1)
-            .position(|&a| a == dst)
-            .map(|i| i as Port + 1)
+        station.map(|i| i as Port + 1)
     }
 
     /// The timelost accounting of one attempt (timelost spec §2): `rets`
