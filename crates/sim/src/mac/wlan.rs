@@ -141,14 +141,21 @@ impl<P: Clone> Wlan<P> {
                     sent = true;
                     let radio = RadioId(i as u32);
                     // A DCF sends only when its own radio is idle, so the
-                    // medium cannot refuse; were it to, the frame is lost
-                    // and the response timeout recovers.
-                    let _ = self.medium.transmit(
-                        now,
-                        radio,
-                        request.frame.clone(),
-                        request.airtime.max(SimDuration::from_nanos(1)),
-                    );
+                    // medium does not refuse; were it to, the frame is
+                    // lost at once and the response timeout recovers.
+                    let refused = self
+                        .medium
+                        .transmit(
+                            now,
+                            radio,
+                            request.frame.clone(),
+                            request.airtime.max(SimDuration::from_nanos(1)),
+                        )
+                        .is_err();
+                    if refused {
+                        station.handle_tx_end(now);
+                        continue;
+                    }
                     out.push(WlanEvent::OnAir {
                         station: i as StationId,
                         request,
