@@ -644,6 +644,7 @@ impl Engine {
                 // false`: the mesh) capture their own frames.
                 LinkOutput::Captured { .. }
                 | LinkOutput::ParentChanged { .. }
+                | LinkOutput::MacAttempt { .. }
                 | LinkOutput::Enqueued { .. }
                 | LinkOutput::MediumBusy { .. }
                 | LinkOutput::MediumFree { .. } => {}

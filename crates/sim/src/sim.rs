@@ -1020,7 +1020,9 @@ impl Simulator {
         for output in self.link_out.drain(..) {
             let idle = !tracing
                 && match output {
-                    LinkOutput::Enqueued { .. } | LinkOutput::ParentChanged { .. } => true,
+                    LinkOutput::Enqueued { .. }
+                    | LinkOutput::ParentChanged { .. }
+                    | LinkOutput::MacAttempt { .. } => true,
                     LinkOutput::TxStart { port, .. } => {
                         let iface = ports[port as usize];
                         !self.nodes[iface.node.0 as usize].interfaces[iface.index as usize].tapped
@@ -1127,6 +1129,19 @@ impl Simulator {
             }
             LinkOutput::Indication { indication, .. } => {
                 self.link_indication(iface, link, indication);
+            }
+            LinkOutput::MacAttempt { frame, attempt, .. } => {
+                trace!(
+                    self,
+                    TraceEvent::MacAttempt {
+                        node: iface.node.0,
+                        iface: iface.index,
+                        link,
+                        packet: self.pool.uid(frame.packet),
+                        len: frame.len,
+                        attempt,
+                    }
+                );
             }
             LinkOutput::ParentChanged { parent, rank, .. } => {
                 let parent_node =

@@ -299,6 +299,23 @@ pub enum TraceEvent {
         /// defaults' `MinHopRankIncrease`).
         rank: u16,
     },
+    /// A link-layer MAC put a frame carrying a packet on air (802.11:
+    /// each attempt; `attempt` above 1 is a retransmission, sent with the
+    /// Retry bit).
+    MacAttempt {
+        /// Node index.
+        node: u32,
+        /// Interface index within the node.
+        iface: u32,
+        /// Link index.
+        link: u32,
+        /// Packet uid.
+        packet: u64,
+        /// Datagram length in bytes.
+        len: u32,
+        /// Attempt number, from 1.
+        attempt: u32,
+    },
     /// A TCP connection's engine reported something. Serialised flat: the
     /// engine's event name is in `tcp_event` and its fields are columns
     /// (times and durations in ns).

@@ -72,6 +72,13 @@ bytes = {BYTES}
 /// Runs `text` with traces into a fresh directory; returns the report and
 /// the sender's (raw, corrected) RTT samples in ns.
 fn run(text: &str, tag: &str) -> (Report, Vec<(u64, u64)>) {
+    let (report, samples, _) = run_traced(text, tag);
+    (report, samples)
+}
+
+/// As [`run`], with the `mac_attempt` trace events too: (attempts,
+/// attempts beyond the first).
+fn run_traced(text: &str, tag: &str) -> (Report, Vec<(u64, u64)>, (u64, u64)) {
     let dir: PathBuf =
         std::env::temp_dir().join(format!("rtolab-wifi-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -91,7 +98,17 @@ fn run(text: &str, tag: &str) -> (Report, Vec<(u64, u64)>) {
         .filter(|e| e["node"] == 0)
         .map(|e| (e["raw"].as_u64().unwrap(), e["corrected"].as_u64().unwrap()))
         .collect();
-    (report, samples)
+    let attempts: Vec<u64> = traces
+        .lines()
+        .filter(|l| l.contains("\"mac_attempt\""))
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["attempt"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let retried = attempts.iter().filter(|&&a| a > 1).count() as u64;
+    (report, samples, (attempts.len() as u64, retried))
 }
 
 fn wifi(report: &Report) -> &WifiStats {
@@ -116,9 +133,12 @@ fn transfer_completed(report: &Report) {
 
 #[test]
 fn tcp_crosses_the_access_point_intact() {
-    let (report, samples) = run(&scenario(20.0, true, true), "near");
+    let (report, samples, (attempts, retried)) = run_traced(&scenario(20.0, true, true), "near");
     transfer_completed(&report);
     let w = wifi(&report);
+    // Each data frame put on air is traced, retransmissions numbered.
+    let data_attempts: u64 = w.members.iter().map(|m| m.dcf.data_attempts).sum();
+    assert_eq!((attempts, retried), (data_attempts, w.retries));
     let (ap, sink) = (&w.members[0], &w.members[1]);
     assert_eq!((ap.host.as_str(), sink.host.as_str()), ("ap", "sink"));
     // Every data frame is acknowledged or retried; nothing is dropped 20 m

@@ -173,6 +173,17 @@ pub enum LinkOutput<P> {
         /// Its routing rank after the change.
         rank: u16,
     },
+    /// The MAC at `port` put a frame carrying `frame` on air, attempt
+    /// `attempt` (1 for the first; more are link-layer retransmissions),
+    /// for traces.
+    MacAttempt {
+        /// Sending port.
+        port: Port,
+        /// The datagram the frame carries.
+        frame: Frame<P>,
+        /// Attempt number.
+        attempt: u32,
+    },
     /// A frame as the radio at `port` sent or received it, for captures
     /// (produced only while [`LinkModel::set_frame_captures`] is on).
     Captured {
@@ -260,6 +271,7 @@ impl<P> LinkOutput<P> {
             | LinkOutput::Consumed { port, .. }
             | LinkOutput::Arrived { port, .. }
             | LinkOutput::ParentChanged { port, .. }
+            | LinkOutput::MacAttempt { port, .. }
             | LinkOutput::Captured { port, .. } => *port,
         }
     }

@@ -553,7 +553,15 @@ impl<P: Copy> WifiLink<P> {
                                 });
                             }
                         }
-                        DcfEvent::Attempt { .. } => {}
+                        DcfEvent::Attempt { payload, attempt } => {
+                            if let Some(entry) = self.in_flight.get(&payload) {
+                                out.push(LinkOutput::MacAttempt {
+                                    port,
+                                    frame: entry.frame,
+                                    attempt,
+                                });
+                            }
+                        }
                     }
                 }
             }
