@@ -4,11 +4,11 @@
 //! Tolerance, from what the model leaves out rather than fitted: the model
 //! assumes a collision probability independent of the station's stage and
 //! unlimited retries (our frames are dropped after 7 attempts, with
-//! probability p^7 < 0.3 % for n ≤ 20), which its author found within a
-//! couple of percent of simulation; 2 simulated seconds deliver about 2800
-//! frames at these rates, a counting error of about 2 %. 5 % covers both;
-//! a broken backoff (no doubling, no freezing, a wrong DIFS or slot) moves
-//! the throughput by more (see `a_window_that_does_not_double_is_caught`).
+//! probability p^7 < 0.3 % for n ≤ 20), so a small systematic error is
+//! expected; 2 simulated seconds deliver about 2800 frames at these rates,
+//! a counting error of about 2 %. 5 % covers both; a window that never
+//! doubles moves the throughput by more
+//! (see `a_window_that_does_not_double_is_caught`).
 
 use rtolab_sim::mac::bianchi::{dsss_11b, saturation, simulate_saturation};
 use rtolab_sim::mac::dcf::DcfSpec;
