@@ -146,3 +146,46 @@ def test_outputs_and_report_lead_with_the_answer(tmp_path: Path) -> None:
 def test_a_summary_survives_its_json_form() -> None:
     s = synthetic("vegas", 1, 0.0)
     assert tl.RunSummary.from_dict(s.to_dict()) == s
+
+
+def test_a_config_sets_the_source_and_turns_the_option_on_at_the_sink(
+    bulk_scenario: Path,
+) -> None:
+    import tomllib
+
+    base = bulk_scenario.read_text(encoding="utf-8")
+    data = tomllib.loads(tl.with_config(base, "vegas-timelost"))
+    hosts = {h["name"]: h for h in data["host"]}
+    assert hosts["a"]["tcp"] == {
+        "cc": {"policy": "vegas"},
+        "timelost": True,
+        "rtt_correction": True,
+    }
+    assert hosts["b"]["tcp"] == {"timelost": True}
+    assert "capture" not in data
+    assert data["name"] == "p2p-bulk-vegas-timelost"
+    raw = tomllib.loads(tl.with_config(base, "reno"))
+    assert {h["name"]: h["tcp"] for h in raw["host"]}["a"]["rtt_correction"] is False
+    with pytest.raises(ValueError, match="config"):
+        tl.with_config(base, "cubic")
+
+
+def test_rtt_samples_of_a_run_over_a_wired_path_echo_nothing(bulk_scenario: Path) -> None:
+    """Over a wired link the option is agreed and echoed as 0: corrected
+    samples equal raw ones."""
+    from rtolab.api import run
+
+    text = tl.with_config(bulk_scenario.read_text(encoding="utf-8"), "vegas-timelost")
+    result = run(text, seed=1)
+    from rtolab.plots import events
+
+    # Both SYNs carried the option: every sample of the source records an echo.
+    traced = events(result.traces, "rtt_sample")
+    assert traced.loc[traced["node_name"] == "a", "timelost"].notna().all()
+    samples = tl.rtt_samples(result.traces, "a")
+    assert len(samples) > 100
+    assert (samples["raw_s"] >= 0.02).all()
+    assert (samples["timelost_s"] == 0).all()
+    assert samples["corrected_s"].equals(samples["raw_s"])
+    # The sink times only its SYN-ACK and its FIN.
+    assert len(tl.rtt_samples(result.traces, "b")) <= 2

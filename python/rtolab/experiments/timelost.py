@@ -75,6 +75,60 @@ DISTANCE_COLUMNS = ("config", "seed", "distance_m", "frames", "retries")
 # ----- one run -----
 
 
+def with_config(base: str, config: str) -> str:
+    """The TOML of ``base`` (a scenario with one ``tcp-bulk`` source and its
+    ``tcp-sink``) with ``config``'s TCP settings on the source's host and
+    the timelost option on the sink's host too (the option is agreed only
+    when both SYNs carry it), and no captures."""
+    import tomllib
+
+    from rtolab.sweeps import _dump
+
+    if config not in CONFIGS:
+        raise ValueError(f"config: one of {', '.join(CONFIGS)}, got {config!r}")
+    data = tomllib.loads(base)
+    apps = data.get("app", [])
+    sources = [a for a in apps if a.get("kind") == "tcp-bulk"]
+    sinks = [a for a in apps if a.get("kind") == "tcp-sink"]
+    if len(sources) != 1 or len(sinks) != 1:
+        raise ValueError("the scenario needs exactly one tcp-bulk and one tcp-sink app")
+    settings = CONFIGS[config]
+    sink_settings = {"timelost": bool(settings["timelost"])}
+    for host in data.get("host", []):
+        if host.get("name") == sources[0]["host"]:
+            host["tcp"] = {**host.get("tcp", {}), **settings}
+        elif host.get("name") == sinks[0]["host"]:
+            host["tcp"] = {**host.get("tcp", {}), **sink_settings}
+    data["name"] = f"{data.get('name', 'timelost')}-{config}"
+    data.pop("capture", None)
+    return _dump(data)
+
+
+def rtt_samples(traces: pd.DataFrame, node: str) -> pd.DataFrame:
+    """``node``'s RTT samples: ``t_s``, ``raw_s``, ``timelost_s`` (what the
+    ACK echoed, 0 without the option) and ``corrected_s`` (raw minus the
+    echo, never below zero, whether or not the host used it)."""
+    from rtolab.plots import events
+
+    rows = events(traces, "rtt_sample")
+    if "node_name" in rows:
+        rows = rows[rows["node_name"] == node]
+    raw = rows["raw"].astype(float) / 1e9 if "raw" in rows else pd.Series(dtype=float)
+    echoed = (
+        rows["timelost"].astype(float).fillna(0.0) / 1e9
+        if "timelost" in rows
+        else pd.Series(0.0, index=rows.index)
+    )
+    return pd.DataFrame(
+        {
+            "t_s": rows["t_s"].astype(float) if "t_s" in rows else pd.Series(dtype=float),
+            "raw_s": raw,
+            "timelost_s": echoed,
+            "corrected_s": (raw - echoed).clip(lower=0.0),
+        }
+    ).reset_index(drop=True)
+
+
 def throughput_bins(
     t_s: Sequence[float] | np.ndarray,
     nbytes: Sequence[int] | np.ndarray,
