@@ -88,6 +88,7 @@
 pub mod checksum;
 mod error;
 pub mod icmpv6;
+pub mod ieee80211;
 pub mod ieee802154;
 pub mod ipv4;
 pub mod ipv6;
@@ -96,6 +97,7 @@ pub mod pcap;
 pub mod sixlowpan;
 pub mod slip;
 pub mod tcp;
+pub mod timelost;
 pub mod udp;
 
 pub use error::{WireError, WireErrorKind};

@@ -29,6 +29,9 @@ pub enum LinkType {
     /// LINKTYPE_IEEE802_15_4_NOFCS (230): an IEEE 802.15.4 PSDU without
     /// its FCS.
     Ieee802154NoFcs,
+    /// LINKTYPE_IEEE802_11_RADIOTAP (127): a radiotap header, then an
+    /// IEEE 802.11 MPDU (see [`crate::ieee80211`]).
+    Ieee80211Radiotap,
 }
 
 impl LinkType {
@@ -42,6 +45,7 @@ impl LinkType {
             LinkType::Raw => DataLink::RAW,
             LinkType::Ieee802154WithFcs => DataLink::IEEE802_15_4,
             LinkType::Ieee802154NoFcs => DataLink::IEEE802_15_4_NOFCS,
+            LinkType::Ieee80211Radiotap => DataLink::IEEE802_11_RADIOTAP,
         }
     }
 }

@@ -36,6 +36,7 @@ mod mesh_member;
 mod nfc;
 mod p2p;
 mod slip;
+mod wifi;
 #[macro_use]
 mod registry;
 
@@ -61,6 +62,7 @@ pub use nfc::{NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcSpec, NfcStats
 pub use p2p::{P2pConfig, P2pLink, P2pSpec, P2pStats, WiredSpec};
 pub use registry::{LinkCheck, LinkModel, ScenarioLink};
 pub use slip::{SlipConfig, SlipLink, SlipSpec, SlipStats};
+pub use wifi::{WifiLink, WifiMember, WifiMemberStats, WifiSpec, WifiStats};
 
 pub use crate::position::Position;
 
@@ -308,6 +310,9 @@ link_registry! {
     Ieee802154 => LowpanSpec,
     /// A SLIP serial line, timed by each datagram's encoding ([`SlipLink`]).
     Slip => SlipSpec,
+    /// An IEEE 802.11 BSS: an access point and stations with the DCF on a
+    /// shared radio medium ([`WifiLink`]).
+    Wifi => WifiSpec,
 }
 
 /// Drives a link until it is idle, returning each output with the time it

@@ -16,7 +16,10 @@
 //! medium's `mac` table), then one line in the `mac_registry!` call below.
 
 pub mod aloha;
+pub mod bianchi;
 pub mod csma_ca;
+pub mod dcf;
+pub mod wlan;
 #[macro_use]
 mod registry;
 

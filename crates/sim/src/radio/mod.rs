@@ -71,7 +71,7 @@ use serde::{Deserialize, Serialize};
 
 pub use energy::{EnergyModel, RawEnergy, StateTimes};
 pub use mobility::{Mobility, RawMobility, Waypoint};
-pub use propagation::{LogDistance, Propagation, Reception, UnitDisk, SPEED_OF_LIGHT};
+pub use propagation::{LogDistance, Propagation, Reception, Shadowing, UnitDisk, SPEED_OF_LIGHT};
 
 use crate::config::{deserialize_at, ScenarioError};
 use crate::position::Position;
@@ -230,7 +230,7 @@ impl RadioSpec {
         {
             return Err(ScenarioError::new(
                 format!("{path}.reception.kind"),
-                "sinr needs received powers: use propagation kind \"log-distance\"",
+                "sinr needs received powers: use propagation kind \"log-distance\" or \"shadowing\"",
             ));
         }
         let energy =
@@ -478,6 +478,16 @@ impl<P: Clone> RadioMedium<P> {
                     }
                     (dbm_to_mw(dbm), dbm >= m.sensitivity_dbm, true, 1.0)
                 }
+                // ns-2: a frame below CSThresh_ is not heard at all, one
+                // below RXThresh_ only as a busy channel and interference.
+                Propagation::Shadowing(s) => {
+                    let m = s.log_distance();
+                    let dbm = s.draw_rx_power_dbm(distance, &mut self.rng);
+                    if dbm < m.cca_threshold_dbm {
+                        continue;
+                    }
+                    (dbm_to_mw(dbm), dbm >= m.sensitivity_dbm, true, 1.0)
+                }
             };
             let delay = SimDuration::from_secs_f64(distance / SPEED_OF_LIGHT);
             let index = self.arrivals.len();
@@ -530,6 +540,8 @@ impl<P: Clone> RadioMedium<P> {
                 let total = dbm_to_mw(m.noise_floor_dbm) + on_air.map(|a| a.power_mw).sum::<f64>();
                 total < dbm_to_mw(m.cca_threshold_dbm)
             }
+            // Every signal heard reached CSThresh_ (ns-2's carrier sense).
+            Propagation::Shadowing(_) => on_air.into_iter().next().is_none(),
         }
     }
 
@@ -701,15 +713,20 @@ impl<P: Clone> RadioMedium<P> {
             .arrivals
             .iter()
             .filter(|a| a.to == radio && a.tx != tx && a.on_air(at));
-        match (&self.spec.reception, &self.spec.propagation) {
+        let noise_floor_dbm = match &self.spec.propagation {
+            Propagation::LogDistance(m) => Some(m.noise_floor_dbm),
+            Propagation::Shadowing(s) => Some(s.noise_floor_dbm),
+            Propagation::UnitDisk(_) => None,
+        };
+        match (&self.spec.reception, noise_floor_dbm) {
             (
                 Reception::Sinr {
                     capture_threshold_db,
                 },
-                Propagation::LogDistance(m),
+                Some(noise_floor_dbm),
             ) => {
                 let interference =
-                    dbm_to_mw(m.noise_floor_dbm) + others.map(|a| a.power_mw).sum::<f64>();
+                    dbm_to_mw(noise_floor_dbm) + others.map(|a| a.power_mw).sum::<f64>();
                 10.0 * (power_mw / interference).log10() >= *capture_threshold_db
             }
             // Without received powers (unit disk) any overlap destroys.

@@ -7,12 +7,18 @@
 //!   within which they disturb receptions, and two success ratios;
 //! * [`LogDistance`]: received power from a log-distance path loss with
 //!   log-normal shadowing, against a receiver sensitivity, a noise floor and
-//!   a clear channel assessment threshold.
+//!   a clear channel assessment threshold;
+//! * [`Shadowing`]: ns-2's `Propagation/Shadowing` with its `WirelessPhy`
+//!   thresholds: the same log-distance law, referenced to the Friis power at
+//!   d0, with the log-normal term drawn anew for every frame and receiver,
+//!   so that each frame arrives with a probability that falls with distance.
 //!
 //! ```toml
 //! propagation = { kind = "unit-disk", tx_range = 50.0, interference_range = 100.0 }
 //! # or
 //! propagation = { kind = "log-distance", exponent = 3.0, shadowing_sigma_db = 4.0 }
+//! # or
+//! propagation = { kind = "shadowing", path_loss_exponent = 2.7, std_db = 4.0 }
 //! reception = { kind = "collision" }   # or { kind = "sinr", capture_threshold_db = 3.0 }
 //! ```
 
@@ -24,7 +30,7 @@ use crate::config::{read_kind, struct_fields, take_required, unknown_kind, Scena
 pub const SPEED_OF_LIGHT: f64 = 299_792_458.0;
 
 /// The `kind` names of the propagation models.
-pub const PROPAGATION_KINDS: &[&str] = &["unit-disk", "log-distance"];
+pub const PROPAGATION_KINDS: &[&str] = &["unit-disk", "log-distance", "shadowing"];
 
 /// The `kind` names of the reception rules.
 pub const RECEPTION_KINDS: &[&str] = &["collision", "sinr"];
@@ -36,6 +42,8 @@ pub enum Propagation {
     UnitDisk(UnitDisk),
     /// Log-distance path loss with log-normal shadowing.
     LogDistance(LogDistance),
+    /// ns-2's shadowing model: a shadowing draw per frame and receiver.
+    Shadowing(Shadowing),
 }
 
 impl Default for Propagation {
@@ -156,6 +164,131 @@ impl LogDistance {
     }
 }
 
+/// ns-2's `Propagation/Shadowing` (`mobile/shadowing.cc`) with the
+/// thresholds of its `Phy/WirelessPhy`: the mean received power is the
+/// Friis power at the reference distance d0 lowered by `10 β log10(d/d0)`
+/// dB, and every frame at every receiver gets its own N(0, σ²) dB term.
+/// A frame is decodable when its power reaches `rx_threshold_w` and is
+/// heard (makes the channel busy, interferes) when it reaches
+/// `cs_threshold_w`. Defaults: ns-2's (`tcl/lib/ns-default.tcl`), listed
+/// with their origin in `docs/wifi.md`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shadowing {
+    /// Transmit power, W (`Phy/WirelessPhy Pt_`).
+    pub tx_power_w: f64,
+    /// Carrier frequency, Hz (`freq_`), which sets the wavelength.
+    pub frequency_hz: f64,
+    /// System loss factor, ≥ 1 (`L_`).
+    pub system_loss: f64,
+    /// Transmit and receive antenna gains (`Antenna/OmniAntenna Gt_`, `Gr_`).
+    pub antenna_gain: f64,
+    /// Path loss exponent β (`pathlossExp_`).
+    pub path_loss_exponent: f64,
+    /// Standard deviation σ of the shadowing, dB (`std_db_`).
+    pub std_db: f64,
+    /// Reference distance d0, metres (`dist0_`).
+    pub reference_distance: f64,
+    /// Weakest power decoded, W (`RXThresh_`).
+    pub rx_threshold_w: f64,
+    /// Weakest power heard at all, W (`CSThresh_`).
+    pub cs_threshold_w: f64,
+    /// Noise floor for the SINR rule, dBm (ns-2 has none; thermal noise
+    /// over 22 MHz is about -101 dBm).
+    pub noise_floor_dbm: f64,
+}
+
+impl Default for Shadowing {
+    fn default() -> Self {
+        Shadowing {
+            tx_power_w: 0.281_838_15,
+            frequency_hz: 914e6,
+            system_loss: 1.0,
+            antenna_gain: 1.0,
+            path_loss_exponent: 2.0,
+            std_db: 4.0,
+            reference_distance: 1.0,
+            rx_threshold_w: 3.652e-10,
+            cs_threshold_w: 1.559e-11,
+            noise_floor_dbm: -101.0,
+        }
+    }
+}
+
+/// Watts to dBm.
+fn w_to_dbm(watts: f64) -> f64 {
+    10.0 * (watts * 1e3).log10()
+}
+
+impl Shadowing {
+    /// Free-space (Friis) path loss at d0, dB: `(4π d0 / λ)² L / (Gt Gr)`.
+    pub fn reference_loss_db(&self) -> f64 {
+        let lambda = SPEED_OF_LIGHT / self.frequency_hz;
+        let ratio = (4.0 * std::f64::consts::PI * self.reference_distance / lambda).powi(2)
+            * self.system_loss
+            / (self.antenna_gain * self.antenna_gain);
+        10.0 * ratio.log10()
+    }
+
+    /// The same model as a [`LogDistance`], whose path loss law it shares:
+    /// sensitivity at `RXThresh_`, clear channel assessment at `CSThresh_`.
+    /// Its `shadowing_sigma_db` is σ, but a medium draws it per frame.
+    pub fn log_distance(&self) -> LogDistance {
+        LogDistance {
+            tx_power_dbm: w_to_dbm(self.tx_power_w),
+            reference_distance: self.reference_distance,
+            reference_loss_db: self.reference_loss_db(),
+            exponent: self.path_loss_exponent,
+            shadowing_sigma_db: self.std_db,
+            noise_floor_dbm: self.noise_floor_dbm,
+            sensitivity_dbm: w_to_dbm(self.rx_threshold_w),
+            cca_threshold_dbm: w_to_dbm(self.cs_threshold_w),
+        }
+    }
+
+    /// Probability that one frame sent `distance` metres away reaches
+    /// `RXThresh_`: `P(mean - X ≥ thr) = Φ((mean - thr) / σ)`.
+    pub fn reception_probability(&self, distance: f64) -> f64 {
+        let m = self.log_distance();
+        let margin = m.rx_power_dbm(distance, 0.0) - m.sensitivity_dbm;
+        if self.std_db == 0.0 {
+            return if margin >= 0.0 { 1.0 } else { 0.0 };
+        }
+        normal_cdf(margin / self.std_db)
+    }
+
+    /// The power of one frame at `distance` metres with its own shadowing
+    /// draw, dBm.
+    pub fn draw_rx_power_dbm(&self, distance: f64, rng: &mut crate::rng::SimRng) -> f64 {
+        let m = self.log_distance();
+        m.rx_power_dbm(distance, self.std_db * standard_normal(rng))
+    }
+}
+
+/// The standard normal distribution function Φ(x) = erfc(-x/√2) / 2.
+///
+/// Written out because the workspace has no special-function crate: the
+/// Chebyshev-fitted `erfc(z) ≈ t exp(-z² + P(t))`, `t = 1/(1 + z/2)`, of
+/// Numerical Recipes (2nd ed., §6.2, `erfcc`), fractional error below
+/// 1.2e-7 everywhere.
+pub fn normal_cdf(x: f64) -> f64 {
+    let z = x.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let erfc = t * poly.exp();
+    if x >= 0.0 {
+        1.0 - 0.5 * erfc
+    } else {
+        0.5 * erfc
+    }
+}
+
 /// What decides whether a frame survives other signals at its receiver.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum Reception {
@@ -195,6 +328,22 @@ pub struct RawLogDistance {
     noise_floor_dbm: Option<f64>,
     sensitivity_dbm: Option<f64>,
     cca_threshold_dbm: Option<f64>,
+}
+
+/// The fields of a `shadowing` table; all optional.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawShadowing {
+    tx_power_w: Option<f64>,
+    frequency_hz: Option<f64>,
+    system_loss: Option<f64>,
+    antenna_gain: Option<f64>,
+    path_loss_exponent: Option<f64>,
+    std_db: Option<f64>,
+    reference_distance: Option<f64>,
+    rx_threshold_w: Option<f64>,
+    cs_threshold_w: Option<f64>,
+    noise_floor_dbm: Option<f64>,
 }
 
 /// The fields of a `collision` reception table.
@@ -238,6 +387,7 @@ impl Propagation {
         let family = [
             struct_fields::<RawUnitDisk>(),
             struct_fields::<RawLogDistance>(),
+            struct_fields::<RawShadowing>(),
         ];
         let what = format!("{kind} propagation");
         match kind.as_str() {
@@ -249,6 +399,10 @@ impl Propagation {
                 let raw = read_kind(table, path, &what, &family, &[])?;
                 LogDistance::validate(raw, path).map(Propagation::LogDistance)
             }
+            "shadowing" => {
+                let raw = read_kind(table, path, &what, &family, &[])?;
+                Shadowing::validate(raw, path).map(Propagation::Shadowing)
+            }
             _ => Err(unknown_kind(path, "propagation", &kind, PROPAGATION_KINDS)),
         }
     }
@@ -258,6 +412,7 @@ impl Propagation {
         match self {
             Propagation::UnitDisk(_) => "unit-disk",
             Propagation::LogDistance(_) => "log-distance",
+            Propagation::Shadowing(_) => "shadowing",
         }
     }
 }
@@ -376,6 +531,92 @@ impl LogDistance {
             return Err(ScenarioError::new(
                 format!("{path}.shadowing_sigma_db"),
                 format!("must not be negative, got {}", spec.shadowing_sigma_db),
+            ));
+        }
+        Ok(spec)
+    }
+}
+
+fn positive(path: &str, field: &str, value: f64) -> Result<f64, ScenarioError> {
+    let value = finite(path, field, value)?;
+    if value > 0.0 {
+        Ok(value)
+    } else {
+        Err(ScenarioError::new(
+            format!("{path}.{field}"),
+            format!("must be positive, got {value}"),
+        ))
+    }
+}
+
+impl Shadowing {
+    /// Checks a `shadowing` table (`path` is the table's).
+    pub fn validate(raw: RawShadowing, path: &str) -> Result<Shadowing, ScenarioError> {
+        let d = Shadowing::default();
+        let spec = Shadowing {
+            tx_power_w: positive(path, "tx_power_w", raw.tx_power_w.unwrap_or(d.tx_power_w))?,
+            frequency_hz: positive(
+                path,
+                "frequency_hz",
+                raw.frequency_hz.unwrap_or(d.frequency_hz),
+            )?,
+            system_loss: positive(
+                path,
+                "system_loss",
+                raw.system_loss.unwrap_or(d.system_loss),
+            )?,
+            antenna_gain: positive(
+                path,
+                "antenna_gain",
+                raw.antenna_gain.unwrap_or(d.antenna_gain),
+            )?,
+            path_loss_exponent: positive(
+                path,
+                "path_loss_exponent",
+                raw.path_loss_exponent.unwrap_or(d.path_loss_exponent),
+            )?,
+            std_db: finite(path, "std_db", raw.std_db.unwrap_or(d.std_db))?,
+            reference_distance: positive(
+                path,
+                "reference_distance",
+                raw.reference_distance.unwrap_or(d.reference_distance),
+            )?,
+            rx_threshold_w: positive(
+                path,
+                "rx_threshold_w",
+                raw.rx_threshold_w.unwrap_or(d.rx_threshold_w),
+            )?,
+            cs_threshold_w: positive(
+                path,
+                "cs_threshold_w",
+                raw.cs_threshold_w.unwrap_or(d.cs_threshold_w),
+            )?,
+            noise_floor_dbm: finite(
+                path,
+                "noise_floor_dbm",
+                raw.noise_floor_dbm.unwrap_or(d.noise_floor_dbm),
+            )?,
+        };
+        if spec.system_loss < 1.0 {
+            return Err(ScenarioError::new(
+                format!("{path}.system_loss"),
+                format!("must be at least 1 (ns-2's L_), got {}", spec.system_loss),
+            ));
+        }
+        if spec.std_db < 0.0 {
+            return Err(ScenarioError::new(
+                format!("{path}.std_db"),
+                format!("must not be negative, got {}", spec.std_db),
+            ));
+        }
+        // A receiver that decodes what it cannot hear makes no sense.
+        if spec.cs_threshold_w > spec.rx_threshold_w {
+            return Err(ScenarioError::new(
+                format!("{path}.cs_threshold_w"),
+                format!(
+                    "must be at most rx_threshold_w ({}), got {}",
+                    spec.rx_threshold_w, spec.cs_threshold_w
+                ),
             ));
         }
         Ok(spec)
@@ -541,5 +782,115 @@ mod tests {
         // Standard errors: 0.007 for the mean, 0.01 for the variance.
         assert!(mean.abs() < 0.03, "{mean}");
         assert!((var - 1.0).abs() < 0.05, "{var}");
+    }
+
+    #[test]
+    fn normal_cdf_matches_tabulated_values() {
+        // Abramowitz & Stegun, Table 26.1.
+        for (x, phi) in [
+            (0.0, 0.5),
+            (1.0, 0.841_344_746),
+            (1.96, 0.975_002_105),
+            (-2.5, 0.006_209_665),
+            (3.0, 0.998_650_102),
+        ] {
+            assert!((normal_cdf(x) - phi).abs() < 1e-7, "{x}: {}", normal_cdf(x));
+        }
+    }
+
+    #[test]
+    fn shadowing_defaults_are_ns2_s() {
+        let s = Shadowing::default();
+        // Friis at 1 m and 914 MHz: 20 log10(4 pi f / c) = 31.7 dB.
+        assert!(
+            (s.reference_loss_db() - 31.67).abs() < 0.01,
+            "{}",
+            s.reference_loss_db()
+        );
+        let m = s.log_distance();
+        // Pt_ 0.28183815 W is 24.5 dBm; RXThresh_ 3.652e-10 W is -64.4 dBm.
+        assert!((m.tx_power_dbm - 24.5).abs() < 0.01);
+        assert!((m.sensitivity_dbm - -64.37).abs() < 0.01);
+        assert!((m.cca_threshold_dbm - -78.07).abs() < 0.01);
+        // With beta = 2 the mean power crosses RXThresh_ where
+        // d = sqrt(Pr0 / RXThresh_): there a frame arrives half the time.
+        let pr0_w = s.tx_power_w * (SPEED_OF_LIGHT / s.frequency_hz).powi(2)
+            / (4.0 * std::f64::consts::PI).powi(2);
+        let median = (pr0_w / s.rx_threshold_w).sqrt();
+        assert!((s.reception_probability(median) - 0.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn shadowing_reception_probability_follows_the_normal_cdf() {
+        let s = Shadowing {
+            path_loss_exponent: 2.7,
+            ..Shadowing::default()
+        };
+        let m = s.log_distance();
+        // The distance where the mean is k sigma above the threshold.
+        let at_margin = |k: f64| {
+            let loss = m.tx_power_dbm - m.sensitivity_dbm - k * s.std_db - m.reference_loss_db;
+            10f64.powf(loss / (10.0 * s.path_loss_exponent))
+        };
+        let mut rng = crate::rng::component_stream(7, "shadowing");
+        let n = 20_000;
+        let received = |d: f64, rng: &mut crate::rng::SimRng| {
+            (0..n)
+                .filter(|_| s.draw_rx_power_dbm(d, rng) >= m.sensitivity_dbm)
+                .count()
+        };
+        // 6 sigma inside: P(loss) = 1e-9, so none of 20 000 frames is lost.
+        assert_eq!(received(at_margin(6.0), &mut rng), n);
+        assert_eq!(received(at_margin(6.0) / 10.0, &mut rng), n);
+        // 6 sigma outside: none arrives.
+        assert_eq!(received(at_margin(-6.0), &mut rng), 0);
+        // In between, the share arriving is Phi(k) within 5 standard errors
+        // of a binomial (at most 0.018 for n = 20 000).
+        for k in [-1.5, -0.5, 0.0, 0.7, 1.8] {
+            let d = at_margin(k);
+            let p = s.reception_probability(d);
+            assert!((p - normal_cdf(k)).abs() < 1e-9, "{k}: {p}");
+            let share = received(d, &mut rng) as f64 / n as f64;
+            let se = (p * (1.0 - p) / n as f64).sqrt();
+            assert!((share - p).abs() < 5.0 * se, "k {k}: {share} vs {p}");
+        }
+    }
+
+    #[test]
+    fn shadowing_tables_parse_and_errors_name_the_field() {
+        let p = Propagation::parse(
+            table("kind = \"shadowing\"\npath_loss_exponent = 2.7\nstd_db = 6"),
+            "p",
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            Propagation::Shadowing(Shadowing {
+                path_loss_exponent: 2.7,
+                std_db: 6.0,
+                ..Shadowing::default()
+            })
+        );
+        let err = |text: &str| Propagation::parse(table(text), "radio.propagation").unwrap_err();
+        assert_eq!(
+            err("kind = \"shadowing\"\nstd_db = -1").path,
+            "radio.propagation.std_db"
+        );
+        assert_eq!(
+            err("kind = \"shadowing\"\nsystem_loss = 0.5").path,
+            "radio.propagation.system_loss"
+        );
+        assert_eq!(
+            err("kind = \"shadowing\"\ncs_threshold_w = 1e-9").path,
+            "radio.propagation.cs_threshold_w"
+        );
+        assert_eq!(
+            err("kind = \"shadowing\"\nexponent = 2").path,
+            "radio.propagation.exponent"
+        );
+        assert_eq!(
+            err("kind = \"shadowing\"\ntx_power_w = 0").path,
+            "radio.propagation.tx_power_w"
+        );
     }
 }

@@ -641,3 +641,49 @@ proptest! {
         prop_assert_eq!(go(), go());
     }
 }
+
+#[test]
+fn ns2_shadowing_draws_every_frame_anew() {
+    let s = Shadowing {
+        path_loss_exponent: 2.7,
+        ..Shadowing::default()
+    };
+    let m = s.log_distance();
+    // Where the mean power is exactly RXThresh_: each frame arrives with
+    // probability 1/2, independently of the one before.
+    let d = 10f64.powf(
+        (m.tx_power_dbm - m.sensitivity_dbm - m.reference_loss_db) / (10.0 * s.path_loss_exponent),
+    );
+    assert!((s.reception_probability(d) - 0.5).abs() < 1e-6);
+    let spec = RadioSpec {
+        propagation: Propagation::Shadowing(s),
+        ..RadioSpec::default()
+    };
+    let mut m = medium(spec, &[0.0, d]);
+    listen_all(&mut m);
+    let n = 4000u64;
+    let mut received = Vec::new();
+    for i in 0..n {
+        let at = SimTime::from_millis(2 * i);
+        m.transmit(at, A, i as u32, AIRTIME).unwrap();
+        for (_, e) in run(&mut m) {
+            if let RadioEvent::RxEnd {
+                outcome: RxOutcome::Ok,
+                frame,
+                ..
+            } = e
+            {
+                received.push(frame);
+            }
+        }
+    }
+    let share = received.len() as f64 / n as f64;
+    // Five binomial standard errors: 5 * sqrt(0.25 / 4000) = 0.04.
+    assert!((share - 0.5).abs() < 0.04, "{share}");
+    // Per-frame draws: runs of successes are as short as coin flips', so
+    // about half the successes are followed by a success (a per-pair draw
+    // would give all or none).
+    let follows = received.windows(2).filter(|w| w[1] == w[0] + 1).count() as f64;
+    let ratio = follows / received.len() as f64;
+    assert!((ratio - 0.5).abs() < 0.06, "{ratio}");
+}
