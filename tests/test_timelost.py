@@ -54,6 +54,8 @@ def synthetic(
         received=received,
         frames=frames,
         echoed_timelost_s=[0.0, 0.002, 0.004],
+        mac_attempts=700,
+        mac_retries=100,
         tcp_retransmissions=seed,
         rto_expirations=0,
     )
@@ -87,8 +89,7 @@ def test_runs_table_has_one_row_per_planned_run_and_flags_unfinished_ones() -> N
     assert row["throughput_mbps_before_100s"] == pytest.approx(4.0, abs=0.05)
     assert row["throughput_mbps_100_150s"] == pytest.approx(3.4, abs=0.05)
     assert row["throughput_mbps_after_150s"] == pytest.approx(1.8, abs=0.05)
-    assert row["mac_frames"] == 600
-    assert row["mac_retries"] == int((np.linspace(0, 60, 600) > 40).sum())
+    assert (row["mac_attempts"], row["mac_retries"]) == (700, 100)
     assert row["mean_timelost_ms"] == pytest.approx(2.0)
     assert list(bins.columns) == list(tl.THROUGHPUT_COLUMNS)
     assert len(bins[(bins["config"] == "vegas") & (bins["seed"] == 1)]) == 300
@@ -189,3 +190,39 @@ def test_rtt_samples_of_a_run_over_a_wired_path_echo_nothing(bulk_scenario: Path
     assert samples["corrected_s"].equals(samples["raw_s"])
     # The sink times only its SYN-ACK and its FIN.
     assert len(tl.rtt_samples(result.traces, "b")) <= 2
+
+
+def test_reproduce_timelost_reduced_end_to_end(tmp_path: Path) -> None:
+    """Two seeds of 20 s: every planned run in runs.csv, 1 s bins in
+    throughput.csv, the option echoed, figures and the report."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    reduced = ["--seeds", "2", "--duration", "20", "--workers", "0", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "rtolab", "reproduce", "timelost", "--out", str(out), *reduced],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    outcome = json.loads(done.stdout)
+    assert len(outcome["runs"]) == 2 * len(tl.CONFIGS)
+    base = out / tl.SYSTEM
+    runs = pd.read_csv(base / "runs.csv")
+    assert list(runs.columns) == list(tl.RUN_COLUMNS)
+    assert runs[["config", "seed"]].apply(tuple, axis=1).tolist() == planned(2)
+    assert runs["finished"].all()
+    # Near the AP the sink gets data at the first seconds already.
+    assert (runs["throughput_mbps_before_100s"] > 0.5).all()
+    assert (runs["mac_attempts"] > 1000).all()
+    assert runs["mean_timelost_ms"].notna().all()
+    bins = pd.read_csv(base / "throughput.csv")
+    assert len(bins) == 2 * len(tl.CONFIGS) * 20
+    for png in ("throughput-vegas", "throughput-all", "rtt-raw-corrected"):
+        assert (base / "figures" / f"{png}.png").is_file(), png
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "The study's claims and our numbers" in report

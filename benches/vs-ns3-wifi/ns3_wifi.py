@@ -10,10 +10,11 @@ Cases (``--case``):
   capacity).
 * ``saturated``: ``--stations`` stations 5 m from the AP, each sending
   saturating UDP to it (Bianchi's saturation case).
-* ``study``: the timelost study's scenario (timelost spec §3): a wired TCP
-  Vegas source, 100 Mbit/s and 2 ms to the AP, a mobile sink that leaves
-  the AP in a straight line at ``--speed`` m/s from t = 0 to 150 s and stays
-  there until ``--seconds``.
+* ``study``: the timelost study's scenario as ``scenarios/wifi-timelost.toml``
+  sets it up (timelost spec §3): a wired TCP Vegas source, 100 Mbit/s and
+  ``--wired-delay`` to the AP, a mobile sink that leaves the AP in a
+  straight line from ``--start-distance`` at t = 0 to ``--edge-distance``
+  at 150 s and stays there until ``--seconds``; the source starts at 5 s.
 
 Radio, matched to ns-2's shadowing model with ns-2's defaults as rtolab's
 ``shadowing`` propagation uses them: 914 MHz, 24.5 dBm (0.2818 W), Friis
@@ -68,8 +69,9 @@ def main() -> None:
     p.add_argument("--transport", choices=("tcp", "udp"), default="tcp")
     p.add_argument("--distance", type=float, default=10.0)
     p.add_argument("--stations", type=int, default=20)
-    p.add_argument("--speed", type=float, default=5.0, help="study: metres per second until 150 s")
-    p.add_argument("--start-distance", type=float, default=10.0, help="study: metres at t = 0")
+    p.add_argument("--start-distance", type=float, default=5.0, help="study: metres at t = 0")
+    p.add_argument("--edge-distance", type=float, default=550.0, help="study: metres from 150 s")
+    p.add_argument("--wired-delay", default="10ms", help="study: the wired link's delay")
     p.add_argument("--rate", default="DsssRate11Mbps")
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--seed", type=int, default=1)
@@ -139,8 +141,8 @@ def main() -> None:
         mobility.Install(sta)
         model = sta.Get(0).GetObject[ns.WaypointMobilityModel]()
         model.AddWaypoint(ns.Waypoint(ns.Seconds(0.0), ns.Vector(a.start_distance, 0.0, 0.0)))
-        edge = a.start_distance + a.speed * STOP_S
-        model.AddWaypoint(ns.Waypoint(ns.Seconds(STOP_S), ns.Vector(edge, 0.0, 0.0)))
+        edge = ns.Vector(a.edge_distance, 0.0, 0.0)
+        model.AddWaypoint(ns.Waypoint(ns.Seconds(STOP_S), edge))
     else:
         around = ns.ListPositionAllocator()
         for i in range(stations):
@@ -168,7 +170,7 @@ def main() -> None:
         internet.Install(wired)
         p2p = ns.PointToPointHelper()
         p2p.SetDeviceAttribute("DataRate", ns.StringValue("100Mbps"))
-        p2p.SetChannelAttribute("Delay", ns.StringValue("2ms"))
+        p2p.SetChannelAttribute("Delay", ns.StringValue(a.wired_delay))
         link = ns.NodeContainer()
         link.Add(wired.Get(0))
         link.Add(ap.Get(0))
@@ -178,7 +180,8 @@ def main() -> None:
         ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
         source = wired.Get(0)
 
-    start = 1.0  # association settles in the first second
+    # Association settles in the first second; the study's source starts at 5 s.
+    start = 5.0 if a.case == "study" else 1.0
     sinks = []
     port = 9000
     if a.case == "saturated":
@@ -233,7 +236,11 @@ def main() -> None:
     elif a.case == "saturated":
         out.update(stations=stations)
     else:
-        out.update(speed=a.speed, start_distance_m=a.start_distance)
+        out.update(
+            start_distance_m=a.start_distance,
+            edge_distance_m=a.edge_distance,
+            wired_delay=a.wired_delay,
+        )
     print(json.dumps(out))
 
 

@@ -18,6 +18,7 @@ dropped), ``phases.csv`` (per configuration and phase: n, mean, spread),
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,10 +28,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from rtolab.experiments import figure_html, save_figure, write_table
+from rtolab.experiments import (
+    Check,
+    Experiment,
+    ExperimentRun,
+    figure_html,
+    option,
+    register,
+    save_figure,
+    system_dir,
+    write_table,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from rtolab.api import Result
 
 SYSTEM = "timelost"
 #: Each configuration's TCP settings on the wired source. Every one agrees
@@ -62,7 +75,7 @@ RUN_COLUMNS = (
     "finished",
     "duration_s",
     *(f"throughput_mbps_{p}" for p in PHASES),
-    "mac_frames",
+    "mac_attempts",
     "mac_retries",
     "mean_timelost_ms",
     "tcp_retransmissions",
@@ -176,8 +189,12 @@ class RunSummary:
     duration_s: float
     #: Goodput per 1 s bin (Mbit/s).
     throughput_mbps: tuple[float, ...]
-    #: (distance bin, data frames, MAC retries) of the AP's data frames.
+    #: (distance bin, data frames, MAC retries) of the AP's data frames,
+    #: from a capture (empty without one).
     retries_by_distance: tuple[tuple[float, int, int], ...]
+    #: The link's counters: data frames sent (every attempt) and retries.
+    mac_attempts: int
+    mac_retries: int
     #: Mean of the timelost the ACKs echoed (ms), ``nan`` without samples.
     mean_timelost_ms: float
     tcp_retransmissions: int
@@ -192,6 +209,8 @@ class RunSummary:
             "duration_s": self.duration_s,
             "throughput_mbps": list(self.throughput_mbps),
             "retries_by_distance": [list(r) for r in self.retries_by_distance],
+            "mac_attempts": self.mac_attempts,
+            "mac_retries": self.mac_retries,
             "mean_timelost_ms": self.mean_timelost_ms,
             "tcp_retransmissions": self.tcp_retransmissions,
             "rto_expirations": self.rto_expirations,
@@ -209,6 +228,8 @@ class RunSummary:
             retries_by_distance=tuple(
                 (float(d), int(n), int(r)) for d, n, r in data["retries_by_distance"]
             ),
+            mac_attempts=int(data["mac_attempts"]),
+            mac_retries=int(data["mac_retries"]),
             mean_timelost_ms=float(data["mean_timelost_ms"]),
             tcp_retransmissions=int(data["tcp_retransmissions"]),
             rto_expirations=int(data["rto_expirations"]),
@@ -224,6 +245,8 @@ def run_summary(
     received: pd.DataFrame,
     frames: pd.DataFrame,
     echoed_timelost_s: Sequence[float] | np.ndarray,
+    mac_attempts: int,
+    mac_retries: int,
     tcp_retransmissions: int,
     rto_expirations: int,
 ) -> RunSummary:
@@ -244,10 +267,208 @@ def run_summary(
         retries_by_distance=tuple(
             retries_by_distance(frames["distance_m"], frames["retries"], DISTANCE_BIN_M)
         ),
+        mac_attempts=int(mac_attempts),
+        mac_retries=int(mac_retries),
         mean_timelost_ms=float(echoed.mean() * 1e3) if echoed.size else math.nan,
         tcp_retransmissions=int(tcp_retransmissions),
         rto_expirations=int(rto_expirations),
     )
+
+
+# ----- the study's scenario -----
+
+#: The study's topology as shipped (scenarios/wifi-timelost.toml).
+BASE_SCENARIO = "wifi-timelost"
+SOURCE, SINK, AP, WLAN = "source", "sink", "ap", "wlan"
+#: Capture of the AP's radio, for MAC retries against distance. A pcap of
+#: 802.11 frames behind radiotap, which the packet table (raw IP only) does
+#: not read: named so that a run's ``.pcap`` files leave it out.
+CAPTURE_FILE = "ap-wlan.radiotap.pcapng"
+#: Seeds per configuration unless ``--seeds`` says otherwise.
+DEFAULT_SEEDS = 10
+#: Written beside each run's files by its worker.
+SUMMARY_FILE = "timelost.json"
+#: A data frame carrying a full TCP segment is longer than this (bytes on
+#: air, radiotap excluded); ACKs are far shorter.
+DATA_FRAME_MIN = 500
+
+
+def seeds() -> list[int]:
+    """Seeds of every configuration: 1..N (``--seeds``)."""
+    return list(range(1, int(option("seeds", DEFAULT_SEEDS)) + 1))
+
+
+def duration_s() -> float:
+    """Simulated seconds of every run (``--duration``, default 300)."""
+    return float(option("duration", DURATION_S))
+
+
+def scenario(config: str, duration: float | None = None, capture: bool = False) -> str:
+    """One configuration's runs: the shipped study scenario with the
+    configuration's TCP settings, ``duration`` seconds long, and a capture
+    of the AP's radio when ``capture``."""
+    import tomllib
+
+    from rtolab.api import shipped_scenarios
+    from rtolab.sweeps import _dump
+
+    data = tomllib.loads(with_config(shipped_scenarios()[BASE_SCENARIO], config))
+    data["duration"] = f"{duration_s() if duration is None else duration:g}s"
+    if capture:
+        data["capture"] = [{"host": AP, "link": WLAN, "file": CAPTURE_FILE}]
+    return _dump(data)
+
+
+def runs() -> list[ExperimentRun]:
+    """Every configuration with every seed; the first seed of each also
+    captures the AP's radio (the retries-against-distance figure)."""
+    plan = []
+    first = seeds()[0] if seeds() else None
+    for config in CONFIGS:
+        for seed in seeds():
+            text = scenario(config, capture=seed == first)
+            params = {"config": config, "duration_s": duration_s()}
+            plan.append(ExperimentRun(f"{config}-seed{seed}", text, seed=seed, params=params))
+    return plan
+
+
+def acked_bytes(traces: pd.DataFrame, node: str) -> pd.DataFrame:
+    """What ``node``'s connection had acknowledged over time (``t_s``,
+    ``bytes`` newly acknowledged), from the oldest unacknowledged sequence
+    number its retransmission timer guards each time it is armed; the
+    sequence space is unwrapped (it may pass 2^32 once in a long run)."""
+    from rtolab.plots import events
+
+    armed = events(traces, "rto_armed", ["t_s", "node_name", "seq"])
+    armed = armed[armed["node_name"] == node].dropna(subset=["seq"])
+    if armed.empty:
+        return pd.DataFrame({"t_s": [], "bytes": []})
+    seq = armed["seq"].to_numpy(dtype=np.uint64).astype(np.int64)
+    step = np.diff(seq) % (1 << 32)
+    # The guarded segment never moves back; a "step" of more than 2^31 is
+    # the timer re-armed on the same segment after a sequence wrap's noise.
+    step = np.where(step > (1 << 31), 0, step)
+    return pd.DataFrame({"t_s": armed["t_s"].to_numpy(dtype=float)[1:], "bytes": step})
+
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def seconds(value: str | float) -> float:
+    """A scenario's duration (``"150s"``, ``"250ms"``, or a number of
+    seconds) in seconds."""
+    if isinstance(value, int | float):
+        return float(value)
+    import re
+
+    match = re.fullmatch(r"\s*([0-9_.]+)\s*([a-zµ]+)\s*", value)
+    if match is None or match.group(2) not in _UNITS:
+        raise ValueError(f"not a duration: {value!r}")
+    return float(match.group(1).replace("_", "")) * _UNITS[match.group(2)]
+
+
+def distance_at(
+    waypoints: Sequence[dict[str, Any]], ap: dict[str, float], t_s: np.ndarray
+) -> np.ndarray:
+    """The station's distance from the AP at times ``t_s``, moving in a
+    straight line between waypoints (``at``, ``x``, ``y``) and staying at
+    the last one."""
+    at = np.array([seconds(w["at"]) for w in waypoints], dtype=float)
+    x = np.interp(t_s, at, [float(w["x"]) for w in waypoints])
+    y = np.interp(t_s, at, [float(w.get("y", 0.0)) for w in waypoints])
+    return np.asarray(np.hypot(x - ap.get("x", 0.0), y - ap.get("y", 0.0)), dtype=float)
+
+
+def captured_data_frames(pcap: Path) -> pd.DataFrame | None:
+    """(``t_s``, ``retry``) of every long data frame in an 802.11 capture,
+    read by tshark; ``None`` when tshark is not installed."""
+    import shutil
+    import subprocess
+
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        return None
+    done = subprocess.run(
+        [
+            tshark,
+            "-r",
+            str(pcap),
+            "-Y",
+            f"wlan.fc.type == 2 && frame.len > {DATA_FRAME_MIN}",
+            "-T",
+            "fields",
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "wlan.fc.retry",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = [line.split("\t") for line in done.stdout.splitlines() if line.strip()]
+    return pd.DataFrame(
+        {
+            "t_s": [float(r[0]) for r in rows],
+            "retry": [r[1].strip().lower() in ("1", "true") for r in rows],
+        }
+    )
+
+
+def summarise(result: Result, params: dict[str, Any]) -> RunSummary:
+    """A run's :class:`RunSummary` from its report, traces and capture."""
+    import tomllib
+
+    report = result.report
+    traces = result.traces
+    scenario_data = tomllib.loads(result.scenario) if result.scenario else {}
+    frames = pd.DataFrame({"distance_m": [], "retries": []})
+    pcap = result.out_dir / CAPTURE_FILE if result.out_dir is not None else None
+    if pcap is not None and pcap.is_file():
+        captured = captured_data_frames(pcap)
+        wlan = next(link for link in scenario_data.get("link", []) if link.get("name") == WLAN)
+        if captured is not None and len(captured):
+            station = next(s for s in wlan["stations"] if s["host"] == SINK)
+            distance = distance_at(
+                station["mobility"]["waypoints"],
+                wlan["ap"].get("position", {}),
+                captured["t_s"].to_numpy(),
+            )
+            # One row per attempt on air; a retry is an attempt with the
+            # Retry bit, so retries per row is the share of attempts that
+            # repeat a frame.
+            frames = pd.DataFrame(
+                {"distance_m": distance, "retries": captured["retry"].astype(int).to_numpy()}
+            )
+    stats = next((link["stats"] for link in report["links"] if link.get("name") == WLAN), {})
+    ap_member = next((m for m in stats.get("members", []) if m.get("host") == AP), {})
+    flows = [f for f in report["flows"] if f.get("host") == SOURCE]
+    received = acked_bytes(traces, SOURCE)
+    return run_summary(
+        str(params["config"]),
+        result.seed,
+        planned_s=float(params["duration_s"]),
+        duration_s=float(report["duration_s"]),
+        received=received,
+        frames=frames,
+        echoed_timelost_s=rtt_samples(traces, SOURCE)["timelost_s"].to_numpy(),
+        mac_attempts=int(ap_member.get("data_attempts", 0)),
+        mac_retries=int(ap_member.get("retries", 0)),
+        tcp_retransmissions=sum(int(f["retransmissions"]) for f in flows),
+        rto_expirations=sum(int(f["timeouts"]) for f in flows),
+    )
+
+
+def analyse(result: Result, params: dict[str, Any]) -> None:
+    """Writes :func:`summarise` and the source's RTT samples of the run's
+    first seed into the run's directory (on the worker)."""
+    if result.out_dir is None:
+        return
+    summary = summarise(result, params)
+    (result.out_dir / SUMMARY_FILE).write_text(
+        json.dumps(summary.to_dict()) + "\n", encoding="utf-8"
+    )
+    rtt_samples(result.traces, SOURCE).to_csv(result.out_dir / "rtt.csv", index=False)
 
 
 # ----- tables -----
@@ -285,8 +506,8 @@ def tables(
         }
         for phase, (start, end) in PHASES.items():
             row[f"throughput_mbps_{phase}"] = phase_mean(s.throughput_mbps, start, end)
-        row["mac_frames"] = sum(n for _, n, _ in s.retries_by_distance)
-        row["mac_retries"] = sum(r for _, _, r in s.retries_by_distance)
+        row["mac_attempts"] = s.mac_attempts
+        row["mac_retries"] = s.mac_retries
         row["mean_timelost_ms"] = s.mean_timelost_ms
         row["tcp_retransmissions"] = s.tcp_retransmissions
         row["rto_expirations"] = s.rto_expirations
@@ -521,7 +742,7 @@ def retries_figure(distance: pd.DataFrame) -> Figure:
             label=f"{config} (n = {rows['seed'].nunique()})",
         )
     ax.set_xlabel(f"distance from the AP (m, {DISTANCE_BIN_M:g} m bins)")
-    ax.set_ylabel("MAC retries per data frame: mean, min-max over runs")
+    ax.set_ylabel("share of data-frame attempts that are retries")
     ax.set_title("MAC retries against distance")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
@@ -608,3 +829,62 @@ def report_sections(directory: Path) -> list[str]:
             + "</details>"
         )
     return parts
+
+
+def checks(results: dict[str, Result]) -> list[Check]:
+    """Writes the tables and figures from every run's summary; checks that
+    every planned run finished."""
+    out = system_dir(results)
+    if out is None:
+        return [Check("runs completed", False, "no results")]
+    plan = runs()
+    summaries: dict[tuple[str, int], RunSummary] = {}
+    for spec in plan:
+        result = results.get(spec.label)
+        if result is None or result.out_dir is None:
+            continue
+        path = result.out_dir / SUMMARY_FILE
+        if path.is_file():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            summaries[(str(spec.params["config"]), spec.seed)] = RunSummary.from_dict(data)
+        else:
+            summaries[(str(spec.params["config"]), spec.seed)] = summarise(result, spec.params)
+    first = plan[0].seed if plan else 1
+    rtt = None
+    label = f"vegas-timelost-seed{first}"
+    if label in results and results[label].out_dir is not None:
+        path = results[label].out_dir / "rtt.csv"  # type: ignore[operator]
+        if path.is_file():
+            rtt = pd.read_csv(path)
+    tables_ = write_outputs(
+        out,
+        [(str(r.params["config"]), r.seed) for r in plan],
+        summaries,
+        rtt,
+        f"vegas-timelost, seed {first}: the source's RTT samples",
+    )
+    finished = int(tables_["runs"]["finished"].sum())
+    return [
+        Check("every planned run finished", finished == len(plan), f"{finished} of {len(plan)}")
+    ]
+
+
+register(
+    Experiment(
+        system=SYSTEM,
+        name="vegas",
+        title="Vegas with and without timelost on a mobile 802.11 sink (and Reno for contrast)",
+        description=(
+            "A wired source sends to a mobile sink behind an 802.11b access point; the sink "
+            "moves to the edge of coverage until 150 s and stays there until 300 s. Vegas and "
+            "Reno, each without and with RTT samples corrected by the timelost option, many "
+            "seeds. Writes throughput.csv, runs.csv, phases.csv and claims.csv."
+        ),
+        runs=runs,
+        checks=checks,
+        report=report_sections,
+        options=("seeds", "duration"),
+        parallel=True,
+        analyse=analyse,
+    )
+)
