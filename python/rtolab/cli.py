@@ -463,7 +463,9 @@ def list_policies(
 
     Select one in a host's or app's tcp table of a scenario, e.g.
     rto = { policy = "fixed", rto = "300ms" }; parameters left out take the
-    defaults shown.
+    defaults shown. With timelost = true in the same table, every RTO
+    policy and Vegas get RTT samples without the MAC retransmission time
+    the peer echoes, unless rtt_correction = false (docs/timelost.md).
     """
     from rtolab.catalog import FAMILIES, policies
 

@@ -1665,6 +1665,7 @@ impl Connection {
                 newly_acked: newly,
                 syn_acked,
                 outstanding: self.snd_una != self.snd_max,
+                correction: self.rtt_correction(tcp).unwrap_or(SimDuration::ZERO),
             },
         );
         // Congestion control counts payload; a bare SYN or FIN does not
@@ -1754,16 +1755,13 @@ impl Connection {
                 sample.source = SampleSource::Timestamp;
             }
         }
-        if self.timelost_enabled {
-            if let Some(rets) = tcp.options.timelost {
-                sample.correction = Some(TIMELOST_UNIT.saturating_mul(u64::from(rets)));
-            }
-        }
+        sample.correction = self.rtt_correction(tcp);
         self.trace(
             now,
             TraceEvent::RttSample {
                 raw: sample.rtt,
                 corrected: sample.corrected(),
+                timelost: self.echoed_timelost(tcp),
                 segment_len: sample.segment_len,
                 retransmitted: sample.retransmitted,
                 source: sample.source,
@@ -1771,6 +1769,23 @@ impl Connection {
         );
         self.rto.on_rtt_sample(now, &sample);
         self.cc.on_rtt_sample(now, &sample);
+    }
+
+    /// The MAC retransmission time an ACK echoes (timelost spec §2), when
+    /// the option was agreed and this host removes it from its samples.
+    fn rtt_correction(&self, tcp: &TcpRepr) -> Option<SimDuration> {
+        self.echoed_timelost(tcp)
+            .filter(|_| self.config.profile.rtt_correction)
+    }
+
+    /// The time an ACK's timelost option echoes, once the option is agreed.
+    fn echoed_timelost(&self, tcp: &TcpRepr) -> Option<SimDuration> {
+        if !self.timelost_enabled {
+            return None;
+        }
+        tcp.options
+            .timelost
+            .map(|rets| TIMELOST_UNIT.saturating_mul(u64::from(rets)))
     }
 
     fn after_ack_timers(&mut self, now: SimTime) {

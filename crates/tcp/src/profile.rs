@@ -79,6 +79,14 @@ pub struct Profile {
     pub sack: bool,
     /// Offer the timelost option (timelost spec §2).
     pub timelost: bool,
+    /// When timelost is agreed, remove the echoed MAC retransmission time
+    /// from every RTT sample before the RTO policy and congestion control
+    /// see it. With `false` the host still negotiates and echoes the option
+    /// (its peer may correct) but uses raw samples, the study's "original"
+    /// configuration on the same packets. On unless set; written out only
+    /// when off, so profiles and run records that predate it read the same.
+    #[serde(default = "on", skip_serializing_if = "is_on")]
+    pub rtt_correction: bool,
     /// Keep-alive, off when `None` (`false` in a file).
     #[serde(
         default,
@@ -148,6 +156,14 @@ fn at_least(
         field: field.to_string(),
         message: format!("must be at least {floor} ({why}), got {value}"),
     })
+}
+
+fn on() -> bool {
+    true
+}
+
+fn is_on(value: &bool) -> bool {
+    *value
 }
 
 const TIMER_WHY: &str = "a timer that re-arms itself";
@@ -256,6 +272,7 @@ impl Profile {
             timestamps: false,
             sack: false,
             timelost: false,
+            rtt_correction: true,
             keepalive: None,
             time_wait: SimDuration::from_secs(60),
             persist_min: SimDuration::from_millis(200),
@@ -339,6 +356,7 @@ impl Profile {
             timestamps: false,
             sack: false,
             timelost: false,
+            rtt_correction: true,
             keepalive: None,
             // 2 * TCP_MSL (60 s).
             time_wait: SimDuration::from_secs(120),
@@ -378,6 +396,7 @@ impl Profile {
             timestamps: false,
             sack: false,
             timelost: false,
+            rtt_correction: true,
             keepalive: None,
             time_wait: SimDuration::from_secs(60),
             persist_min: pulse,

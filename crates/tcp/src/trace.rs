@@ -106,6 +106,15 @@ pub enum TraceEvent {
         /// Sample after its correction (equal to `raw` without one).
         #[serde(serialize_with = "ser_duration")]
         corrected: SimDuration,
+        /// MAC retransmission time the ACK echoed in a timelost option
+        /// (timelost spec §2), when the option was agreed; `raw` minus it is
+        /// `corrected` only if the host corrects its samples. Left out
+        /// without the option.
+        #[serde(
+            serialize_with = "ser_opt_duration",
+            skip_serializing_if = "Option::is_none"
+        )]
+        timelost: Option<SimDuration>,
         /// Sequence space of the acknowledged segment.
         segment_len: usize,
         /// Whether that segment was retransmitted.

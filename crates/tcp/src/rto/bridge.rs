@@ -439,6 +439,7 @@ mod tests {
                 newly_acked: 1024,
                 syn_acked: false,
                 outstanding: true,
+                correction: SimDuration::ZERO,
             },
         );
         assert_eq!(

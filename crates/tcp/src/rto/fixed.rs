@@ -141,6 +141,7 @@ mod tests {
             newly_acked,
             syn_acked: false,
             outstanding: true,
+            correction: SimDuration::ZERO,
         }
     }
 

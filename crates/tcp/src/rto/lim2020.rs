@@ -307,7 +307,7 @@ impl RtoPolicy for LimRto {
     fn on_rtt_sample(&mut self, _now: SimTime, sample: &RttSample) {
         // Weak estimation: every sample counts, timed from the segment's
         // first transmission whether or not it was retransmitted.
-        let rtt = sample.since_first_transmission;
+        let rtt = sample.corrected_since_first();
         let c = self.config;
         match self.srtt {
             None => {

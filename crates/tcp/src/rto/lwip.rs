@@ -145,7 +145,10 @@ impl RtoPolicy for LwipRto {
         self.rto = self.estimate_ticks();
         if let Some((sent_tick, rtseq)) = self.rttest {
             if rtseq < ack.acked_to {
-                let elapsed = self.grid.ticks_at(now).saturating_sub(sent_tick);
+                // Time lost to MAC retransmissions (timelost) is not path
+                // delay: the measurement ends that much earlier.
+                let measured_at = now.saturating_sub(ack.correction);
+                let elapsed = self.grid.ticks_at(measured_at).saturating_sub(sent_tick);
                 // 16-bit arithmetic as in lwIP (m is s16_t).
                 let mut m = elapsed.min(i16::MAX as u64) as i16;
                 m = m.wrapping_sub(self.sa >> 3);
@@ -216,6 +219,7 @@ mod tests {
                 newly_acked: 1,
                 syn_acked: syn,
                 outstanding: false,
+                correction: SimDuration::ZERO,
             },
         );
     }
@@ -255,6 +259,27 @@ mod tests {
         ack(&mut p, at(1400), 2001, false);
         assert_eq!(p.raw(), (2, 3, 3));
         assert_eq!(p.timeout_for(at(1400), &tx(2001, 1, 0)), TICK * 3);
+    }
+
+    #[test]
+    fn time_lost_to_mac_retransmissions_is_not_counted() {
+        // Sent at 100 ms (tick count 1), ACKed at 1100 ms (count 3), of
+        // which 600 ms were MAC retransmissions: measured to 500 ms
+        // (count 2), m = 1 tick instead of 2.
+        let mut p = policy(1000, false);
+        p.on_transmit(at(100), &tx(1, 1000, 0));
+        p.on_ack(
+            at(1100),
+            &AckProgress {
+                acked_to: 1001,
+                newly_acked: 1000,
+                syn_acked: false,
+                outstanding: false,
+                correction: SimDuration::from_millis(600),
+            },
+        );
+        // m = 1, sa = 1; m = 1 - (2>>2) = 1, sv = 3; rto = 0 + 3.
+        assert_eq!(p.raw(), (1, 3, 3));
     }
 
     #[test]

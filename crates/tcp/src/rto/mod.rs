@@ -150,6 +150,12 @@ impl RttSample {
         self.rtt - self.correction.unwrap_or(SimDuration::ZERO)
     }
 
+    /// [`RttSample::since_first_transmission`] with the correction removed
+    /// (never below zero), for policies that time from the first send.
+    pub fn corrected_since_first(&self) -> SimDuration {
+        self.since_first_transmission - self.correction.unwrap_or(SimDuration::ZERO)
+    }
+
     /// Whether Karn's rule allows this sample to update an estimator: either
     /// the segment was sent once, or the timestamp identifies which send the
     /// ACK answers.
@@ -169,6 +175,10 @@ pub struct AckProgress {
     pub syn_acked: bool,
     /// Whether data remains outstanding after this ACK.
     pub outstanding: bool,
+    /// MAC retransmission time the ACK reports (timelost spec §2), to be
+    /// removed from a round trip the policy times itself (lwIP, uIP); zero
+    /// without the option or when the host does not correct its samples.
+    pub correction: SimDuration,
 }
 
 /// The retransmission timer fired.

@@ -326,6 +326,7 @@ mod tests {
                 newly_acked: 1,
                 syn_acked: true,
                 outstanding: false,
+                correction: SimDuration::ZERO,
             },
         );
         assert_eq!(p.estimate().rto, ms(3000));

@@ -142,11 +142,13 @@ impl RtoPolicy for UipRto {
         }
     }
 
-    fn on_ack(&mut self, now: SimTime, _ack: &AckProgress) {
+    fn on_ack(&mut self, now: SimTime, ack: &AckProgress) {
         if self.nrtx == 0 {
             if let Some(sent) = self.sent_at {
-                // m = rto - timer: pulses elapsed since the timer started.
-                let elapsed = self.grid.ticks_at(now).saturating_sub(sent);
+                // m = rto - timer: pulses elapsed since the timer started,
+                // less the time lost to MAC retransmissions (timelost).
+                let measured_at = now.saturating_sub(ack.correction);
+                let elapsed = self.grid.ticks_at(measured_at).saturating_sub(sent);
                 let mut m = elapsed.min(i8::MAX as u64) as i8;
                 m = m.wrapping_sub((self.sa >> 3) as i8);
                 self.sa = self.sa.wrapping_add(m as u8);
@@ -214,6 +216,7 @@ mod tests {
                 newly_acked: 1,
                 syn_acked: false,
                 outstanding: false,
+                correction: SimDuration::ZERO,
             },
         );
     }

@@ -1,0 +1,228 @@
+"""The timelost experiment's tables, claims, figures and report, from
+synthetic runs whose numbers are known in advance."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rtolab.experiments import timelost as tl
+
+PLANNED_S = 300.0
+
+
+def test_throughput_bins_are_megabits_per_second_per_second() -> None:
+    # 125 000 bytes in second 0 (1 Mbit/s), 250 000 in second 2, nothing in 1.
+    bins = tl.throughput_bins([0.2, 0.7, 2.5], [62_500, 62_500, 250_000], 3.0)
+    assert bins.tolist() == pytest.approx([1.0, 0.0, 2.0])
+    # A last partial bin counts over its own length: 0.5 s, 62 500 bytes.
+    bins = tl.throughput_bins([0.5, 1.2], [125_000, 62_500], 1.5)
+    assert bins.tolist() == pytest.approx([1.0, 1.0])
+    # Deliveries outside the run are not counted.
+    assert tl.throughput_bins([-1.0, 5.0], [1, 1], 2.0).tolist() == [0.0, 0.0]
+
+
+def test_retries_are_binned_by_distance() -> None:
+    rows = tl.retries_by_distance([1.0, 4.9, 5.0, 12.0, 13.0], [0, 1, 2, 3, 4], 5.0)
+    assert rows == [(0.0, 2, 1), (5.0, 1, 2), (10.0, 2, 7)]
+    assert tl.retries_by_distance([], [], 5.0) == []
+
+
+def synthetic(
+    config: str, seed: int, gain_at_edge: float, *, stop: float = PLANNED_S
+) -> tl.RunSummary:
+    """A run whose goodput is 4 Mbit/s before 100 s, 3 from 100 to 150 s
+    and 1 afterwards, plus ``gain_at_edge`` after 150 s (half of it before)
+    and a little seed-dependent noise; the sink gets its bytes in 0.1 s
+    steps."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(0, stop, 0.1)
+    rate = np.where(t < 100, 4.0, np.where(t < 150, 3.0 + gain_at_edge / 2, 1.0 + gain_at_edge))
+    rate = rate + rng.normal(0, 0.05, size=t.size)
+    received = pd.DataFrame({"t_s": t, "bytes": rate * 1e6 / 8 * 0.1})
+    distance = np.linspace(0, 60, 600)[: int(stop * 2)]
+    frames = pd.DataFrame({"distance_m": distance, "retries": (distance > 40).astype(int)})
+    return tl.run_summary(
+        config,
+        seed,
+        planned_s=PLANNED_S,
+        duration_s=stop,
+        received=received,
+        frames=frames,
+        echoed_timelost_s=[0.0, 0.002, 0.004],
+        mac_attempts=700,
+        mac_retries=100,
+        tcp_retransmissions=seed,
+        rto_expirations=0,
+    )
+
+
+def planned(seeds: int = 6) -> list[tuple[str, int]]:
+    return [(c, s) for c in tl.CONFIGS for s in range(1, seeds + 1)]
+
+
+def summaries(seeds: int = 6) -> dict[tuple[str, int], tl.RunSummary]:
+    gain = {"vegas": 0.0, "vegas-timelost": 0.8, "reno": 0.0, "reno-timelost": 0.0}
+    return {(c, s): synthetic(c, s, gain[c]) for c, s in planned(seeds)}
+
+
+def test_runs_table_has_one_row_per_planned_run_and_flags_unfinished_ones() -> None:
+    done = summaries(3)
+    done[("reno", 2)] = synthetic("reno", 2, 0.0, stop=120.0)
+    del done[("reno", 3)]
+    runs, bins, distance = tl.tables(planned(3), done)
+    assert list(runs.columns) == list(tl.RUN_COLUMNS)
+    assert len(runs) == len(planned(3))
+    assert runs[["config", "seed"]].apply(tuple, axis=1).tolist() == planned(3)
+    flagged = runs[~runs["finished"]][["config", "seed"]].apply(tuple, axis=1).tolist()
+    assert flagged == [("reno", 2), ("reno", 3)]
+    # The unfinished run keeps what it measured; it has nothing after 150 s.
+    short = runs[(runs["config"] == "reno") & (runs["seed"] == 2)].iloc[0]
+    assert short["duration_s"] == 120.0
+    assert short["throughput_mbps_before_100s"] == pytest.approx(4.0, abs=0.05)
+    assert math.isnan(short["throughput_mbps_after_150s"])
+    row = runs[(runs["config"] == "vegas-timelost") & (runs["seed"] == 1)].iloc[0]
+    assert row["throughput_mbps_before_100s"] == pytest.approx(4.0, abs=0.05)
+    assert row["throughput_mbps_100_150s"] == pytest.approx(3.4, abs=0.05)
+    assert row["throughput_mbps_after_150s"] == pytest.approx(1.8, abs=0.05)
+    assert (row["mac_attempts"], row["mac_retries"]) == (700, 100)
+    assert row["mean_timelost_ms"] == pytest.approx(2.0)
+    assert list(bins.columns) == list(tl.THROUGHPUT_COLUMNS)
+    assert len(bins[(bins["config"] == "vegas") & (bins["seed"] == 1)]) == 300
+    assert set(distance["distance_m"]) == {5.0 * i for i in range(13)}
+
+
+def test_phase_table_counts_finished_runs_only() -> None:
+    done = summaries(4)
+    done[("vegas", 4)] = synthetic("vegas", 4, 0.0, stop=50.0)
+    runs, _, _ = tl.tables(planned(4), done)
+    phases = tl.phase_table(runs)
+    vegas = phases[phases["config"] == "vegas"].set_index("phase")
+    assert vegas.loc["after_150s", "n"] == 3
+    assert vegas.loc["after_150s", "unfinished"] == 1
+    assert vegas.loc["after_150s", "mean"] == pytest.approx(1.0, abs=0.05)
+    assert vegas.loc["after_150s", "ci95"] > 0
+
+
+def test_claims_hold_only_where_the_numbers_say_so() -> None:
+    runs, _, _ = tl.tables(planned(), summaries())
+    vegas = tl.claims(runs, "vegas", "vegas-timelost").set_index("claim")
+    assert vegas["holds"].tolist() == [True, True, True]
+    edge = vegas.iloc[2]
+    assert edge["gain_mbps"] == pytest.approx(0.8, abs=0.05)
+    assert edge["gain_ci95_low"] > 0
+    assert (edge["n_base"], edge["n_corrected"]) == (6, 6)
+    # Reno with the correction gains nothing: the first claim holds, the
+    # gains do not.
+    reno = tl.claims(runs, "reno", "reno-timelost")
+    assert reno["holds"].tolist() == [True, False, False]
+    # With one run per configuration nothing can be told.
+    few, _, _ = tl.tables(planned(1), summaries(1))
+    assert tl.claims(few)["holds"].tolist() == [None, None, None]
+
+
+def test_outputs_and_report_lead_with_the_answer(tmp_path: Path) -> None:
+    samples = pd.DataFrame(
+        {"t_s": [1.0, 2.0, 160.0], "raw_s": [0.02, 0.02, 0.08], "corrected_s": [0.02, 0.02, 0.03]}
+    )
+    out = tmp_path / tl.SYSTEM
+    tl.write_outputs(out, planned(3), summaries(3), samples, "vegas-timelost seed 1")
+    for name in ("runs", "throughput", "retries_by_distance", "phases", "claims"):
+        assert (out / f"{name}.csv").is_file(), name
+    for png in ("throughput-vegas", "throughput-all", "retries-vs-distance", "rtt-raw-corrected"):
+        assert (out / "figures" / f"{png}.png").stat().st_size > 5_000, png
+    assert pd.read_csv(out / "runs.csv")["finished"].all()
+    sections = tl.report_sections(tmp_path)
+    assert sections[0].startswith("<h3>The study's claims and our numbers</h3>")
+    assert sections[0].count("holds") >= 3
+    assert "n = 3 and 3" in sections[0]
+    assert any("throughput-vegas.png" in s for s in sections)
+    assert sections[-1].startswith("<details><summary>runs.csv (12 runs, 0 unfinished)")
+
+
+def test_a_summary_survives_its_json_form() -> None:
+    s = synthetic("vegas", 1, 0.0)
+    assert tl.RunSummary.from_dict(s.to_dict()) == s
+
+
+def test_a_config_sets_the_source_and_turns_the_option_on_at_the_sink(
+    bulk_scenario: Path,
+) -> None:
+    import tomllib
+
+    base = bulk_scenario.read_text(encoding="utf-8")
+    data = tomllib.loads(tl.with_config(base, "vegas-timelost"))
+    hosts = {h["name"]: h for h in data["host"]}
+    assert hosts["a"]["tcp"] == {
+        "cc": {"policy": "vegas"},
+        "timelost": True,
+        "rtt_correction": True,
+    }
+    assert hosts["b"]["tcp"] == {"timelost": True}
+    assert "capture" not in data
+    assert data["name"] == "p2p-bulk-vegas-timelost"
+    raw = tomllib.loads(tl.with_config(base, "reno"))
+    assert {h["name"]: h["tcp"] for h in raw["host"]}["a"]["rtt_correction"] is False
+    with pytest.raises(ValueError, match="config"):
+        tl.with_config(base, "cubic")
+
+
+def test_rtt_samples_of_a_run_over_a_wired_path_echo_nothing(bulk_scenario: Path) -> None:
+    """Over a wired link the option is agreed and echoed as 0: corrected
+    samples equal raw ones."""
+    from rtolab.api import run
+
+    text = tl.with_config(bulk_scenario.read_text(encoding="utf-8"), "vegas-timelost")
+    result = run(text, seed=1)
+    from rtolab.plots import events
+
+    # Both SYNs carried the option: every sample of the source records an echo.
+    traced = events(result.traces, "rtt_sample")
+    assert traced.loc[traced["node_name"] == "a", "timelost"].notna().all()
+    samples = tl.rtt_samples(result.traces, "a")
+    assert len(samples) > 100
+    assert (samples["raw_s"] >= 0.02).all()
+    assert (samples["timelost_s"] == 0).all()
+    assert samples["corrected_s"].equals(samples["raw_s"])
+    # The sink times only its SYN-ACK and its FIN.
+    assert len(tl.rtt_samples(result.traces, "b")) <= 2
+
+
+def test_reproduce_timelost_reduced_end_to_end(tmp_path: Path) -> None:
+    """Two seeds of 20 s: every planned run in runs.csv, 1 s bins in
+    throughput.csv, the option echoed, figures and the report."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    reduced = ["--seeds", "2", "--duration", "20", "--workers", "0", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "rtolab", "reproduce", "timelost", "--out", str(out), *reduced],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    outcome = json.loads(done.stdout)
+    assert len(outcome["runs"]) == 2 * len(tl.CONFIGS)
+    base = out / tl.SYSTEM
+    runs = pd.read_csv(base / "runs.csv")
+    assert list(runs.columns) == list(tl.RUN_COLUMNS)
+    assert runs[["config", "seed"]].apply(tuple, axis=1).tolist() == planned(2)
+    assert runs["finished"].all()
+    # Near the AP the sink gets data at the first seconds already.
+    assert (runs["throughput_mbps_before_100s"] > 0.5).all()
+    assert (runs["mac_attempts"] > 1000).all()
+    assert runs["mean_timelost_ms"].notna().all()
+    bins = pd.read_csv(base / "throughput.csv")
+    assert len(bins) == 2 * len(tl.CONFIGS) * 20
+    for png in ("throughput-vegas", "throughput-all", "rtt-raw-corrected"):
+        assert (base / "figures" / f"{png}.png").is_file(), png
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "The study's claims and our numbers" in report
