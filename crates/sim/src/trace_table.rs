@@ -114,7 +114,7 @@ pub enum SelectionError {
     Level(String),
     /// A family name that cannot be one.
     #[error(
-        "[{index}]: a family is a snake_case name such as tcp_cwnd, or a prefix \
+        "must be a family's snake_case name such as tcp_cwnd, or a prefix \
          such as tcp, got {name:?}"
     )]
     Family {

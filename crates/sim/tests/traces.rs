@@ -302,5 +302,5 @@ fn bad_selections_name_the_entry() {
             name: "Tcp-Cwnd".into()
         }
     );
-    assert!(err.to_string().starts_with("[1]: "));
+    assert!(err.to_string().contains("\"Tcp-Cwnd\""));
 }
