@@ -279,6 +279,26 @@ fn long_runs_are_written_in_row_groups_as_they_go() {
 }
 
 #[test]
+fn the_same_run_gives_byte_identical_tables() {
+    let s = scenario("p2p-bulk.toml");
+    let one = out_dir("same-1");
+    let two = out_dir("same-2");
+    run(&s, &one, TraceLevel::Summary, &[], TraceFormat::Parquet);
+    run(&s, &two, TraceLevel::Summary, &[], TraceFormat::Parquet);
+    let mut names: Vec<_> = fs::read_dir(one.join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert!(names.len() > 5);
+    for name in names {
+        let a = fs::read(one.join("traces").join(&name)).unwrap();
+        let b = fs::read(two.join("traces").join(&name)).unwrap();
+        assert!(a == b, "{name:?} differs");
+    }
+}
+
+#[test]
 fn level_none_writes_no_trace() {
     let s = scenario("p2p-cbr.toml");
     let dir = out_dir("none");
