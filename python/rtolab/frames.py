@@ -312,10 +312,19 @@ def _tables_frame(tables: list[Any]) -> pd.DataFrame:
     gaps as nullable integers)."""
     import pyarrow as pa
 
-    frames = []
-    for table in tables:
-        mapping = {f.type: pd.Int64Dtype() for f in table.schema if pa.types.is_integer(f.type)}
-        frames.append(table.to_pandas(types_mapper=mapping.get))
+    # Nullable integers of the same width and sign: u64::MAX (an unbounded
+    # threshold) does not fit an Int64.
+    nullable = {
+        pa.int8(): pd.Int8Dtype(),
+        pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(),
+        pa.uint8(): pd.UInt8Dtype(),
+        pa.uint16(): pd.UInt16Dtype(),
+        pa.uint32(): pd.UInt32Dtype(),
+        pa.uint64(): pd.UInt64Dtype(),
+    }
+    frames = [table.to_pandas(types_mapper=nullable.get) for table in tables]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     # Booleans with gaps: NaN where an event lacks the field, as JSON gives.
     for name in frame.columns:
@@ -381,7 +390,7 @@ def trace_events(
         frame["event"] = kind
     frame = _finish_traces(frame, report)
     if columns is not None:
-        return frame[[c for c in ("t_s", "t_ns", *columns) if c in frame]]
+        return frame[[c for c in dict.fromkeys(("t_s", "t_ns", *columns)) if c in frame]]
     return frame
 
 
