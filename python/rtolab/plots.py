@@ -889,9 +889,12 @@ def _binned_throughput(data: Any, directory: Path, bins: int, ax: Axes) -> Axes:
     duration = float(data.duration_s) or float(received["t_s"].max() or 1.0)
     width = duration / bins
     groups = [c for c in ("link_name", "node_name") if c in received] or ["link", "node"]
+    duration_ns = max(1, round(duration * 1e9))
     for label, group in received.groupby(groups):
-        index = (group["t_s"] // width).astype(int)
-        kbps = group[size].astype("float64").groupby(index).sum() * 8 / width / 1e3
+        # Integer arithmetic: a 10 ms bin must not fall into the figure's
+        # bin before its own through rounding (0.2 / 0.2 < 1 in floats).
+        index = group["t_ns"].astype("int64") * bins // duration_ns
+        kbps = group[size].astype("float64").groupby(index.to_numpy()).sum() * 8 / width / 1e3
         kbps = kbps.reindex(range(bins), fill_value=0)
         name = " → ".join(str(x) for x in label) if isinstance(label, tuple) else str(label)
         ax.step(kbps.index * width, kbps.to_numpy(), where="post", label=name)
