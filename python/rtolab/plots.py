@@ -74,10 +74,11 @@ def _traces(data: Any) -> pd.DataFrame:
     raise TypeError(f"expected a Result or a traces DataFrame, got {type(data).__name__}")
 
 
-#: Most points per connection of a time series read from trace tables: time
+#: Most points per connection of a time series read from trace tables (fewer
+#: than a figure has pixels across): time
 #: is cut into this many bins and each connection keeps its last event of
 #: each, so a figure's data is bounded however long the run.
-MAX_POINTS = 2000
+MAX_POINTS = 600
 
 
 def _trace_dir(data: Any) -> Path | None:
