@@ -289,3 +289,43 @@ def test_emulate_runs_real_linux_tcp_through_the_emulator(tmp_path: Path) -> Non
     assert list(tmp_path.glob("*.pcap"))
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
     assert "rtolab-" not in names.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--traces", "most"], "traces: must be one of none, summary, full"),
+        (["--trace-families", "tcp,Bad-Name"], "trace_families[1]: must be a family's"),
+        (["--trace-format", "csv"], "trace_format: expected jsonl or parquet"),
+    ],
+)
+def test_bad_trace_options_name_the_option(args: list[str], field: str, tmp_path: Path) -> None:
+    line = one_line_error(rtolab("run", "p2p-cbr", "--out", str(tmp_path), *args))
+    assert field in line
+
+
+def test_trace_levels_choose_the_tables(tmp_path: Path) -> None:
+    """A summary leaves out per-packet tables and keeps the binned
+    receptions the throughput figure draws; full has both; families choose."""
+    for level in ("summary", "full"):
+        done = rtolab("run", "p2p-bulk", "--out", str(tmp_path / level), "--traces", level)
+        assert done.returncode == 0, done.stderr
+    summary = {p.name for p in (tmp_path / "summary" / "traces").iterdir()}
+    full = {p.name for p in (tmp_path / "full" / "traces").iterdir()}
+    assert "packet_received.parquet" in full - summary
+    assert {"packet_received_bins.parquet", "tcp_cwnd.parquet"} <= summary <= full
+    assert (tmp_path / "summary" / "plots" / "throughput.png").is_file()
+    assert (tmp_path / "summary" / "plots" / "cwnd.png").is_file()
+    chosen = tmp_path / "chosen"
+    done = rtolab(
+        "run", "p2p-bulk", "--out", str(chosen), "--trace-families", "tcp_cwnd,packet_dropped"
+    )
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in (chosen / "traces").iterdir()} == {
+        "tcp_cwnd.parquet",
+        "packet_dropped.parquet",
+    }
+    done = rtolab("run", "p2p-bulk", "--out", str(tmp_path / "none"), "--traces", "none")
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "none" / "traces").exists()
+    assert not (tmp_path / "none" / "plots").exists()

@@ -110,11 +110,21 @@ def test_report_on_a_garbled_metrics_file_names_it(case: str, tmp_path: Path) ->
 
 def test_report_on_a_garbled_trace_file_names_it(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    assert rtolab_cli("run", "p2p-cbr", "--out", str(run), "--no-plot").returncode == 0
+    cli = rtolab_cli("run", "p2p-cbr", "--out", str(run), "--no-plot", "--trace-format", "jsonl")
+    assert cli.returncode == 0
     with open(run / "traces.jsonl", "ab") as f:
         f.write(b"\xff\xfe garbage\n")
     line = one_line_error(rtolab_cli("report", str(run)))
     assert str(run / "traces.jsonl") in line and "garbled" in line
+
+
+def test_report_on_a_garbled_trace_table_names_it(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert rtolab_cli("run", "p2p-cbr", "--out", str(run), "--no-plot").returncode == 0
+    table = run / "traces" / "packet_dropped.parquet"
+    table.write_bytes(b"PAR1 not a table PAR1")
+    line = one_line_error(rtolab_cli("report", str(run)))
+    assert str(table) in line and "unreadable trace table" in line
 
 
 def test_report_on_a_garbled_reproduction_manifest_names_it(tmp_path: Path) -> None:

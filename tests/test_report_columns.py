@@ -102,7 +102,10 @@ def same_rows(ours: list[tuple], theirs: list[tuple]) -> bool:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, rtolab.Result]:
     out = tmp_path_factory.mktemp("runs")
-    return {name: rtolab.run(name, duration=2.0, out=out / name) for name in SCENARIOS}
+    return {
+        name: rtolab.run(name, duration=2.0, out=out / name, trace_format="jsonl")
+        for name in SCENARIOS
+    }
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -197,6 +200,27 @@ def test_a_result_loaded_from_disk_keeps_its_report_as_text(
     assert isinstance(loaded.report, Report)
     assert_frame_equal(loaded.metrics, result.metrics)
     assert_frame_equal(loaded.traces, result.traces)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_parquet_tables_hold_the_events_of_the_jsonl_trace(
+    name: str, results: dict[str, rtolab.Result], tmp_path: Path
+) -> None:
+    jsonl = results[name].traces
+    tables = rtolab.run(name, duration=2.0, out=tmp_path, trace_format="parquet")
+    assert tables.trace_dir is not None and tables.trace_file is None
+    parquet = tables.traces
+    assert len(parquet) == len(jsonl)
+    key = ["t_ns", "kind", "node"]
+    for frame in (jsonl, parquet):
+        assert frame["t_ns"].is_monotonic_increasing
+    ours = parquet[key].astype("string").sort_values(key, ignore_index=True)
+    theirs = jsonl[key].astype("string").sort_values(key, ignore_index=True)
+    assert_frame_equal(ours, theirs)
+    # Typed and named like the JSON-lines reading.
+    assert {"t_s", "event", "kind"} <= set(parquet.columns)
+    if "node" in jsonl:
+        assert parquet["node_name"].notna().sum() == jsonl["node_name"].notna().sum()
 
 
 def by_records(path: Path, report: Mapping[str, Any] | None = None) -> pd.DataFrame:

@@ -31,6 +31,9 @@ def run(
     max_wall_s: float | None = None,
     max_output: int | None = None,
     max_stall_events: int | None = None,
+    trace_level: str = "full",
+    trace_families: list[str] | None = None,
+    trace_format: str = "jsonl",
 ) -> bytes:
     """Runs a scenario given as TOML text and returns the run report as JSON
     (UTF-8); the limits stop it early (``RunStopped``), and so does a signal

@@ -6,7 +6,7 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -32,6 +32,10 @@ ScenarioSource = str | os.PathLike[str] | Scenario
 SCENARIO_FILE = "scenario.toml"
 #: The report every run writes (same name as the core's).
 METRICS_FILE = "metrics.json"
+#: The directory of a run's Parquet trace tables.
+TRACES_DIR = "traces"
+#: Trace levels, from none to every event.
+TRACE_LEVELS = ("none", "summary", "full")
 
 
 def shipped_scenarios() -> dict[str, str]:
@@ -148,8 +152,14 @@ class Result:
 
     @property
     def trace_file(self) -> Path | None:
-        """The JSON-lines trace file, when traces were written."""
+        """The JSON-lines trace file, when traces were written as JSON lines."""
         return next((f for f in self.files if f.name == "traces.jsonl"), None)
+
+    @property
+    def trace_dir(self) -> Path | None:
+        """The directory of Parquet trace tables (one per event family), when
+        traces were written as tables (see :func:`rtolab.frames.trace_events`)."""
+        return next((f for f in self.files if f.name == TRACES_DIR), None)
 
     @property
     def metrics_file(self) -> Path | None:
@@ -185,10 +195,12 @@ class Result:
 
     @cached_property
     def traces(self) -> pd.DataFrame:
-        """One row per trace event (see :func:`rtolab.frames.traces`)."""
+        """One row per trace event (see :func:`rtolab.frames.traces`): the whole
+        trace in memory; :func:`rtolab.frames.trace_events` reads one kind of
+        event, only the columns asked for."""
         from rtolab import frames
 
-        return frames.traces(self.trace_file, self.report)
+        return frames.traces(self.trace_dir or self.trace_file, self.report)
 
     @cached_property
     def metrics(self) -> pd.DataFrame:
@@ -218,7 +230,9 @@ def run(
     seed: int | None = None,
     out: str | os.PathLike[str] | None = None,
     duration: float | None = None,
-    traces: bool = True,
+    traces: bool | str = "full",
+    trace_families: Sequence[str] | None = None,
+    trace_format: str = "parquet",
     max_events: int | None = None,
     max_wall: float | None = None,
     max_output: int | None = None,
@@ -228,11 +242,19 @@ def run(
 
     ``scenario`` is a path to a TOML file, TOML text, a shipped scenario's
     name or a :class:`rtolab.Scenario`. ``seed`` overrides the scenario's
-    seed, ``duration`` (seconds) its duration. Pcaps, ``traces.jsonl`` (unless
-    ``traces=False``), ``metrics.json`` and a copy of the scenario go to
-    ``out``; without ``out`` they go to a temporary directory that is removed
-    with the returned :class:`Result`. The GIL is released while the
+    seed, ``duration`` (seconds) its duration. Pcaps, the trace,
+    ``metrics.json`` and a copy of the scenario go to ``out``; without
+    ``out`` they go to a temporary directory that is removed with the
+    returned :class:`Result`. The GIL is released while the
     simulation runs.
+
+    ``traces`` is the trace level: ``"full"`` (every event, the default),
+    ``"summary"`` (no per-packet events; received bytes binned over time
+    instead) or ``"none"`` (``True`` and ``False`` mean ``"full"`` and
+    ``"none"``). ``trace_families`` records only the families named
+    (``"tcp_cwnd"``) or prefixed (``"tcp"``). ``trace_format`` is
+    ``"parquet"`` (one table per family in ``traces/``) or ``"jsonl"``
+    (``traces.jsonl``). docs/traces.md lists the families.
 
     ``max_events``, ``max_wall`` (seconds of wall time) and ``max_output``
     (bytes of captures and traces) stop the run early, with
@@ -256,6 +278,12 @@ def run(
     ):
         if limit is not None and (isinstance(limit, bool) or not least <= limit < 2**64):
             raise ScenarioError(name, f"must be an integer in [{least}, 2^64), got {limit}")
+    level = ("full" if traces else "none") if isinstance(traces, bool) else traces
+    if level not in TRACE_LEVELS:
+        raise ScenarioError("traces", f"must be one of {', '.join(TRACE_LEVELS)}, got {traces!r}")
+    if isinstance(trace_families, str):
+        # A lone string would be read letter by letter.
+        trace_families = trace_families.split(",")
     temporary = out is None
     out_dir = Path(tempfile.mkdtemp(prefix="rtolab-run-")) if out is None else Path(out)
     try:
@@ -270,7 +298,10 @@ def run(
                     seed=seed,
                     out_dir=str(out_dir),
                     duration_s=duration,
-                    write_traces=traces,
+                    write_traces=level != "none",
+                    trace_level=level,
+                    trace_families=list(trace_families) if trace_families is not None else None,
+                    trace_format=trace_format,
                     max_events=max_events,
                     max_wall_s=max_wall,
                     max_output=max_output,

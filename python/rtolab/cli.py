@@ -277,8 +277,30 @@ def run(
     duration: Annotated[
         float | None, typer.Option(help="Override the simulated duration, seconds.")
     ] = None,
-    traces: Annotated[bool, typer.Option(help="Write traces.jsonl.")] = True,
-    plot: Annotated[bool, typer.Option(help="Draw plots from the traces.")] = True,
+    traces: Annotated[
+        str,
+        typer.Option(
+            help="Trace level: none, summary (no per-packet events; what the plots "
+            "need, fast at any size) or full (every event)."
+        ),
+    ] = "summary",
+    no_traces: Annotated[
+        bool, typer.Option("--no-traces", help="Write no trace (same as --traces none).")
+    ] = False,
+    trace_families: Annotated[
+        str | None,
+        typer.Option(
+            help="Record only these families, comma-separated: names (tcp_cwnd) or "
+            "prefixes (tcp); see docs/traces.md."
+        ),
+    ] = None,
+    trace_format: Annotated[
+        str,
+        typer.Option(help="parquet (one table per family in traces/) or jsonl (traces.jsonl)."),
+    ] = "parquet",
+    plot: Annotated[
+        bool, typer.Option(help="Draw plots from the traces (none without a trace).")
+    ] = True,
     report: Annotated[bool, typer.Option(help="Write report.html.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     max_events: Annotated[
@@ -317,7 +339,9 @@ def run(
                     seed=seed,
                     out=out,
                     duration=duration,
-                    traces=traces or plot,
+                    traces="none" if no_traces else traces,
+                    trace_families=trace_families.split(",") if trace_families else None,
+                    trace_format=trace_format,
                     max_events=max_events,
                     max_wall=max_wall,
                     max_output=max_output,
@@ -344,7 +368,7 @@ def run(
         metrics_table = out / "metrics.parquet"
         write_metrics_parquet(result.report, metrics_table)
         extra = [metrics_table]
-        if plot and result.trace_file:
+        if plot and (result.trace_dir or result.trace_file):
             from rtolab import plots
 
             extra += _with_spinner("plotting", lambda: plots.plot_run(result), as_json)

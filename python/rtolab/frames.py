@@ -3,7 +3,11 @@
 * :func:`packets`: one row per packet per capture point, decoded by the
   core's own wire parser (so Python and Rust agree on every field);
 * :func:`traces`: one row per trace event, nested records flattened into
-  dotted columns (``detail.kind``);
+  dotted columns (``detail.kind``), from ``traces.jsonl`` or the Parquet
+  tables of ``traces/``;
+* :func:`trace_events`: the events of one kind from the Parquet tables,
+  only the columns asked for, optionally thinned to a bounded number of
+  rows per connection (what the figures use);
 * :func:`metrics`: one row per number of the run report, in long form.
 
 Every function copes with columns it does not know: new trace events and
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +178,9 @@ def flatten_record(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any
 
 
 def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """A run's ``traces.jsonl`` as a DataFrame, one row per event.
+    """A run's trace as a DataFrame, one row per event: ``traces.jsonl``, or
+    the directory ``traces`` of Parquet tables (every family, in time
+    order; see :func:`trace_events` for reading only some of it).
 
     Columns: ``t_ns``, ``t_s``, ``event`` (the top-level event name), ``kind``
     (the most specific name: ``detail.kind`` of app events, ``tcp_event`` of
@@ -182,22 +188,38 @@ def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> 
     dotted names (``detail.delay_ns``), in the order events first give them
     a value. With the run ``report``, ``node_name``, ``link_name``,
     ``app_name`` and ``parent_name`` (of ``parent_changed`` events) translate
-    the indices. The file is read as columns, a block
+    the indices. A JSON-lines file is read as columns, a block
     at a time (a trace of millions of events takes about the memory of the
     table); one the column reader does not take (a field whose type
     changes, a garbled line) is read event by event.
     """
-    if trace_file is None or not Path(trace_file).is_file():
-        return pd.DataFrame(
-            {c: pd.Series(dtype="object") for c in ("t_ns", "t_s", "event", "kind")}
-        )
-    frame = _trace_columns(Path(trace_file))
-    if frame is None:
-        frame = pd.DataFrame.from_records(_trace_records(Path(trace_file)))
+    if trace_file is None or not Path(trace_file).exists():
+        return _empty_traces()
+    if Path(trace_file).is_dir():
+        tables = [
+            _read_family(Path(trace_file), family, None)
+            for family in trace_families(Path(trace_file))
+            if family != RECEIVED_BINS
+        ]
+        if not tables:
+            return _empty_traces()
+        frame = _tables_frame(tables)
+        frame = frame.sort_values("t_ns", kind="stable", ignore_index=True)
+    else:
+        frame = _trace_columns(Path(trace_file))
+        if frame is None:
+            frame = pd.DataFrame.from_records(_trace_records(Path(trace_file)))
     if frame.empty:
-        return pd.DataFrame(
-            {c: pd.Series(dtype="object") for c in ("t_ns", "t_s", "event", "kind")}
-        )
+        return _empty_traces()
+    return _finish_traces(frame, report)
+
+
+def _empty_traces() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in ("t_ns", "t_s", "event", "kind")})
+
+
+def _finish_traces(frame: pd.DataFrame, report: Mapping[str, Any] | None) -> pd.DataFrame:
+    """Integer columns restored, ``t_s`` and ``kind`` added, indices named."""
     for name in frame.columns:
         values = frame[name]
         # Integers missing from some events come back as floats; restore them.
@@ -206,7 +228,7 @@ def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> 
             if len(present) and (present % 1 == 0).all() and present.abs().max() < 2**53:
                 frame[name] = values.astype("Int64")
     frame["t_s"] = frame["t_ns"].astype("float64") / 1e9
-    kind = frame["event"]
+    kind = frame["event"] if "event" in frame else pd.Series(None, index=frame.index, dtype=object)
     # Deeper names win: "app" + detail.kind "datagram_received" is the latter.
     nested = sorted(
         (c for c in frame.columns if c != "event" and c.endswith(("event", ".kind"))),
@@ -225,8 +247,168 @@ def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> 
             if column in frame:
                 names = runreport.item_names(report, key)
                 frame[f"{column}_name"] = _lookup(frame[column], names)
-    first = ["t_s", "t_ns", "event", "kind"]
+    first = [c for c in ("t_s", "t_ns", "event", "kind") if c in frame]
     return frame[first + [c for c in frame.columns if c not in first]]
+
+
+#: The derived table of received bytes per receiver in bins of
+#: :data:`RECEIVED_BIN_NS` (written with ``summary`` and ``full`` traces).
+RECEIVED_BINS = "packet_received_bins"
+#: Width of the bins of :data:`RECEIVED_BINS`, ns.
+RECEIVED_BIN_NS = 10_000_000
+
+
+def trace_families(trace_dir: Path) -> list[str]:
+    """The families a run's ``traces`` directory holds, sorted."""
+    if not trace_dir.is_dir():
+        return []
+    # "tcp_cwnd.parquet", and further parts "tcp_cwnd.1.parquet".
+    return sorted({p.name.split(".", 1)[0] for p in trace_dir.glob("*.parquet")})
+
+
+def _family_files(trace_dir: Path, family: str) -> list[Path]:
+    first = trace_dir / f"{family}.parquet"
+    parts = sorted(trace_dir.glob(f"{family}.*.parquet"), key=lambda p: int(p.name.split(".")[1]))
+    return ([first] if first.is_file() else []) + parts
+
+
+def _read_family(
+    trace_dir: Path,
+    family: str,
+    columns: Sequence[str] | None,
+    filter: Any = None,
+) -> Any:
+    """One family's table (all its parts, schemas unified), only
+    ``columns`` of it (those it has), flattened to dotted names."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    files = _family_files(trace_dir, family)
+    if not files:
+        return pa.table({})
+    try:
+        schemas = [ds.dataset(f, format="parquet").schema for f in files]
+        schema = pa.unify_schemas(schemas, promote_options="permissive")
+        dataset = ds.dataset([str(f) for f in files], schema=schema, format="parquet")
+        if columns is not None:
+            top = {c.split(".", 1)[0] for c in columns}
+            wanted = [n for n in schema.names if n in top]
+            table = dataset.to_table(columns=wanted, filter=filter)
+        else:
+            table = dataset.to_table(filter=filter)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise ResultError(str(files[0]), f"unreadable trace table: {err}") from None
+    while any(pa.types.is_struct(f.type) for f in table.schema):
+        table = table.flatten()
+    # Dictionary-encoded text (states, reasons) as plain strings.
+    for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
+    return table
+
+
+def _tables_frame(tables: list[Any]) -> pd.DataFrame:
+    """Arrow tables of different families as one DataFrame (integers with
+    gaps as nullable integers)."""
+    import pyarrow as pa
+
+    # Nullable integers of the same width and sign: u64::MAX (an unbounded
+    # threshold) does not fit an Int64.
+    nullable = {
+        pa.int8(): pd.Int8Dtype(),
+        pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(),
+        pa.uint8(): pd.UInt8Dtype(),
+        pa.uint16(): pd.UInt16Dtype(),
+        pa.uint32(): pd.UInt32Dtype(),
+        pa.uint64(): pd.UInt64Dtype(),
+    }
+    frames = [table.to_pandas(types_mapper=nullable.get) for table in tables]
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    # Booleans with gaps: NaN where an event lacks the field, as JSON gives.
+    for name in frame.columns:
+        if frame[name].dtype == object:
+            frame[name] = frame[name].where(frame[name].notna(), np.nan)
+    return frame
+
+
+def trace_events(
+    trace_dir: Path,
+    kind: str,
+    columns: Sequence[str] | None = None,
+    report: Mapping[str, Any] | None = None,
+    *,
+    max_points: int | None = None,
+    duration_s: float | None = None,
+) -> pd.DataFrame:
+    """The events named ``kind`` from a run's Parquet tables: the family
+    ``kind`` and every family ending in ``_kind`` (``cwnd`` is
+    ``tcp_cwnd``). Only ``columns`` are read (``t_ns`` and the fields that
+    tell connections apart always are); names (``node_name``, …) are added
+    with ``report``.
+
+    With ``max_points``, time is cut into that many bins over
+    ``duration_s`` and each connection (``node``, ``flow``) keeps its last
+    event per bin: a figure's data stays bounded however long the run, and
+    a step line through the kept points is the one through all of them at
+    the figure's resolution.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    families = [f for f in trace_families(trace_dir) if f == kind or f.endswith(f"_{kind}")]
+    keys = ["node", "flow", "app"]
+    wanted = None
+    if columns is not None:
+        wanted = list(
+            dict.fromkeys(["t_ns", *keys, *(c.removesuffix("_name") for c in columns), *columns])
+        )
+    tables = [_read_family(trace_dir, f, wanted) for f in families]
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return _empty_traces()
+    if max_points is not None and duration_s:
+        width = max(1, int(duration_s * 1e9 / max_points))
+        thinned = []
+        for table in tables:
+            group = [k for k in ("node", "flow") if k in table.column_names]
+            values = [c for c in table.column_names if c not in group]
+            t_type = table.schema.field("t_ns").type
+            bins = pc.divide(table.column("t_ns"), pa.scalar(width, t_type))
+            table = table.append_column("_bin", bins)
+            last = table.group_by([*group, "_bin"], use_threads=False).aggregate(
+                [(c, "last") for c in values]
+            )
+            last = last.rename_columns(
+                [c.removesuffix("_last") if c.endswith("_last") else c for c in last.column_names]
+            )
+            thinned.append(last.drop_columns(["_bin"]).sort_by("t_ns"))
+        tables = thinned
+    frame = _tables_frame(tables)
+    if "event" not in frame:
+        frame["event"] = kind
+    frame = _finish_traces(frame, report)
+    if columns is not None:
+        return frame[[c for c in dict.fromkeys(("t_s", "t_ns", *columns)) if c in frame]]
+    return frame
+
+
+def received_bins(trace_dir: Path, report: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """The core's binned receptions: ``t_s`` (bin start), ``link``,
+    ``node``, ``iface``, ``packets``, ``bytes`` (and names with
+    ``report``); empty when the run did not record them."""
+    table = _read_family(trace_dir, RECEIVED_BINS, None)
+    if not table.num_rows:
+        return pd.DataFrame(
+            {c: pd.Series(dtype="object") for c in ("t_s", "link", "node", "bytes")}
+        )
+    frame = table.to_pandas()
+    frame["t_s"] = frame["t_ns"].astype("float64") / 1e9
+    if report is not None:
+        for column, key in (("node", "nodes"), ("link", "links")):
+            frame[f"{column}_name"] = _lookup(frame[column], runreport.item_names(report, key))
+    return frame
 
 
 def _lookup(indices: pd.Series, names: list[str]) -> pd.Series:

@@ -74,6 +74,46 @@ def _traces(data: Any) -> pd.DataFrame:
     raise TypeError(f"expected a Result or a traces DataFrame, got {type(data).__name__}")
 
 
+#: Most points per connection of a time series read from trace tables (fewer
+#: than a figure has pixels across): time
+#: is cut into this many bins and each connection keeps its last event of
+#: each, so a figure's data is bounded however long the run.
+MAX_POINTS = 600
+
+
+def _trace_dir(data: Any) -> Path | None:
+    """The run's Parquet trace tables, when ``data`` is a result that has them."""
+    return getattr(data, "trace_dir", None) if _is_result(data) else None
+
+
+def _kind(
+    data: Any, kind: str, columns: Sequence[str] | None = None, *, thin: bool = False
+) -> pd.DataFrame:
+    """The events named ``kind``: from a run's trace tables, only that
+    family and ``columns`` of it (and, with ``thin``, at most
+    :data:`MAX_POINTS` per connection); else from the whole traces table."""
+    directory = _trace_dir(data)
+    if directory is not None:
+        from rtolab import frames
+
+        return frames.trace_events(
+            directory,
+            kind,
+            columns,
+            data.report,
+            max_points=MAX_POINTS if thin else None,
+            duration_s=data.duration_s,
+        )
+    return events(_traces(data), kind, columns)
+
+
+def _run_owner_colours(data: Any) -> dict[str, str]:
+    """One colour per connection owner, the same in every figure of a run."""
+    if _trace_dir(data) is not None:
+        return _owner_colours(_kind(data, "state", ["flow", "node_name", "app_name"]))
+    return _owner_colours(_tcp_events(_traces(data)))
+
+
 def _packets(data: Any) -> pd.DataFrame:
     if _is_result(data):
         return data.packets
@@ -318,22 +358,21 @@ def rto_vs_rtt(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     it measured (``rtt_sample``: raw, and corrected where a policy corrects),
     in milliseconds over time."""
     ax = _ax(ax)
-    traces = _traces(data)
-    armed = events(traces, "rto_armed")
-    samples = events(traces, "rtt_sample")
+    armed = _kind(data, "rto_armed", thin=True)
+    samples = _kind(data, "rtt_sample", thin=True)
     if armed.empty and samples.empty:
         return _empty(ax, "no RTO or RTT events in the traces")
-    colour = _owner_colours(_tcp_events(traces))
+    colour = _run_owner_colours(data)
     _steps_per_connection(ax, armed, "rto", 1e6, colour, "{}")
     corrected_any = False
     for label, group in _by_owner_and_flow(samples):
         raw = column(group, "raw")
         corrected = column(group, "corrected")
         if raw is not None:
-            ax.plot(group["t_s"], raw / 1e6, ".", ms=3, color=colour[label], alpha=0.6)
+            ax.plot(group["t_s"], raw / 1e6, ".", ms=3, color=colour.get(label, "0.3"), alpha=0.6)
         if corrected is not None and raw is not None and not corrected.equals(raw):
             corrected_any = True
-            ax.plot(group["t_s"], corrected / 1e6, "x", ms=3, color=colour[label])
+            ax.plot(group["t_s"], corrected / 1e6, "x", ms=3, color=colour.get(label, "0.3"))
     # One key for the marks, so the legend stays one entry per connection.
     ax.plot([], [], "-", color="0.3", label="line: RTO chosen")
     ax.plot([], [], ".", color="0.3", label="dots: RTT samples")
@@ -351,12 +390,11 @@ def cwnd_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Ax
     """Congestion window of every connection over time (``cwnd`` events),
     with the slow-start threshold dashed, in kB."""
     ax = _ax(ax)
-    traces = _traces(data)
-    cwnd = events(traces, "cwnd")
-    ssthresh = events(traces, "ssthresh")
+    cwnd = _kind(data, "cwnd", thin=True)
+    ssthresh = _kind(data, "ssthresh", thin=True)
     if cwnd.empty:
         return _empty(ax, "no cwnd events in the traces")
-    colours = _owner_colours(_tcp_events(traces))
+    colours = _run_owner_colours(data)
     _steps_per_connection(ax, cwnd, "new", 1e3, colours, "cwnd {}")
     # "Infinite" initial thresholds would flatten the plot.
     _steps_per_connection(ax, ssthresh, "new", 1e3, colours, "ssthresh {}", below=2**40, ls="--")
@@ -416,14 +454,13 @@ def _run_latency_retx(result: Result) -> pd.DataFrame:
     if "lost" in wide:
         frame["lost"] = wide["lost"].to_numpy()
     frame = frame.dropna(how="all")
-    traces = result.traces
-    samples = events(traces, "rtt_sample")
+    samples = _kind(result, "rtt_sample", ["raw", "node_name", "app_name"])
     raw = column(samples, "raw") if not samples.empty else None
     if raw is not None:
         latency = (raw.astype("float64").groupby(_owner_key(samples)).mean() / 1e6).dropna()
         frame = frame.reindex(frame.index.union(latency.index, sort=False))
         frame.loc[latency.index, "latency_ms"] = latency
-    retx = events(traces, "retransmission")
+    retx = _kind(result, "retransmission", ["cause", "node_name", "app_name"])
     cause = column(retx, "cause") if not retx.empty else None
     if cause is not None:
         # Window probes and keep-alives are not retransmissions of data.
@@ -622,8 +659,7 @@ def goodput_fairness(
 def _parent_changes(data: Any) -> pd.DataFrame:
     """The ``parent_changed`` events of a run: time, child and parent names
     (``None`` for a node that lost every parent), in time order."""
-    traces = _traces(data)
-    frame = events(traces, "parent_changed", ["t_s", "node", "parent", "node_name", "parent_name"])
+    frame = _kind(data, "parent_changed", ["node", "parent", "node_name", "parent_name"])
     if frame.empty:
         return pd.DataFrame({c: pd.Series(dtype="object") for c in ("t_s", "child", "parent")})
     child = frame["node_name"] if "node_name" in frame else frame["node"].astype(str)
@@ -779,6 +815,11 @@ def parent_timeline(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> A
 
 def has_routing_tree(result: Result) -> bool:
     """Whether the run's trace has ``parent_changed`` events (a mesh)."""
+    directory = _trace_dir(result)
+    if directory is not None:
+        from rtolab import frames
+
+        return "parent_changed" in frames.trace_families(directory)
     traces = result.traces
     return "event" in traces and bool((traces["event"] == "parent_changed").any())
 
@@ -797,6 +838,9 @@ def throughput_over_time(
     (from ``packet_received`` trace events; from the captures when given a
     packets table)."""
     ax = _ax(ax)
+    directory = _trace_dir(data)
+    if directory is not None:
+        return _binned_throughput(data, directory, bins, ax)
     frame = data.traces if _is_result(data) else data
     if _is_result(data) and frame.empty:
         frame = data.packets
@@ -830,11 +874,42 @@ def throughput_over_time(
     return ax
 
 
+def _binned_throughput(data: Any, directory: Path, bins: int, ax: Axes) -> Axes:
+    """:func:`throughput_over_time` from the core's binned receptions (or,
+    when the run recorded ``packet_received`` but not the bins, from those
+    events, only the columns needed)."""
+    from rtolab import frames
+
+    received = frames.received_bins(directory, data.report)
+    size = "bytes"
+    if received.empty:
+        received = _kind(data, "packet_received", ["len", "link_name", "node_name"])
+        size = "len"
+    if received.empty:
+        return _empty(ax, "no packets received")
+    duration = float(data.duration_s) or float(received["t_s"].max() or 1.0)
+    width = duration / bins
+    groups = [c for c in ("link_name", "node_name") if c in received] or ["link", "node"]
+    duration_ns = max(1, round(duration * 1e9))
+    for label, group in received.groupby(groups):
+        # Integer arithmetic: a 10 ms bin must not fall into the figure's
+        # bin before its own through rounding (0.2 / 0.2 < 1 in floats).
+        index = group["t_ns"].astype("int64") * bins // duration_ns
+        kbps = group[size].astype("float64").groupby(index.to_numpy()).sum() * 8 / width / 1e3
+        kbps = kbps.reindex(range(bins), fill_value=0)
+        name = " → ".join(str(x) for x in label) if isinstance(label, tuple) else str(label)
+        ax.step(kbps.index * width, kbps.to_numpy(), where="post", label=name)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("received (kbit/s)")
+    ax.set_title("Throughput per link and receiver")
+    _legend(ax)
+    return ax
+
+
 def drops_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Cumulative packet drops over time, one line per reason."""
     ax = _ax(ax)
-    traces = _traces(data)
-    drops = events(traces, "packet_dropped", ["t_s", "reason"])
+    drops = _kind(data, "packet_dropped", ["t_s", "reason"])
     if drops.empty or "reason" not in drops:
         return _empty(ax, "no drops")
     for reason, group in drops.groupby("reason"):
@@ -855,6 +930,11 @@ def drops_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> A
 
 def has_tcp(result: Result) -> bool:
     """Whether the run has TCP trace events."""
+    directory = _trace_dir(result)
+    if directory is not None:
+        from rtolab import frames
+
+        return any(f.startswith("tcp_") for f in frames.trace_families(directory))
     traces = result.traces
     return (not traces.empty and "tcp_event" in traces.columns) or (
         "event" in traces and (traces["event"] == "tcp").any()

@@ -21,6 +21,8 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rtolab_sim::middlebox::ack_schedule::{self, PacingError, PacingProblem, Search};
+use rtolab_sim::run::{TraceFormat, TraceOptions};
+use rtolab_sim::trace_table::{SelectionError, TraceLevel, TraceSelection};
 use rtolab_sim::{run_scenario, RunError, RunOptions, Scenario, ScenarioError, StopFlag};
 use rtolab_time::SimDuration;
 
@@ -135,6 +137,30 @@ fn interruptible<T: Send>(
     })
 }
 
+/// The trace options of a run, errors naming the argument at fault.
+fn trace_options(
+    level: &str,
+    families: Option<Vec<String>>,
+    format: &str,
+) -> PyResult<TraceOptions> {
+    let level = TraceLevel::parse(level)
+        .map_err(|e| NativeScenarioError::new_err(("traces".to_string(), e.to_string())))?;
+    let selection = TraceSelection::new(level, families.unwrap_or_default()).map_err(|e| {
+        let path = match &e {
+            SelectionError::Family { index, .. } => format!("trace_families[{index}]"),
+            _ => "trace_families".to_string(),
+        };
+        NativeScenarioError::new_err((path, e.to_string()))
+    })?;
+    let format = TraceFormat::parse(format).ok_or_else(|| {
+        NativeScenarioError::new_err((
+            "trace_format".to_string(),
+            format!("expected jsonl or parquet, got {format:?}"),
+        ))
+    })?;
+    Ok(TraceOptions { selection, format })
+}
+
 fn run_error(err: RunError) -> PyErr {
     match &err {
         RunError::Stopped { stop, .. } => {
@@ -155,6 +181,7 @@ fn run_error(err: RunError) -> PyErr {
 #[pyo3(signature = (
     text, seed=None, out_dir=None, duration_s=None, write_traces=true,
     max_events=None, max_wall_s=None, max_output=None, max_stall_events=None,
+    trace_level="full", trace_families=None, trace_format="jsonl",
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run(
@@ -168,7 +195,11 @@ fn run(
     max_wall_s: Option<f64>,
     max_output: Option<u64>,
     max_stall_events: Option<u64>,
+    trace_level: &str,
+    trace_families: Option<Vec<String>>,
+    trace_format: &str,
 ) -> PyResult<Py<PyBytes>> {
+    let traces = trace_options(trace_level, trace_families, trace_format)?;
     let scenario = parse(text)?;
     let duration_s = positive_seconds("duration", duration_s)?;
     let max_wall_s = positive_seconds("max_wall", max_wall_s)?;
@@ -190,6 +221,7 @@ fn run(
         max_output,
         stop: Some(stop.clone()),
         stall_events: max_stall_events,
+        traces,
     };
     let report =
         interruptible(py, &stop, || run_scenario(&scenario, &options))?.map_err(run_error)?;

@@ -27,6 +27,8 @@
 //! * [`tcp`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
 //!   drives, and the per-connection counters computed from their traces;
 //! * [`trace`]: typed trace events and sinks;
+//! * [`trace_table`]: trace levels and families, and the sink writing
+//!   each family as a Parquet table;
 //! * [`sim`]: the [`Simulator`] tying them together (IP forwarding,
 //!   demultiplexing to apps, captures);
 //! * [`scenario`] and [`run`]: TOML scenario files and running them.
@@ -63,6 +65,7 @@ pub mod scenario;
 pub mod sim;
 pub mod tcp;
 pub mod trace;
+pub mod trace_table;
 pub mod units;
 
 pub use capture::CaptureDirection;

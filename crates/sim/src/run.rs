@@ -17,10 +17,11 @@ use crate::cidr::Ipv4Cidr;
 use crate::limits::{CountingWriter, RunLimits, Stop, StopFlag};
 use crate::link::LinkStats;
 use crate::node::{LinkId, MiddleboxId, NodeId, NodeStats};
-use crate::scenario::{RouteTarget, Scenario, METRICS_FILE, TRACES_FILE};
+use crate::scenario::{RouteTarget, Scenario, METRICS_FILE, TRACES_DIR, TRACES_FILE};
 use crate::sim::{BuildError, SimError, Simulator};
 use crate::tcp::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts};
 use crate::trace::JsonlSink;
+use crate::trace_table::{FilteredSink, ParquetSink, TraceSelection};
 
 /// How to run a scenario.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -32,8 +33,12 @@ pub struct RunOptions {
     pub out_dir: Option<PathBuf>,
     /// Overrides the scenario's duration.
     pub duration: Option<SimDuration>,
-    /// Whether to write `traces.jsonl` (needs `out_dir`).
+    /// Whether to write traces (needs `out_dir`); which ones and how is
+    /// `traces`.
     pub write_traces: bool,
+    /// Which trace families, and in which format (default: every event,
+    /// as `traces.jsonl`).
+    pub traces: TraceOptions,
     /// Stop after this many events (`None`: no limit).
     pub max_events: Option<u64>,
     /// Stop after this much wall time.
@@ -45,6 +50,37 @@ pub struct RunOptions {
     /// Fail when this many events in a row fire at one instant (`None`:
     /// [`crate::limits::DEFAULT_STALL_EVENTS`]).
     pub stall_events: Option<u64>,
+}
+
+/// How a run's trace is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TraceFormat {
+    /// One JSON object per event and line in `traces.jsonl`.
+    #[default]
+    Jsonl,
+    /// One Parquet table per event family in the directory `traces`
+    /// ([`crate::trace_table`]).
+    Parquet,
+}
+
+impl TraceFormat {
+    /// The format called `name` (`jsonl` or `parquet`).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "jsonl" => Some(TraceFormat::Jsonl),
+            "parquet" => Some(TraceFormat::Parquet),
+            _ => None,
+        }
+    }
+}
+
+/// Which trace events a run writes, and how.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TraceOptions {
+    /// Level and families.
+    pub selection: TraceSelection,
+    /// File format.
+    pub format: TraceFormat,
 }
 
 /// Why a run failed.
@@ -376,8 +412,9 @@ pub fn report(sim: &Simulator, name: &str, files: Vec<PathBuf>) -> RunReport {
     }
 }
 
-/// Runs a scenario. With `out_dir`, writes one pcap per capture,
-/// `traces.jsonl` (if `write_traces`) and `metrics.json` there; a run that
+/// Runs a scenario. With `out_dir`, writes one pcap per capture, the
+/// trace (if `write_traces`: `traces.jsonl` or the tables in `traces/`)
+/// and `metrics.json` there; a run that
 /// fails midway or is stopped by a limit ([`RunError::Stopped`]) still
 /// flushes what it captured and writes `metrics.json` with
 /// `"complete": false` and an `error` field before returning the error.
@@ -433,12 +470,29 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
             );
             files.push(path);
         }
-        if opts.write_traces {
-            let path = dir.join(TRACES_FILE);
-            let file = File::create(&path).map_err(io_error(&path))?;
-            let file = CountingWriter::new(file, written.clone());
-            sim.set_trace_sink(Box::new(JsonlSink::new(BufWriter::new(file))));
-            files.push(path);
+        if opts.write_traces && opts.traces.selection.any() {
+            let selection = opts.traces.selection.clone();
+            match opts.traces.format {
+                TraceFormat::Jsonl => {
+                    let path = dir.join(TRACES_FILE);
+                    let file = File::create(&path).map_err(io_error(&path))?;
+                    let file = CountingWriter::new(file, written.clone());
+                    let sink = JsonlSink::new(BufWriter::new(file));
+                    sim.set_trace_sink(Box::new(FilteredSink::new(sink, selection)));
+                    files.push(path);
+                }
+                TraceFormat::Parquet => {
+                    let path = dir.join(TRACES_DIR);
+                    std::fs::create_dir_all(&path).map_err(io_error(&path))?;
+                    let counter = written.clone();
+                    let open: crate::trace_table::OpenFile = Box::new(move |file: &Path| {
+                        let file = CountingWriter::new(File::create(file)?, counter.clone());
+                        Ok(Box::new(BufWriter::new(file)) as Box<dyn Write + Send>)
+                    });
+                    sim.set_trace_sink(Box::new(ParquetSink::new(&path, selection, open)));
+                    files.push(path);
+                }
+            }
         }
     }
 
@@ -453,13 +507,19 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
             path: PathBuf::from(name),
             source,
         },
-        SimError::Trace(source) => RunError::Io {
-            path: opts
-                .out_dir
-                .as_deref()
-                .map_or_else(|| PathBuf::from(TRACES_FILE), |d| d.join(TRACES_FILE)),
-            source,
-        },
+        SimError::Trace(source) => {
+            let name = match opts.traces.format {
+                TraceFormat::Jsonl => TRACES_FILE,
+                TraceFormat::Parquet => TRACES_DIR,
+            };
+            RunError::Io {
+                path: opts
+                    .out_dir
+                    .as_deref()
+                    .map_or_else(|| PathBuf::from(name), |d| d.join(name)),
+                source,
+            }
+        }
         SimError::Stopped { stop, at } => RunError::Stopped { stop, at },
     });
 

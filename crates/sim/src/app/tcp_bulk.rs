@@ -13,6 +13,8 @@ use std::net::SocketAddr;
 use rtolab_time::SimTime;
 use serde::Serialize;
 
+use rtolab_tcp::Bytes;
+
 use super::{pattern, transfer_failed, App, AppCx, AppStats};
 use crate::tcp::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
@@ -70,25 +72,20 @@ pub struct TcpBulkStats {
 
 /// Queues up to `limit` bytes of the pattern stream on `flow`, continuing
 /// at stream offset `offset`, as far as the send buffer takes them; returns
-/// how many it queued. `chunk` is the caller's reusable buffer.
-pub(crate) fn send_pattern<C: AppCx>(
-    cx: &mut C,
-    flow: FlowId,
-    offset: u64,
-    limit: u64,
-    chunk: &mut [u8],
-) -> u64 {
+/// how many it queued. The bytes are handed over as shared slices of the
+/// pattern's table: nothing is generated or copied per byte.
+pub(crate) fn send_pattern<C: AppCx>(cx: &mut C, flow: FlowId, offset: u64, limit: u64) -> u64 {
     let mut queued = 0;
     while queued < limit {
         let Ok(room) = cx.tcp_connection(flow).map(|c| c.send_capacity()) else {
             break;
         };
-        let n = ((limit - queued).min(chunk.len() as u64) as usize).min(room);
+        let n = ((limit - queued).min(CHUNK as u64) as usize).min(room);
         if n == 0 {
             break;
         }
-        pattern::fill(offset + queued, &mut chunk[..n]);
-        match cx.tcp_send(flow, &chunk[..n]) {
+        let data = Bytes::from_static(pattern::slice(offset + queued, n));
+        match cx.tcp_send_shared(flow, data) {
             Ok(k) => {
                 queued += k as u64;
                 if k < n {
@@ -119,7 +116,6 @@ pub struct TcpBulkApp {
     /// `bytes_sent` when the current connection was opened: its pattern
     /// stream starts there at offset 0.
     sent_before: u64,
-    chunk: Vec<u8>,
     stats: TcpBulkStats,
 }
 
@@ -133,7 +129,6 @@ impl TcpBulkApp {
             closing: false,
             acked_before: 0,
             sent_before: 0,
-            chunk: vec![0; CHUNK],
             stats: TcpBulkStats {
                 connections_opened: config.reconnect.map(|_| 0),
                 connections_failed: config.reconnect.map(|_| 0),
@@ -199,7 +194,7 @@ impl TcpBulkApp {
             return;
         }
         let remaining = self.remaining();
-        let queued = send_pattern(cx, flow, self.sent_here(), remaining, &mut self.chunk);
+        let queued = send_pattern(cx, flow, self.sent_here(), remaining);
         self.stats.bytes_sent += queued;
         if queued == remaining {
             self.closing = true;

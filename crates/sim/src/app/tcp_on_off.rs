@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
-use super::tcp_bulk::{discard_input, send_pattern, CHUNK};
+use super::tcp_bulk::{discard_input, send_pattern};
 use super::{transfer_failed, App, AppCx, AppStats};
 use crate::tcp::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
@@ -89,7 +89,6 @@ pub struct TcpOnOffApp {
     /// When the current burst started and its first stream offset.
     burst_start: SimTime,
     burst_offset: u64,
-    chunk: Vec<u8>,
     stats: TcpOnOffStats,
 }
 
@@ -103,7 +102,6 @@ impl TcpOnOffApp {
             closing: false,
             burst_start: SimTime::ZERO,
             burst_offset: 0,
-            chunk: vec![0; CHUNK],
             stats: TcpOnOffStats::default(),
         }
     }
@@ -121,7 +119,7 @@ impl TcpOnOffApp {
     fn fill<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
         if self.phase == Phase::On {
             let sent = self.stats.bytes_sent;
-            self.stats.bytes_sent += send_pattern(cx, flow, sent, u64::MAX, &mut self.chunk);
+            self.stats.bytes_sent += send_pattern(cx, flow, sent, u64::MAX);
         }
     }
 

@@ -192,6 +192,9 @@ pub use validate::MAX_OVERLOAD;
 pub const DEFAULT_SEED: u64 = 1;
 /// File name of the trace written next to the captures.
 pub const TRACES_FILE: &str = "traces.jsonl";
+
+/// The directory of a run's trace tables (one Parquet file per family).
+pub const TRACES_DIR: &str = "traces";
 /// File name of the metrics written next to the captures.
 pub const METRICS_FILE: &str = "metrics.json";
 

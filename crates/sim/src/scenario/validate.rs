@@ -13,7 +13,7 @@ use super::profiles::{default_profile, resolve};
 use super::raw::{Destination, RawCapture, RawHost, RawRoute, RawScenario};
 use super::{
     AppSpec, CaptureSpec, HostSpec, LinkSpec, MiddleboxEntry, RouteSpec, RouteTarget, Scenario,
-    DEFAULT_SEED, METRICS_FILE, TRACES_FILE,
+    DEFAULT_SEED, METRICS_FILE, TRACES_DIR, TRACES_FILE,
 };
 use crate::app::{AppCheck, AppKindSpec};
 use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
@@ -403,9 +403,10 @@ fn file_name_problem(file: &str) -> Option<String> {
             file.len()
         ));
     }
-    if file == TRACES_FILE || file == METRICS_FILE {
+    if file == TRACES_FILE || file == TRACES_DIR || file == METRICS_FILE {
         return Some(format!(
-            "must be another name than {TRACES_FILE} and {METRICS_FILE} (the run writes them)"
+            "must be another name than {TRACES_FILE}, {TRACES_DIR} and {METRICS_FILE} \
+             (the run writes them)"
         ));
     }
     None
