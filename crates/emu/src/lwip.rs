@@ -412,6 +412,11 @@ impl LwipHost {
         })
     }
 
+    /// The program's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The host's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -462,8 +462,12 @@ pub fn emulate(
         apps.running.push((i, app));
     }
     for (tun, port) in &lwip_ports {
-        edge.devices
-            .insert(*tun, Port::Lwip(spawn_lwip(emu, port)?));
+        let host = spawn_lwip(emu, port)?;
+        if opts.realtime {
+            // Best effort, like the engine thread's own policy.
+            let _ = crate::sys::make_process_realtime(host.pid() as libc::pid_t);
+        }
+        edge.devices.insert(*tun, Port::Lwip(host));
     }
     on_ready(&hosts);
 
