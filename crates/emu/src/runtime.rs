@@ -300,6 +300,15 @@ pub fn emulate(
     on_ready: impl FnOnce(&[HostSetup]),
 ) -> Result<EmuReport, EmuError> {
     check_prerequisites()?;
+    if let Some(h) = emu.kinds.iter().position(|k| *k == HostKind::Lwip) {
+        // Before anything is set up: this build may lack the lwIP program.
+        crate::lwip::available().map_err(|message| {
+            EmuError::Scenario(rtolab_sim::ScenarioError {
+                path: format!("host[{h}].stack"),
+                message,
+            })
+        })?;
+    }
     let stale = netns::sweep_stale();
     let s = &emu.scenario;
     let seed = opts.seed.unwrap_or(s.seed);
