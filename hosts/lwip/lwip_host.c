@@ -316,7 +316,11 @@ static void start_client(struct app *a) {
     c->failed = 1;
     return;
   }
-  if (!a->connect_first) push(c); /* lwIP queues data in SYN_SENT */
+  /* An exchange without connect_first writes its request at once: lwIP
+   * queues it in SYN_SENT, cut at the MSS it assumes before the peer's
+   * SYN-ACK (536 bytes, INITIAL_MSS), and keeps those segments. A bulk
+   * sender writes once connected, like a socket program after connect(). */
+  if (a->kind == EXCHANGE && !a->connect_first) push(c);
 }
 
 static void finish_client_conn(struct conn *c) {
