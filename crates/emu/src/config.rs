@@ -53,6 +53,9 @@ pub enum HostKind {
     Rtolab,
     /// A link-layer bridge: frames pass between its two links unchanged.
     Bridge,
+    /// The real lwIP 2.1 (Debian's liblwip) in a program of ours, fed the
+    /// host's IP datagrams by the emulator (see [`crate::lwip`]).
+    Lwip,
 }
 
 impl HostKind {
@@ -62,6 +65,7 @@ impl HostKind {
             HostKind::Linux => "linux",
             HostKind::Rtolab => "rtolab",
             HostKind::Bridge => "bridge",
+            HostKind::Lwip => "lwip",
         }
     }
 }
@@ -85,6 +89,9 @@ pub struct EmuScenario {
     /// `linux[i]`: kernel settings of `scenario.hosts[i]` (default for
     /// other kinds).
     pub linux: Vec<LinuxOptions>,
+    /// `lwip[i]`: run-time settings of `scenario.hosts[i]` when it is an
+    /// lwIP host (default for other kinds).
+    pub lwip: Vec<crate::lwip::LwipOptions>,
 }
 
 /// Reads a host's `linux` table.
@@ -140,20 +147,28 @@ impl EmuScenario {
         };
         let mut stacks: Vec<Option<String>> = Vec::new();
         let mut linux: Vec<Option<LinuxOptions>> = Vec::new();
+        let mut lwip: Vec<Option<crate::lwip::LwipOptions>> = Vec::new();
         if let Some(toml::Value::Array(hosts)) = table.get_mut("host") {
             for (i, host) in hosts.iter_mut().enumerate() {
-                let (stack, options) = match host {
-                    toml::Value::Table(h) => (h.remove("stack"), h.remove("linux")),
-                    _ => (None, None),
+                let (stack, options, lwip_table) = match host {
+                    toml::Value::Table(h) => {
+                        (h.remove("stack"), h.remove("linux"), h.remove("lwip"))
+                    }
+                    _ => (None, None, None),
                 };
                 linux.push(options.map(|v| linux_options(i, &v)).transpose()?);
+                lwip.push(
+                    lwip_table
+                        .map(|v| crate::lwip::LwipOptions::from_toml(i, &v))
+                        .transpose()?,
+                );
                 stacks.push(match stack {
                     None => None,
                     Some(toml::Value::String(s)) => Some(s),
                     Some(other) => {
                         return Err(error(
                             format!("host[{i}].stack"),
-                            format!("expected \"linux\" or \"rtolab\", got {other}"),
+                            format!("expected \"linux\", \"rtolab\" or \"lwip\", got {other}"),
                         ))
                     }
                 });
@@ -163,6 +178,7 @@ impl EmuScenario {
         let scenario = Scenario::from_toml_str(&stripped)?;
         let mut kinds = Vec::with_capacity(scenario.hosts.len());
         let mut options = Vec::with_capacity(scenario.hosts.len());
+        let mut lwip_all = Vec::with_capacity(scenario.hosts.len());
         for (i, host) in scenario.hosts.iter().enumerate() {
             let stack = stacks.get(i).cloned().flatten();
             let linux = linux.get(i).copied().flatten();
@@ -176,10 +192,11 @@ impl EmuScenario {
                 }
                 (false, None | Some("linux")) => HostKind::Linux,
                 (false, Some("rtolab")) => HostKind::Rtolab,
+                (false, Some("lwip")) => HostKind::Lwip,
                 (false, Some(other)) => {
                     return Err(error(
                         format!("host[{i}].stack"),
-                        format!("expected \"linux\" or \"rtolab\", got {other:?}"),
+                        format!("expected \"linux\", \"rtolab\" or \"lwip\", got {other:?}"),
                     ))
                 }
             };
@@ -193,13 +210,26 @@ impl EmuScenario {
                     ),
                 ));
             }
+            let lwip_options = lwip.get(i).copied().flatten();
+            if lwip_options.is_some() && kind != HostKind::Lwip {
+                return Err(error(
+                    format!("host[{i}].lwip"),
+                    format!(
+                        "only for hosts with stack = \"lwip\", {:?} is {}",
+                        host.name,
+                        kind.name()
+                    ),
+                ));
+            }
             kinds.push(kind);
             options.push(linux.unwrap_or_default());
+            lwip_all.push(lwip_options.unwrap_or_default());
         }
         let emu = EmuScenario {
             scenario,
             kinds,
             linux: options,
+            lwip: lwip_all,
         };
         emu.check_supported()?;
         Ok(emu)
@@ -346,7 +376,7 @@ impl EmuScenario {
                 }
             }
         }
-        Ok(())
+        crate::lwip::check_supported(self)
     }
 }
 

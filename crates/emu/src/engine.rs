@@ -378,7 +378,9 @@ impl Engine {
                         });
                         Owner::Rtolab(engine.rtolab.len() - 1)
                     }
-                    HostKind::Linux => {
+                    // lwIP hosts exchange datagrams with the driver like
+                    // TUN devices do (over a socket to their program).
+                    HostKind::Linux | HostKind::Lwip => {
                         let address = end.address.unwrap_or(Ipv4Cidr {
                             addr: std::net::Ipv4Addr::UNSPECIFIED,
                             prefix_len: 32,

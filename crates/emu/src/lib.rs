@@ -44,6 +44,7 @@ pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod lwip;
 pub mod netns;
 pub mod runtime;
 mod sys;

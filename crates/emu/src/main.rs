@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use rtolab_emu::runtime::{EmuReport, HostSetup};
-use rtolab_emu::{emulate, netns, EmuOptions, EmuScenario};
+use rtolab_emu::{emulate, netns, EmuOptions, EmuScenario, HostKind};
 use rtolab_time::SimDuration;
 
 const USAGE: &str = "\
@@ -126,6 +126,12 @@ fn print_setup(hosts: &[HostSetup], to_stderr: bool) {
                 h.host,
                 h.stack.name(),
                 exec,
+                interfaces.join(", ")
+            )),
+            None if h.stack == HostKind::Lwip => lines.push(format!(
+                "  {:<12} {:<7} (lwIP program, fed by the emulator)    # {}",
+                h.host,
+                h.stack.name(),
                 interfaces.join(", ")
             )),
             None => lines.push(format!(

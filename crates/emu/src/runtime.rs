@@ -27,6 +27,7 @@ use crate::clock::{Clock, WallClock};
 use crate::config::{EmuScenario, HostKind};
 use crate::engine::{Egress, Engine, EngineReport, TunId};
 use crate::error::EmuError;
+use crate::lwip::LwipHost;
 use crate::netns::{self, ip, Namespace};
 use crate::sys::RealtimeGuard;
 use crate::tun_dev::{check_prerequisites, TunDevice};
@@ -197,9 +198,48 @@ pub fn app_kind(spec: &AppSpec) -> &'static str {
     spec.kind.kind()
 }
 
+/// Where a TUN-attached port's datagrams come from and go: a Linux
+/// host's TUN device, or the socket of an lwIP host's program.
+enum Port {
+    Tun(TunDevice),
+    Lwip(LwipHost),
+}
+
+impl Port {
+    fn recv(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Port::Tun(d) => d.recv(buf),
+            Port::Lwip(h) => h.recv(buf),
+        }
+    }
+
+    fn send(&self, datagram: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Port::Tun(d) => d.send(datagram),
+            Port::Lwip(h) => h.send(datagram),
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            Port::Tun(d) => d.name(),
+            Port::Lwip(h) => h.name(),
+        }
+    }
+}
+
+impl std::os::fd::AsFd for Port {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            Port::Tun(d) => d.as_fd(),
+            Port::Lwip(h) => h.as_fd(),
+        }
+    }
+}
+
 /// Writes delivered datagrams to the TUN devices and measures lateness.
 struct TunEgress<'a> {
-    devices: &'a [TunDevice],
+    devices: &'a [Port],
     clock: WallClock,
     lateness_ns: Vec<u64>,
     write_errors: u64,
@@ -247,7 +287,7 @@ impl Drop for Apps {
 /// Devices are declared before namespaces so they close first: a TUN
 /// descriptor keeps its namespace alive.
 struct Edge {
-    devices: Vec<TunDevice>,
+    devices: Vec<Port>,
     namespaces: Vec<(usize, Namespace)>,
 }
 
@@ -260,6 +300,15 @@ pub fn emulate(
     on_ready: impl FnOnce(&[HostSetup]),
 ) -> Result<EmuReport, EmuError> {
     check_prerequisites()?;
+    if let Some(h) = emu.kinds.iter().position(|k| *k == HostKind::Lwip) {
+        // Before anything is set up: this build may lack the lwIP program.
+        crate::lwip::available().map_err(|message| {
+            EmuError::Scenario(rtolab_sim::ScenarioError {
+                path: format!("host[{h}].stack"),
+                message,
+            })
+        })?;
+    }
     let stale = netns::sweep_stale();
     let s = &emu.scenario;
     let seed = opts.seed.unwrap_or(s.seed);
@@ -291,7 +340,19 @@ pub fn emulate(
         }
         hosts.push(setup);
     }
-    for port in engine.tun_ports().to_vec() {
+    // lwIP hosts start after the Linux servers (their clients may connect
+    // at once); `(TunId, port)` keeps their place among the devices.
+    let mut lwip_ports = Vec::new();
+    for (tun, port) in engine.tun_ports().to_vec().into_iter().enumerate() {
+        if emu.kinds[port.host] == HostKind::Lwip {
+            lwip_ports.push((tun, port.clone()));
+            hosts[port.host].interfaces.push(InterfaceSetup {
+                device: "lwip".to_string(),
+                address: port.address.to_string(),
+                link: port.link.clone(),
+            });
+            continue;
+        }
         let Some((_, ns)) = edge.namespaces.iter().find(|(h, _)| *h == port.host) else {
             continue;
         };
@@ -344,7 +405,7 @@ pub fn emulate(
                 &rto,
             ])?;
         }
-        edge.devices.push(device);
+        edge.devices.push(Port::Tun(device));
         hosts[port.host].interfaces.push(InterfaceSetup {
             device: port.device.clone(),
             address,
@@ -409,6 +470,14 @@ pub fn emulate(
         })?;
         apps.running.push((i, app));
     }
+    for (tun, port) in &lwip_ports {
+        let host = spawn_lwip(emu, port)?;
+        if opts.realtime {
+            // Best effort, like the engine thread's own policy.
+            let _ = crate::sys::make_process_realtime(host.pid() as libc::pid_t);
+        }
+        edge.devices.insert(*tun, Port::Lwip(host));
+    }
     on_ready(&hosts);
 
     // ----- the engine loop -----
@@ -418,7 +487,15 @@ pub fn emulate(
     let _ = nix::sys::prctl::set_timerslack(1);
     let realtime = opts.realtime.then(RealtimeGuard::enter);
     let end = SimTime::ZERO + duration;
-    let has_clients = engine.has_rtolab_clients() || apps.running.iter().any(|(_, a)| a.is_client);
+    let lwip_hosts = || {
+        edge.devices.iter().filter_map(|d| match d {
+            Port::Lwip(h) => Some(h),
+            Port::Tun(_) => None,
+        })
+    };
+    let has_clients = engine.has_rtolab_clients()
+        || apps.running.iter().any(|(_, a)| a.is_client)
+        || lwip_hosts().any(LwipHost::has_clients);
     let mut egress = TunEgress {
         devices: &edge.devices,
         clock,
@@ -464,6 +541,7 @@ pub fn emulate(
                     .running
                     .iter()
                     .all(|(_, a)| !a.is_client || a.is_finished())
+                && lwip_hosts().all(|h| !h.has_clients() || h.clients_done())
                 && engine.links_idle();
             quiet_since = if done {
                 quiet_since.or(Some(now))
@@ -500,6 +578,12 @@ pub fn emulate(
     let timing =
         TimingStats::from_samples(std::mem::take(&mut egress.lateness_ns), egress.write_errors);
     apps.finish();
+    let mut lwip_results = Vec::new();
+    for device in std::mem::take(&mut edge.devices) {
+        if let Port::Lwip(host) = device {
+            lwip_results.extend(host.finish());
+        }
+    }
     let captured = engine.finish();
     let engine_report = engine.report(elapsed);
     drop(edge);
@@ -513,6 +597,10 @@ pub fn emulate(
                 .results
                 .iter()
                 .find(|(j, _)| *j == i)
+                .map(|(_, r)| r.clone()),
+            HostKind::Lwip => lwip_results
+                .iter()
+                .find(|(name, _)| *name == spec.name)
                 .map(|(_, r)| r.clone()),
             _ => engine_report
                 .apps
@@ -558,6 +646,33 @@ pub fn emulate(
         std::fs::write(&path, json).map_err(|source| EmuError::Io { path, source })?;
     }
     Ok(report)
+}
+
+/// Starts the lwIP program of the host behind `port`, with its apps.
+fn spawn_lwip(emu: &EmuScenario, port: &crate::engine::TunPort) -> Result<LwipHost, EmuError> {
+    let s = &emu.scenario;
+    let host = &s.hosts[port.host];
+    let gateway = s
+        .routes
+        .iter()
+        .filter(|r| r.host == host.name)
+        .find_map(|r| match r.target {
+            RouteTarget::V4 { destination, via } if destination.prefix_len == 0 => Some(via),
+            _ => None,
+        });
+    let apps: Vec<&AppSpec> = s.apps.iter().filter(|a| a.host == host.name).collect();
+    LwipHost::spawn(
+        &host.name,
+        port.address,
+        gateway,
+        emu.lwip[port.host],
+        &apps,
+    )
+    .map_err(|source| EmuError::App {
+        app: "lwip".to_string(),
+        host: host.name.clone(),
+        source,
+    })
 }
 
 #[cfg(test)]

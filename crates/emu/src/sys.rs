@@ -66,6 +66,21 @@ pub(crate) fn fifo() -> SchedPolicy {
     }
 }
 
+/// Puts another process (an lwIP host program) under the engine thread's
+/// real-time policy, so a busy machine delays its answers no more than
+/// the engine's own writes. It keeps the policy until it exits.
+pub(crate) fn make_process_realtime(pid: libc::pid_t) -> io::Result<()> {
+    let p = fifo();
+    let param = libc::sched_param {
+        sched_priority: p.priority,
+    };
+    // SAFETY: a plain system call on a process id, with a valid parameter.
+    if unsafe { libc::sched_setscheduler(pid, p.policy, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Runs the calling thread under `SCHED_FIFO` until dropped, then puts its
 /// previous policy back. Best effort: without the privilege it does
 /// nothing.

@@ -319,8 +319,9 @@ impl Profile {
 
     /// lwIP 2.1 as configured in the bridge study (bridge spec §1.3): MSS
     /// 1024, initial cwnd 4096 bytes, send buffer 4096, window and cwnd cap
-    /// 8096, cwnd +1024 per ACK, initial RTO 1 s on a 500 ms slow timer,
-    /// delayed ACK flushed by the 250 ms fast timer, Nagle on.
+    /// 8096, cwnd +1024 per ACK of one segment (up to 2048 for an ACK of
+    /// two), initial RTO 1 s on a 500 ms slow timer, delayed ACK flushed by
+    /// the 250 ms fast timer, Nagle on.
     pub fn lwip() -> Profile {
         Profile {
             name: "lwip".into(),
@@ -341,7 +342,13 @@ impl Profile {
                 initial_ssthresh: None,
                 max_window: Some(8096),
                 dup_threshold: 3,
-                abc_limit: 1,
+                // lwIP 2.1 tcp_receive (src/core/tcp_in.c): in slow start
+                // cwnd grows by the bytes an ACK acknowledges, at most
+                // 2 MSS (RFC 3465, L = 2). With one ACK per segment that is
+                // the study's +1 MSS per ACK; lwIP's delayed ACK covers two
+                // segments, and the real lwIP then sends one segment more
+                // than a limit of 1 MSS allows (docs/lwip.md).
+                abc_limit: 2,
             }),
             ack: AckChoice::Delayed(DelayedAckConfig {
                 segments: 2,
@@ -545,12 +552,51 @@ mod tests {
         };
         assert_eq!(reno.initial_window.bytes(1024), 4096);
         assert_eq!(reno.max_window, Some(8096));
-        assert_eq!(reno.abc_limit, 1);
+        assert_eq!(reno.abc_limit, 2);
         let RtoChoice::Lwip(rto) = p.rto else {
             panic!("lwip timer")
         };
         assert_eq!(rto.initial, SimDuration::from_secs(1));
         assert_eq!(p.rto_timer.period(), Some(SimDuration::from_millis(500)));
         assert!(p.nagle);
+    }
+
+    /// lwIP 2.1's slow start (tcp_in.c, tcp_receive): an ACK adds the bytes
+    /// it acknowledges, up to two segments' worth.
+    #[test]
+    fn lwip_slow_start_grows_by_the_bytes_acked_up_to_two_segments() {
+        use crate::cc::{AckEvent, CcContext};
+        let p = Profile::lwip();
+        let mss = usize::from(p.mss);
+        let mut cc = p.cc.factory().build(&CcContext {
+            now: rtolab_time::SimTime::ZERO,
+            mss,
+        });
+        let mut acked_to = 0;
+        let mut ack = |cc: &mut Box<dyn crate::cc::CongestionControl>, bytes: usize| {
+            acked_to += bytes as u64;
+            let before = cc.window();
+            cc.on_ack(
+                rtolab_time::SimTime::ZERO,
+                &AckEvent {
+                    bytes_acked: bytes,
+                    in_flight_before: bytes,
+                    in_flight: 0,
+                    acked_to,
+                    highest_sent: acked_to,
+                    mss,
+                    duplicates: 0,
+                    sack_lost: false,
+                },
+            );
+            cc.window() - before
+        };
+        assert_eq!(cc.window(), 4096);
+        // A delayed ACK of two full segments, one of a single segment, one
+        // of three (lwIP's cap: two segments' worth).
+        assert_eq!(ack(&mut cc, 2 * mss), 2 * mss);
+        assert_eq!(ack(&mut cc, mss), mss);
+        let grown = cc.window();
+        assert_eq!(ack(&mut cc, 3 * mss), (8096 - grown).min(2 * mss));
     }
 }
