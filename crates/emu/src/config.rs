@@ -51,6 +51,9 @@ pub enum HostKind {
     /// The rtolab engine as a user-space host inside the emulator process,
     /// with the host's TCP profile.
     Rtolab,
+    /// smoltcp as a user-space host inside the emulator process, running
+    /// the same apps as an rtolab host (see `rtolab_sim::smol`).
+    Smoltcp,
     /// A link-layer bridge: frames pass between its two links unchanged.
     Bridge,
 }
@@ -61,6 +64,7 @@ impl HostKind {
         match self {
             HostKind::Linux => "linux",
             HostKind::Rtolab => "rtolab",
+            HostKind::Smoltcp => "smoltcp",
             HostKind::Bridge => "bridge",
         }
     }
@@ -143,7 +147,17 @@ impl EmuScenario {
         if let Some(toml::Value::Array(hosts)) = table.get_mut("host") {
             for (i, host) in hosts.iter_mut().enumerate() {
                 let (stack, options) = match host {
-                    toml::Value::Table(h) => (h.remove("stack"), h.remove("linux")),
+                    toml::Value::Table(h) => {
+                        let stack = h.remove("stack");
+                        // The simulator's parser reads a smoltcp host's
+                        // settings and checks its apps.
+                        if let Some(v @ toml::Value::String(_)) = &stack {
+                            if v.as_str() == Some("smoltcp") {
+                                h.insert("stack".to_string(), v.clone());
+                            }
+                        }
+                        (stack, h.remove("linux"))
+                    }
                     _ => (None, None),
                 };
                 linux.push(options.map(|v| linux_options(i, &v)).transpose()?);
@@ -176,10 +190,11 @@ impl EmuScenario {
                 }
                 (false, None | Some("linux")) => HostKind::Linux,
                 (false, Some("rtolab")) => HostKind::Rtolab,
+                (false, Some("smoltcp")) => HostKind::Smoltcp,
                 (false, Some(other)) => {
                     return Err(error(
                         format!("host[{i}].stack"),
-                        format!("expected \"linux\" or \"rtolab\", got {other:?}"),
+                        format!("expected \"linux\", \"rtolab\" or \"smoltcp\", got {other:?}"),
                     ))
                 }
             };
@@ -311,7 +326,7 @@ impl EmuScenario {
             }
         }
         for (h, host) in s.hosts.iter().enumerate() {
-            if self.kinds[h] != HostKind::Rtolab {
+            if !matches!(self.kinds[h], HostKind::Rtolab | HostKind::Smoltcp) {
                 continue;
             }
             let interfaces = s

@@ -26,7 +26,7 @@ use crate::tcp::{FlowId, TcpError, TcpEvent};
 pub const SMOLTCP_FLOW_BASE: u32 = 1 << 31;
 
 /// Whether a flow number belongs to a smoltcp host.
-pub(crate) fn is_smoltcp_flow(flow: FlowId) -> bool {
+pub fn is_smoltcp_flow(flow: FlowId) -> bool {
     flow.0 >= SMOLTCP_FLOW_BASE
 }
 
@@ -34,6 +34,8 @@ pub(crate) fn is_smoltcp_flow(flow: FlowId) -> bool {
 struct SmolFlow {
     handle: SocketHandle,
     app: AppId,
+    /// Accepted on a listening port rather than opened by the app.
+    passive: bool,
     connected: bool,
     peer_closed: bool,
     /// The app closed its half (or aborted).
@@ -67,7 +69,7 @@ pub struct SmolHost {
 impl SmolHost {
     /// A host with one IPv4 address (smoltcp runs on the host's first
     /// interface) and its routes' default gateway, if any.
-    pub(crate) fn new(
+    pub fn new(
         address: Ipv4Addr,
         prefix_len: u8,
         gateway: Option<Ipv4Addr>,
@@ -88,7 +90,7 @@ impl SmolHost {
     }
 
     /// Connections `app` made or accepted.
-    pub(crate) fn connections_of(&self, app: AppId) -> u64 {
+    pub fn connections_of(&self, app: AppId) -> u64 {
         self.connections
             .iter()
             .find(|(a, _)| *a == app)
@@ -114,6 +116,7 @@ impl SmolHost {
         self.flows.push(SmolFlow {
             handle,
             app,
+            passive: last == State::SynReceived,
             connected: false,
             peer_closed: false,
             closed_here: false,
@@ -126,7 +129,8 @@ impl SmolHost {
         FlowId(SMOLTCP_FLOW_BASE + (self.flows.len() - 1) as u32)
     }
 
-    pub(crate) fn listen(&mut self, app: AppId, port: u16) -> Result<(), TcpError> {
+    /// Listens on `port` for `app`.
+    pub fn listen(&mut self, app: AppId, port: u16) -> Result<(), TcpError> {
         if let Some(l) = self.listeners.iter().find(|l| l.port == port) {
             return if l.app == app {
                 Ok(())
@@ -141,7 +145,8 @@ impl SmolHost {
         Ok(())
     }
 
-    pub(crate) fn connect(
+    /// Opens a connection of `app` to `remote`, from `local_port` if given.
+    pub fn connect(
         &mut self,
         app: AppId,
         remote: SocketAddr,
@@ -158,12 +163,8 @@ impl SmolHost {
         Ok(self.new_flow(handle, app, State::SynSent))
     }
 
-    pub(crate) fn send(
-        &mut self,
-        app: AppId,
-        flow: FlowId,
-        data: &[u8],
-    ) -> Result<usize, TcpError> {
+    /// Queues what fits of `data` on `flow`.
+    pub fn send(&mut self, app: AppId, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
         let handle = self.flow(app, flow)?.handle;
         let socket = self.host.socket(handle);
         if !socket.may_send() {
@@ -175,12 +176,8 @@ impl SmolHost {
         Ok(queued)
     }
 
-    pub(crate) fn recv(
-        &mut self,
-        app: AppId,
-        flow: FlowId,
-        buf: &mut [u8],
-    ) -> Result<usize, TcpError> {
+    /// Reads `flow`'s in-order bytes into `buf`; 0 at the end of the stream.
+    pub fn recv(&mut self, app: AppId, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError> {
         let handle = self.flow(app, flow)?.handle;
         match self.host.socket(handle).recv_slice(buf) {
             Ok(n) => Ok(n),
@@ -188,7 +185,8 @@ impl SmolHost {
         }
     }
 
-    pub(crate) fn close(&mut self, app: AppId, flow: FlowId) -> Result<(), TcpError> {
+    /// Closes `flow`'s sending half.
+    pub fn close(&mut self, app: AppId, flow: FlowId) -> Result<(), TcpError> {
         let f = self.flow(app, flow)?;
         f.closed_here = true;
         let handle = f.handle;
@@ -196,7 +194,8 @@ impl SmolHost {
         Ok(())
     }
 
-    pub(crate) fn abort(&mut self, app: AppId, flow: FlowId) -> Result<(), TcpError> {
+    /// Resets `flow`.
+    pub fn abort(&mut self, app: AppId, flow: FlowId) -> Result<(), TcpError> {
         let f = self.flow(app, flow)?;
         f.closed_here = true;
         let handle = f.handle;
@@ -205,7 +204,7 @@ impl SmolHost {
     }
 
     /// Bytes the app may queue now.
-    pub(crate) fn send_capacity(&mut self, app: AppId, flow: FlowId) -> Result<usize, TcpError> {
+    pub fn send_capacity(&mut self, app: AppId, flow: FlowId) -> Result<usize, TcpError> {
         let handle = self.flow(app, flow)?.handle;
         let socket = self.host.socket(handle);
         Ok(if socket.may_send() {
@@ -216,18 +215,18 @@ impl SmolHost {
     }
 
     /// Bytes of the flow the peer acknowledged (as of the last poll).
-    pub(crate) fn bytes_acked(&mut self, app: AppId, flow: FlowId) -> Result<u64, TcpError> {
+    pub fn bytes_acked(&mut self, app: AppId, flow: FlowId) -> Result<u64, TcpError> {
         Ok(self.flow(app, flow)?.acked)
     }
 
     /// A datagram for the host.
-    pub(crate) fn input(&mut self, datagram: &[u8]) {
+    pub fn input(&mut self, datagram: &[u8]) {
         self.host.receive(datagram);
     }
 
     /// Polls smoltcp at `now`: returns the datagrams it sent and appends
     /// the app events its sockets' changes make to `notes`.
-    pub(crate) fn poll(
+    pub fn poll(
         &mut self,
         now: SimTime,
         notes: &mut impl Extend<(AppId, FlowId, TcpEvent)>,
@@ -336,8 +335,19 @@ impl SmolHost {
         events
     }
 
+    /// Whether `flow` was accepted on a listening port.
+    pub fn is_passive(&self, flow: FlowId) -> bool {
+        let index = flow.0.wrapping_sub(SMOLTCP_FLOW_BASE) as usize;
+        self.flows.get(index).is_some_and(|f| f.passive)
+    }
+
+    /// Whether every connection of `app` has had its last event.
+    pub fn all_over(&self, app: AppId) -> bool {
+        self.flows.iter().filter(|f| f.app == app).all(|f| f.over)
+    }
+
     /// When smoltcp next needs a poll.
-    pub(crate) fn poll_at(&mut self, now: SimTime) -> Option<SimTime> {
+    pub fn poll_at(&mut self, now: SimTime) -> Option<SimTime> {
         self.host.poll_at(now)
     }
 }
