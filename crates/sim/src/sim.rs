@@ -740,6 +740,7 @@ impl Simulator {
         let node = self.apps[id.0 as usize].node;
         if let Some(smol) = &self.smol[node.0 as usize] {
             metrics.connections += smol.connections_of(id);
+            metrics.final_state = metrics.final_state.or(smol.final_state_of(id));
         }
         (metrics.connections > 0 || self.apps[id.0 as usize].app.uses_tcp()).then_some(metrics)
     }
@@ -1716,7 +1717,22 @@ impl Simulator {
     /// events, in the engine's documented order.
     fn tcp_drain(&mut self, node: NodeId) {
         if let Some(smol) = self.smol[node.0 as usize].as_deref_mut() {
-            for datagram in smol.poll(self.now, &mut self.tcp.notes) {
+            let sent = smol.poll(self.now, &mut self.tcp.notes);
+            // State changes are all smoltcp lets us see of its connections.
+            for (app, flow, from, to) in smol.take_state_changes() {
+                if self.tracer.enabled() {
+                    self.tracer.record(
+                        self.now,
+                        TraceEvent::Tcp {
+                            node: node.0,
+                            app: Some(app.0),
+                            flow: flow.0,
+                            detail: TcpTrace(rtolab_tcp::trace::TraceEvent::State { from, to }),
+                        },
+                    );
+                }
+            }
+            for datagram in sent {
                 let id = self.pool.alloc();
                 *self.pool.buf_mut(id) = datagram;
                 self.send_local(node, id);

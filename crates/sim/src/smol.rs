@@ -16,6 +16,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use rtolab_smoltcp::{Host, RecvError, Settings, SettingsError, State};
+use rtolab_tcp::State as EngineState;
 use rtolab_time::SimTime;
 use smoltcp::iface::SocketHandle;
 
@@ -64,6 +65,26 @@ pub struct SmolHost {
     listeners: Vec<Listener>,
     /// Connections made, per app, for the report.
     connections: Vec<(AppId, u64)>,
+    /// State changes seen since the last [`SmolHost::take_state_changes`]:
+    /// (app, flow, from, to), in the engine's names.
+    changes: Vec<(AppId, FlowId, EngineState, EngineState)>,
+}
+
+/// smoltcp's name of a TCP state in the engine's (both are RFC 9293's).
+pub fn engine_state(state: State) -> EngineState {
+    match state {
+        State::Closed => EngineState::Closed,
+        State::Listen => EngineState::Listen,
+        State::SynSent => EngineState::SynSent,
+        State::SynReceived => EngineState::SynReceived,
+        State::Established => EngineState::Established,
+        State::FinWait1 => EngineState::FinWait1,
+        State::FinWait2 => EngineState::FinWait2,
+        State::CloseWait => EngineState::CloseWait,
+        State::Closing => EngineState::Closing,
+        State::LastAck => EngineState::LastAck,
+        State::TimeWait => EngineState::TimeWait,
+    }
 }
 
 impl SmolHost {
@@ -81,6 +102,7 @@ impl SmolHost {
             flows: Vec::new(),
             listeners: Vec::new(),
             connections: Vec::new(),
+            changes: Vec::new(),
         })
     }
 
@@ -272,6 +294,11 @@ impl SmolHost {
         let (recv_queue, send_queue) = (socket.recv_queue(), socket.send_queue());
         let may_recv = socket.may_recv();
         let f = &mut self.flows[index];
+        if state != f.last {
+            let flow = FlowId(SMOLTCP_FLOW_BASE + index as u32);
+            self.changes
+                .push((f.app, flow, engine_state(f.last), engine_state(state)));
+        }
         let acked = f.queued - send_queue as u64;
         if !f.connected {
             if matches!(state, State::Listen | State::SynSent | State::SynReceived) {
@@ -333,6 +360,22 @@ impl SmolHost {
         }
         f.last = state;
         events
+    }
+
+    /// The state changes of its connections since the last call, as far
+    /// as polling shows them (a change and its reversal between two polls
+    /// go unseen): (app, flow, from, to).
+    pub fn take_state_changes(&mut self) -> Vec<(AppId, FlowId, EngineState, EngineState)> {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// The state of the most recent connection of `app`, as last polled.
+    pub fn final_state_of(&self, app: AppId) -> Option<EngineState> {
+        self.flows
+            .iter()
+            .rev()
+            .find(|f| f.app == app)
+            .map(|f| engine_state(f.last))
     }
 
     /// Whether `flow` was accepted on a listening port.

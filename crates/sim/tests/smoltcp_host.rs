@@ -220,3 +220,59 @@ fn smoltcp_host_fields_are_checked_and_errors_name_them() {
     ));
     assert!(e.starts_with("app[1].kind"), "{e}");
 }
+
+/// What smoltcp shows of its connections reaches the trace (state changes,
+/// under the smoltcp flow numbers) and the app's metrics (connections and
+/// final state).
+#[test]
+fn smoltcp_state_changes_are_traced_and_reported() {
+    use rtolab_sim::run::build_simulator;
+    use rtolab_sim::smol::SMOLTCP_FLOW_BASE;
+    use rtolab_sim::trace::{MemorySink, TraceEvent};
+    use rtolab_sim::SimTime;
+    use rtolab_tcp::State;
+
+    let scenario =
+        Scenario::from_toml_str(&scenario_text("bridge-smoltcp")).expect("valid scenario");
+    let mut sim = build_simulator(&scenario, 1).expect("builds");
+    let sink = MemorySink::new();
+    sim.set_trace_sink(Box::new(sink.clone()));
+    sim.run_until(SimTime::from_secs(60)).expect("runs");
+    let states: Vec<(State, State)> = sink
+        .events()
+        .iter()
+        .filter_map(|(_, e)| match e {
+            TraceEvent::Tcp {
+                node: 0,
+                flow,
+                detail,
+                ..
+            } if *flow >= SMOLTCP_FLOW_BASE => match detail.0 {
+                rtolab_tcp::trace::TraceEvent::State { from, to } => Some((from, to)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    // The appliance opens, sends, closes first and waits in TIME-WAIT.
+    assert_eq!(states.first(), Some(&(State::SynSent, State::Established)));
+    assert!(
+        states.contains(&(State::Established, State::FinWait1)),
+        "{states:?}"
+    );
+    assert_eq!(
+        states.last().map(|s| s.1),
+        Some(State::TimeWait),
+        "{states:?}"
+    );
+    let client = scenario
+        .apps
+        .iter()
+        .position(|a| a.name == "client")
+        .expect("client app");
+    let metrics = sim
+        .app_tcp_metrics(rtolab_sim::node::AppId(client as u32))
+        .expect("a TCP app");
+    assert_eq!(metrics.connections, 1);
+    assert_eq!(metrics.final_state, Some(State::TimeWait));
+}

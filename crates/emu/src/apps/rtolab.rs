@@ -821,6 +821,8 @@ impl RtolabHost {
             for datagram in smol.poll(now, &mut notes) {
                 emit(&datagram);
             }
+            // The emulator writes no TCP traces.
+            smol.take_state_changes();
             if notes.is_empty() && self.net.outbox.is_empty() {
                 break;
             }
