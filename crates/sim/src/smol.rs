@@ -44,6 +44,8 @@ struct SmolFlow {
     /// Its last event was delivered; the socket stays until smoltcp is
     /// done with it (TIME-WAIT).
     over: bool,
+    /// Its socket was freed once smoltcp closed it for good.
+    freed: bool,
     last: State,
     /// Bytes the app queued, and those acknowledged as of the last poll.
     queued: u64,
@@ -143,6 +145,7 @@ impl SmolHost {
             peer_closed: false,
             closed_here: false,
             over: false,
+            freed: false,
             last,
             queued: 0,
             acked: 0,
@@ -286,6 +289,12 @@ impl SmolHost {
         let mut events = Vec::new();
         let f = &self.flows[index];
         if f.over {
+            // Free the socket (and its buffers) once TIME-WAIT is over, so
+            // reconnecting apps do not accumulate them.
+            if !f.freed && self.host.socket(f.handle).state() == State::Closed {
+                self.host.remove(f.handle);
+                self.flows[index].freed = true;
+            }
             return events;
         }
         let handle = f.handle;

@@ -276,3 +276,27 @@ fn smoltcp_state_changes_are_traced_and_reported() {
     assert_eq!(metrics.connections, 1);
     assert_eq!(metrics.final_state, Some(State::TimeWait));
 }
+
+/// Successive exchanges open a connection each from smoltcp's ephemeral
+/// ports; every one completes and the sockets of finished ones are freed
+/// without disturbing the others.
+#[test]
+fn successive_exchanges_from_smoltcp_each_complete() {
+    let text = scenario_text("bridge-smoltcp")
+        .replace("source_port = 49153\n", "")
+        .replace("request = 1024", "request = 300\ncount = 5\ngap = \"15s\"")
+        .replace("response = 1024", "response = 200")
+        .replace("duration = \"120s\"", "duration = \"200s\"");
+    let scenario = Scenario::from_toml_str(&text).expect("valid scenario");
+    let report = run(&scenario, 2, None);
+    assert_eq!(stat(&report, "client", "exchanges_completed"), 5);
+    assert_eq!(stat(&report, "client", "bytes_received"), 5 * 200);
+    assert_eq!(stat(&report, "client", "bytes_corrupt"), 0);
+    assert_eq!(stat(&report, "server", "requests_served"), 5);
+    let client = report
+        .apps
+        .iter()
+        .find(|a| a.name == "client")
+        .expect("client");
+    assert_eq!(client.tcp.expect("TCP metrics").connections, 5);
+}
