@@ -185,7 +185,7 @@ pub struct HostReport {
     pub stack: HostKind,
     /// What it put on its links.
     pub wire: WireCounts,
-    /// The engine's own counters (rtolab hosts).
+    /// The engine's own counters (rtolab hosts; not smoltcp hosts).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<TcpCounts>,
 }
@@ -890,6 +890,8 @@ impl Engine {
                         .rtolab
                         .iter()
                         .find(|r| r.index == h)
+                        // smoltcp keeps no such counters.
+                        .filter(|r| r.host.smoltcp().is_none())
                         .map(|r| r.host.counts()),
                 })
                 .collect(),

@@ -34,6 +34,17 @@ fn smoltcp_appliance_exchanges_with_a_linux_server_over_the_nfc_bridge() {
     // "done": smoltcp's connection reached TIME-WAIT after the Linux
     // server's FIN.
     assert_eq!(report.ended_by, "done");
+    let appliance = report
+        .engine
+        .hosts
+        .iter()
+        .find(|h| h.name == "appliance")
+        .unwrap();
+    assert_eq!(appliance.stack.name(), "smoltcp");
+    // smoltcp keeps no retransmission counters to report.
+    assert!(appliance.engine.is_none());
+    // What it sent is read off the wire instead.
+    assert!(appliance.wire.payload_bytes_sent >= 1024, "{appliance:?}");
 }
 
 #[test]
