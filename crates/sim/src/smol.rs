@@ -310,6 +310,8 @@ impl SmolHost {
         }
         let acked = f.queued - send_queue as u64;
         if !f.connected {
+            let before = f.last;
+            f.last = state;
             if matches!(state, State::Listen | State::SynSent | State::SynReceived) {
                 return events;
             }
@@ -319,6 +321,7 @@ impl SmolHost {
                 events.push(TcpEvent::Reset);
                 return events;
             }
+            f.last = before;
             f.connected = true;
             events.push(TcpEvent::Connected);
         }
