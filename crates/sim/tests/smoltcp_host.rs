@@ -200,6 +200,12 @@ fn smoltcp_host_fields_are_checked_and_errors_name_them() {
         "stack = \"smoltcp\"\nprofile = \"lwip\"",
     ));
     assert!(e.starts_with("host[0].profile"), "{e}");
+    // One IPv4 interface: not none.
+    let e = err(&base.replace(
+        "  { host = \"appliance\", address = \"192.168.1.102/24\" },\n  { host = \"ptx\" },",
+        "  { host = \"enduser\", address = \"192.168.1.203/24\" },\n  { host = \"ptx\" },",
+    ));
+    assert!(e.starts_with("host[0].stack"), "{e}");
     let e = err(&base.replace("mtu = 1500", "mtu = 40"));
     assert!(e.starts_with("host[0].tcp.mtu"), "{e}");
     let e = err(&base.replace("ack_delay = 10", "ack_delay = 900"));

@@ -107,6 +107,28 @@ pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         }
     }
 
+    for (i, h) in hosts.iter().enumerate() {
+        if h.smoltcp.is_none() {
+            continue;
+        }
+        // smoltcp runs on one IPv4 interface (crate::smol).
+        let v4 = topology.interfaces().filter(|(n, ..)| *n == h.name).count();
+        let v6 = topology
+            .interfaces_v6()
+            .filter(|(n, ..)| *n == h.name)
+            .count();
+        if v4 != 1 || v6 != 0 {
+            return Err(ScenarioError::new(
+                format!("{}.stack", host_paths[i]),
+                format!(
+                    "a smoltcp host has exactly one interface, with an IPv4 address; \
+                     {:?} has {v4} IPv4 and {v6} IPv6",
+                    h.name
+                ),
+            ));
+        }
+    }
+
     let routes = raw
         .route
         .iter()
