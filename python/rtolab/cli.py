@@ -890,7 +890,8 @@ def emulate(
     """Run a scenario's links in real time between network namespaces (needs root).
 
     Hosts with ``stack = "linux"`` are network namespaces with the kernel's
-    TCP; ``stack = "rtolab"`` hosts run the rtolab engine. The emulator
+    TCP; ``stack = "rtolab"`` hosts run the rtolab engine and
+    ``stack = "smoltcp"`` hosts smoltcp, inside the emulator. The emulator
     prints how to run any program inside a host while it runs.
     """
     import os

@@ -51,6 +51,9 @@ pub enum HostKind {
     /// The rtolab engine as a user-space host inside the emulator process,
     /// with the host's TCP profile.
     Rtolab,
+    /// smoltcp as a user-space host inside the emulator process, running
+    /// the same apps as an rtolab host (see `rtolab_sim::smol`).
+    Smoltcp,
     /// A link-layer bridge: frames pass between its two links unchanged.
     Bridge,
     /// The real lwIP 2.1 (Debian's liblwip) in a program of ours, fed the
@@ -64,6 +67,7 @@ impl HostKind {
         match self {
             HostKind::Linux => "linux",
             HostKind::Rtolab => "rtolab",
+            HostKind::Smoltcp => "smoltcp",
             HostKind::Bridge => "bridge",
             HostKind::Lwip => "lwip",
         }
@@ -152,7 +156,15 @@ impl EmuScenario {
             for (i, host) in hosts.iter_mut().enumerate() {
                 let (stack, options, lwip_table) = match host {
                     toml::Value::Table(h) => {
-                        (h.remove("stack"), h.remove("linux"), h.remove("lwip"))
+                        let stack = h.remove("stack");
+                        // The simulator's parser reads a smoltcp host's
+                        // settings and checks its apps.
+                        if let Some(v @ toml::Value::String(_)) = &stack {
+                            if v.as_str() == Some("smoltcp") {
+                                h.insert("stack".to_string(), v.clone());
+                            }
+                        }
+                        (stack, h.remove("linux"), h.remove("lwip"))
                     }
                     _ => (None, None, None),
                 };
@@ -168,7 +180,9 @@ impl EmuScenario {
                     Some(other) => {
                         return Err(error(
                             format!("host[{i}].stack"),
-                            format!("expected \"linux\", \"rtolab\" or \"lwip\", got {other}"),
+                            format!(
+                                "expected \"linux\", \"rtolab\", \"smoltcp\" or \"lwip\", got {other}"
+                            ),
                         ))
                     }
                 });
@@ -193,10 +207,13 @@ impl EmuScenario {
                 (false, None | Some("linux")) => HostKind::Linux,
                 (false, Some("rtolab")) => HostKind::Rtolab,
                 (false, Some("lwip")) => HostKind::Lwip,
+                (false, Some("smoltcp")) => HostKind::Smoltcp,
                 (false, Some(other)) => {
                     return Err(error(
                         format!("host[{i}].stack"),
-                        format!("expected \"linux\", \"rtolab\" or \"lwip\", got {other:?}"),
+                        format!(
+                            "expected \"linux\", \"rtolab\", \"smoltcp\" or \"lwip\", got {other:?}"
+                        ),
                     ))
                 }
             };
@@ -341,7 +358,7 @@ impl EmuScenario {
             }
         }
         for (h, host) in s.hosts.iter().enumerate() {
-            if self.kinds[h] != HostKind::Rtolab {
+            if !matches!(self.kinds[h], HostKind::Rtolab | HostKind::Smoltcp) {
                 continue;
             }
             let interfaces = s

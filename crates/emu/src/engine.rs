@@ -185,7 +185,7 @@ pub struct HostReport {
     pub stack: HostKind,
     /// What it put on its links.
     pub wire: WireCounts,
-    /// The engine's own counters (rtolab hosts).
+    /// The engine's own counters (rtolab hosts; not smoltcp hosts).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<TcpCounts>,
 }
@@ -344,7 +344,7 @@ impl Engine {
                         engine.bridges.entry(h).or_default().push((l, p as u32));
                         Owner::Bridge(h)
                     }
-                    HostKind::Rtolab => {
+                    HostKind::Rtolab | HostKind::Smoltcp => {
                         let host = &s.hosts[h];
                         let apps: Vec<RtolabApp> = s
                             .apps
@@ -364,14 +364,31 @@ impl Engine {
                             .map_or(std::net::Ipv4Addr::UNSPECIFIED, |c| c.addr);
                         let seed =
                             component_stream(seed, &format!("tcp/{}/{addr}", host.name)).next_u64();
-                        engine.rtolab.push(RtolabSlot {
-                            host: RtolabHost::new(
+                        let rtolab_host = match host.smoltcp {
+                            Some(settings) => RtolabHost::new_smoltcp(
+                                &host.name,
+                                addr,
+                                end.address.map_or(32, |c| c.prefix_len),
+                                settings,
+                                seed,
+                                apps,
+                            )
+                            .map_err(|e| {
+                                rtolab_sim::ScenarioError {
+                                    path: format!("host[{h}].tcp"),
+                                    message: e.to_string(),
+                                }
+                            })?,
+                            None => RtolabHost::new(
                                 &host.name,
                                 addr,
                                 Arc::new(Config::from_profile(profile)),
                                 seed,
                                 apps,
                             ),
+                        };
+                        engine.rtolab.push(RtolabSlot {
+                            host: rtolab_host,
                             index: h,
                             link: l,
                             port: p as u32,
@@ -876,6 +893,8 @@ impl Engine {
                         .rtolab
                         .iter()
                         .find(|r| r.index == h)
+                        // smoltcp keeps no such counters.
+                        .filter(|r| r.host.smoltcp().is_none())
                         .map(|r| r.host.counts()),
                 })
                 .collect(),

@@ -63,6 +63,7 @@ pub mod rng;
 pub mod run;
 pub mod scenario;
 pub mod sim;
+pub mod smol;
 pub mod tcp;
 pub mod trace;
 pub mod trace_table;

@@ -308,6 +308,9 @@ pub fn build_simulator(scenario: &Scenario, seed: u64) -> Result<Simulator, Buil
         id
     };
     for host in &scenario.hosts {
+        if let Some(settings) = host.smoltcp {
+            sim.set_host_smoltcp(node(&host.name), settings)?;
+        }
         if let Some(profile) = &host.tcp {
             let id = config_of(&mut sim, profile);
             sim.set_host_tcp_config(node(&host.name), id);

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use rtolab_tcp::trace::TraceLevel;
 use rtolab_tcp::{Config, Connection};
-use rtolab_time::SimTime;
+use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::ipv4::{self, protocol};
 use rtolab_wire::ipv6::{self, Ipv6Repr, Transport6};
 use rtolab_wire::packet::{self, Transport};
@@ -40,6 +40,7 @@ use crate::node::{IfaceId, Interface, LinkId, MiddleboxId, Node, NodeId, Route};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::EventQueue;
 use crate::rng::{component_stream, LazyStream, SimRng};
+use crate::smol::{is_smoltcp_flow, SmolHost};
 use crate::tcp::{Drained, FlowId, FlowInfo, TcpAppMetrics, TcpConfigId, TcpLayer};
 use crate::trace::{DropReason, TcpTrace, TraceEvent, TraceSink, Tracer};
 
@@ -59,6 +60,20 @@ enum Work {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
+    /// A smoltcp host needs an IPv4 address on its first interface.
+    #[error("smoltcp host {node:?} has no IPv4 address on its first interface")]
+    SmoltcpAddress {
+        /// Node name.
+        node: String,
+    },
+    /// smoltcp refused a setting.
+    #[error("smoltcp host {node:?}: {source}")]
+    Smoltcp {
+        /// Node name.
+        node: String,
+        /// What smoltcp cannot take.
+        source: rtolab_smoltcp::SettingsError,
+    },
     /// A point-to-point or half-duplex link already has both ends.
     #[error("link {link:?} takes at most {max} interfaces")]
     LinkFull {
@@ -169,6 +184,8 @@ pub struct Simulator {
     tracer: Tracer,
     taps: Vec<Tap>,
     tcp: TcpLayer,
+    /// Per node, its smoltcp stack when it runs smoltcp instead of ours.
+    smol: Vec<Option<Box<SmolHost>>>,
     link_out: Vec<LinkOutput<PacketId>>,
     work: VecDeque<Work>,
     outbox: Vec<PacketId>,
@@ -201,6 +218,7 @@ impl Simulator {
             tracer: Tracer::default(),
             taps: Vec::new(),
             tcp: TcpLayer::new(seed),
+            smol: Vec::new(),
             link_out: Vec::with_capacity(64),
             work: VecDeque::with_capacity(64),
             outbox: Vec::with_capacity(16),
@@ -249,6 +267,7 @@ impl Simulator {
         self.demux.push(Demux::default());
         self.node_middleboxes.push(Vec::new());
         self.tcp.add_node();
+        self.smol.push(None);
         NodeId((self.nodes.len() - 1) as u32)
     }
 
@@ -642,6 +661,50 @@ impl Simulator {
         self.tcp.set_host_config(node, config);
     }
 
+    /// Makes `node` run smoltcp instead of our engine, with `settings`, on
+    /// the address of its first interface and its default route's gateway
+    /// (so call it after adding its links and routes). Its apps' TCP calls
+    /// then go to smoltcp.
+    pub fn set_host_smoltcp(
+        &mut self,
+        node: NodeId,
+        settings: rtolab_smoltcp::Settings,
+    ) -> Result<(), BuildError> {
+        let n = &self.nodes[node.0 as usize];
+        let Some((address, prefix_len)) = n
+            .interfaces
+            .first()
+            .map(|i| (i.cidr.addr, i.cidr.prefix_len))
+            .filter(|(a, _)| !a.is_unspecified())
+        else {
+            return Err(BuildError::SmoltcpAddress {
+                node: n.name.clone(),
+            });
+        };
+        let gateway = n
+            .routes
+            .routes()
+            .iter()
+            .find(|r| r.destination.prefix_len == 0)
+            .and_then(|r| r.gateway);
+        let seed = self.seed ^ u64::from(node.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let host =
+            SmolHost::new(address, prefix_len, gateway, settings, seed).map_err(|source| {
+                BuildError::Smoltcp {
+                    node: n.name.clone(),
+                    source,
+                }
+            })?;
+        self.smol[node.0 as usize] = Some(Box::new(host));
+        self.tcp.set_host_smoltcp(node);
+        Ok(())
+    }
+
+    /// The smoltcp stack of `node`, if it runs one.
+    pub fn smoltcp_host(&self, node: NodeId) -> Option<&SmolHost> {
+        self.smol[node.0 as usize].as_deref()
+    }
+
     /// Sets the TCP configuration of the connections `app` opens or
     /// accepts; call it before the run reaches the app's start.
     pub fn set_app_tcp_config(&mut self, app: AppId, config: TcpConfigId) {
@@ -673,7 +736,12 @@ impl Simulator {
     /// The summed TCP counters of an app's connections; `None` for apps
     /// that are not built-in TCP apps and never opened a connection.
     pub fn app_tcp_metrics(&self, id: AppId) -> Option<TcpAppMetrics> {
-        let metrics = self.tcp.app_metrics(id);
+        let mut metrics = self.tcp.app_metrics(id);
+        let node = self.apps[id.0 as usize].node;
+        if let Some(smol) = &self.smol[node.0 as usize] {
+            metrics.connections += smol.connections_of(id);
+            metrics.final_state = metrics.final_state.or(smol.final_state_of(id));
+        }
         (metrics.connections > 0 || self.apps[id.0 as usize].app.uses_tcp()).then_some(metrics)
     }
 
@@ -1584,6 +1652,23 @@ impl Simulator {
     /// A TCP datagram for `node` that no raw app bound: hand it to the
     /// host's TCP stack.
     fn tcp_input(&mut self, node: NodeId, packet: PacketId) {
+        if let Some(smol) = self.smol[node.0 as usize].as_deref_mut() {
+            // smoltcp parses (and checks) the datagram itself.
+            smol.input(self.pool.bytes(packet));
+            self.tcp.mark(node);
+            self.nodes[node.0 as usize].stats.delivered += 1;
+            trace!(
+                self,
+                TraceEvent::PacketDelivered {
+                    node: node.0,
+                    app: None,
+                    packet: self.pool.uid(packet),
+                    len: self.pool.len(packet) as u32,
+                }
+            );
+            self.pool.free(packet);
+            return;
+        }
         let datagram = self.pool.take(packet);
         let name = &self.nodes[node.0 as usize].name;
         let owner = if ip_version(&datagram) == Some(6) {
@@ -1632,7 +1717,7 @@ impl Simulator {
                 self.tcp_drain(node);
             } else if let Some((app, flow, event)) = self.tcp.notes.pop_front() {
                 self.call_app(app.0, |a, cx| a.on_tcp(cx, flow, event));
-                if event.is_final() {
+                if event.is_final() && !is_smoltcp_flow(flow) {
                     self.tcp.retire(self.now, flow);
                 }
             } else {
@@ -1646,6 +1731,29 @@ impl Simulator {
     /// Sends every datagram the host's stacks have ready and collects their
     /// events, in the engine's documented order.
     fn tcp_drain(&mut self, node: NodeId) {
+        if let Some(smol) = self.smol[node.0 as usize].as_deref_mut() {
+            let sent = smol.poll(self.now, &mut self.tcp.notes);
+            // State changes are all smoltcp lets us see of its connections.
+            for (app, flow, from, to) in smol.take_state_changes() {
+                if self.tracer.enabled() {
+                    self.tracer.record(
+                        self.now,
+                        TraceEvent::Tcp {
+                            node: node.0,
+                            app: Some(app.0),
+                            flow: flow.0,
+                            detail: TcpTrace(rtolab_tcp::trace::TraceEvent::State { from, to }),
+                        },
+                    );
+                }
+            }
+            for datagram in sent {
+                let id = self.pool.alloc();
+                *self.pool.buf_mut(id) = datagram;
+                self.send_local(node, id);
+            }
+            return;
+        }
         let stacks = self.tcp.hosts[node.0 as usize].stack_count();
         for s in 0..stacks {
             while let Some(len) = self.tcp.poll_transmit(self.now, node, s) {
@@ -1678,7 +1786,14 @@ impl Simulator {
     /// deadline; a replaced event goes stale and is skipped when it pops.
     fn tcp_reschedule(&mut self, node: NodeId) {
         let host = &mut self.tcp.hosts[node.0 as usize];
-        let next = host.next_deadline();
+        let next = match self.smol[node.0 as usize].as_deref_mut() {
+            // A deadline at `now` right after a poll is smoltcp's
+            // microsecond rounding: look again a microsecond later.
+            Some(smol) => smol
+                .poll_at(self.now)
+                .map(|at| at.max(self.now + SimDuration::from_micros(1))),
+            None => host.next_deadline(),
+        };
         if next == host.timer_at {
             return;
         }
@@ -1820,6 +1935,7 @@ impl Simulator {
             tracer: &mut self.tracer,
             rng: &mut slot.rng,
             tcp: &mut self.tcp,
+            smol: self.smol[node.0 as usize].as_deref_mut(),
             tcp_config: slot.tcp_config,
             links: &self.links,
         };

@@ -312,13 +312,19 @@ pub(crate) struct HostTcp {
     dirty: bool,
     /// On the kernel's list of hosts to flush (or being flushed).
     listed: bool,
+    /// The host runs smoltcp (kept by the simulator) rather than our
+    /// engine; this layer only schedules its flushes and timer.
+    smoltcp: bool,
 }
 
 impl HostTcp {
     /// Whether the host takes part in TCP (otherwise TCP datagrams nobody
     /// bound are dropped as for any other protocol).
     pub(crate) fn active(&self) -> bool {
-        self.default_config.is_some() || !self.stacks.is_empty() || !self.listeners.is_empty()
+        self.smoltcp
+            || self.default_config.is_some()
+            || !self.stacks.is_empty()
+            || !self.listeners.is_empty()
     }
 
     /// The earliest deadline of any connection.
@@ -398,6 +404,10 @@ impl TcpLayer {
 
     pub(crate) fn config(&self, id: TcpConfigId) -> &Arc<Config> {
         &self.configs[id.0 as usize]
+    }
+
+    pub(crate) fn set_host_smoltcp(&mut self, node: NodeId) {
+        self.hosts[node.0 as usize].smoltcp = true;
     }
 
     pub(crate) fn set_host_config(&mut self, node: NodeId, config: TcpConfigId) {

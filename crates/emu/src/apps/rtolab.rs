@@ -21,6 +21,7 @@ use std::sync::Arc;
 use rtolab_sim::app::{AnyApp, App, AppCx, AppId, AppStats, BindError, Binding, Demux};
 use rtolab_sim::rng::{component_stream, SimRng};
 use rtolab_sim::scenario::{AppKindSpec, AppSpec};
+use rtolab_sim::smol::SmolHost;
 use rtolab_sim::tcp::{FlowId, TcpCounts, TcpError, TcpEvent};
 use rtolab_sim::trace::AppEvent;
 use rtolab_tcp::{Bytes, Config, ConnId, Connection, Event, Stack, State};
@@ -128,6 +129,10 @@ impl Timers {
 /// The host's side of its apps' calls.
 struct Net {
     stack: Stack,
+    /// On a smoltcp host, smoltcp runs the apps' TCP and `stack` stays idle.
+    smol: Option<Box<SmolHost>>,
+    /// smoltcp's next deadline, as of the last drive.
+    smol_deadline: Option<SimTime>,
     addr: Ipv4Addr,
     flows: Flows,
     timers: Timers,
@@ -266,6 +271,9 @@ impl AppCx for HostCx<'_> {
     fn trace(&mut self, _detail: AppEvent) {}
 
     fn tcp_listen(&mut self, port: u16) -> Result<(), TcpError> {
+        if let Some(smol) = self.net.smol.as_deref_mut() {
+            return smol.listen(AppId(self.app as u32), port);
+        }
         match self.net.listeners.get(&port) {
             Some(&owner) if owner != self.app => Err(TcpError::PortInUse {
                 port,
@@ -285,6 +293,14 @@ impl AppCx for HostCx<'_> {
         port: Option<u16>,
     ) -> Result<FlowId, TcpError> {
         let remote = remote.into();
+        if let Some(smol) = self.net.smol.as_deref_mut() {
+            let flow = smol.connect(AppId(self.app as u32), remote, port)?;
+            self.record.connections += 1;
+            if let Some((first @ None, _)) = &mut self.record.sent {
+                *first = Some(flow);
+            }
+            return Ok(flow);
+        }
         let stack = &mut self.net.stack;
         // The stack picks ephemeral ports in turn, as the simulator's does:
         // retry until it picks the one asked for.
@@ -311,12 +327,16 @@ impl AppCx for HostCx<'_> {
     }
 
     fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
-        let conn = self.net.flows.conn(flow, self.app)?;
-        let taken = self
-            .net
-            .stack
-            .send(conn, data)
-            .ok_or(TcpError::UnknownFlow(flow))??;
+        let taken = match self.net.smol.as_deref_mut() {
+            Some(smol) => smol.send(AppId(self.app as u32), flow, data)?,
+            None => {
+                let conn = self.net.flows.conn(flow, self.app)?;
+                self.net
+                    .stack
+                    .send(conn, data)
+                    .ok_or(TcpError::UnknownFlow(flow))??
+            }
+        };
         if let Some((Some(first), hasher)) = &mut self.record.sent {
             if *first == flow {
                 hasher.update(&data[..taken]);
@@ -326,6 +346,10 @@ impl AppCx for HostCx<'_> {
     }
 
     fn tcp_send_shared(&mut self, flow: FlowId, data: Bytes) -> Result<usize, TcpError> {
+        if self.net.smol.is_some() {
+            // smoltcp copies into its own ring buffer either way.
+            return self.tcp_send(flow, &data);
+        }
         let conn = self.net.flows.conn(flow, self.app)?;
         let hashed = match &self.record.sent {
             Some((Some(first), _)) if *first == flow => Some(data.clone()),
@@ -343,12 +367,16 @@ impl AppCx for HostCx<'_> {
     }
 
     fn tcp_recv(&mut self, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError> {
-        let conn = self.net.flows.conn(flow, self.app)?;
-        let n = self
-            .net
-            .stack
-            .recv(conn, buf)
-            .ok_or(TcpError::UnknownFlow(flow))?;
+        let n = match self.net.smol.as_deref_mut() {
+            Some(smol) => smol.recv(AppId(self.app as u32), flow, buf)?,
+            None => {
+                let conn = self.net.flows.conn(flow, self.app)?;
+                self.net
+                    .stack
+                    .recv(conn, buf)
+                    .ok_or(TcpError::UnknownFlow(flow))?
+            }
+        };
         if self.record.hash_received && n > 0 {
             if let Some(hasher) = self
                 .record
@@ -364,6 +392,9 @@ impl AppCx for HostCx<'_> {
     }
 
     fn tcp_close(&mut self, flow: FlowId) -> Result<(), TcpError> {
+        if let Some(smol) = self.net.smol.as_deref_mut() {
+            return smol.close(AppId(self.app as u32), flow);
+        }
         let conn = self.net.flows.conn(flow, self.app)?;
         let c = self.net.stack.conn_mut(conn);
         c.ok_or(TcpError::UnknownFlow(flow))?.close(self.now);
@@ -371,6 +402,9 @@ impl AppCx for HostCx<'_> {
     }
 
     fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError> {
+        if let Some(smol) = self.net.smol.as_deref_mut() {
+            return smol.abort(AppId(self.app as u32), flow);
+        }
         let conn = self.net.flows.conn(flow, self.app)?;
         let c = self.net.stack.conn_mut(conn);
         c.ok_or(TcpError::UnknownFlow(flow))?.abort(self.now);
@@ -378,8 +412,25 @@ impl AppCx for HostCx<'_> {
     }
 
     fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError> {
+        if self.net.smol.is_some() {
+            return Err(TcpError::UnknownFlow(flow));
+        }
         let conn = self.net.flows.conn(flow, self.app)?;
         self.net.stack.conn(conn).ok_or(TcpError::UnknownFlow(flow))
+    }
+
+    fn tcp_send_capacity(&mut self, flow: FlowId) -> Result<usize, TcpError> {
+        match self.net.smol.as_deref_mut() {
+            Some(smol) => smol.send_capacity(AppId(self.app as u32), flow),
+            None => self.tcp_connection(flow).map(Connection::send_capacity),
+        }
+    }
+
+    fn tcp_bytes_acked(&mut self, flow: FlowId) -> Result<u64, TcpError> {
+        match self.net.smol.as_deref_mut() {
+            Some(smol) => smol.bytes_acked(AppId(self.app as u32), flow),
+            None => self.tcp_connection(flow).map(|c| c.stats().bytes_acked),
+        }
     }
 }
 
@@ -534,6 +585,8 @@ impl RtolabHost {
             name: name.to_string(),
             net: Net {
                 stack: Stack::new(config, addr, seed),
+                smol: None,
+                smol_deadline: None,
                 addr,
                 flows: Flows::default(),
                 timers: Timers::default(),
@@ -547,6 +600,31 @@ impl RtolabHost {
             counts: TcpCounts::default(),
             datagram: Vec::with_capacity(1536),
         }
+    }
+
+    /// A host at `addr/prefix_len` whose apps' TCP is smoltcp's, with
+    /// `settings`; `seed` makes its sequence numbers and ports
+    /// reproducible.
+    pub fn new_smoltcp(
+        name: &str,
+        addr: Ipv4Addr,
+        prefix_len: u8,
+        settings: rtolab_smoltcp::Settings,
+        seed: u64,
+        apps: Vec<RtolabApp>,
+    ) -> Result<RtolabHost, rtolab_smoltcp::SettingsError> {
+        let smol = SmolHost::new(addr, prefix_len, None, settings, seed)?;
+        // The engine stack is never handed a datagram; it only fills the
+        // slot the rtolab host kind has.
+        let idle = Arc::new(Config::from_profile(rtolab_tcp::Profile::linux()));
+        let mut host = RtolabHost::new(name, addr, idle, seed, apps);
+        host.net.smol = Some(Box::new(smol));
+        Ok(host)
+    }
+
+    /// The host's smoltcp stack, on a smoltcp host.
+    pub fn smoltcp(&self) -> Option<&SmolHost> {
+        self.net.smol.as_deref()
     }
 
     /// The host's engine stack.
@@ -586,11 +664,16 @@ impl RtolabHost {
                 matches!(c.state(), State::Closed | State::TimeWait)
             })
         };
+        let flows_gone = |i: usize| match &self.net.smol {
+            Some(smol) => smol.all_over(AppId(i as u32)),
+            None => self.net.flows.of_app(i).all(gone),
+        };
         self.started
-            && self.apps.iter().enumerate().all(|(i, a)| {
-                !a.is_client()
-                    || (!self.net.timers.pending(i) && self.net.flows.of_app(i).all(gone))
-            })
+            && self
+                .apps
+                .iter()
+                .enumerate()
+                .all(|(i, a)| !a.is_client() || (!self.net.timers.pending(i) && flows_gone(i)))
     }
 
     /// When [`RtolabHost::handle_timeout`] must next be called.
@@ -598,13 +681,14 @@ impl RtolabHost {
         if !self.started {
             return Some(SimTime::ZERO);
         }
-        [
-            self.net.timers.next_deadline(),
-            self.net.stack.poll_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let tcp = match &self.net.smol {
+            Some(_) => self.net.smol_deadline,
+            None => self.net.stack.poll_timeout(),
+        };
+        [self.net.timers.next_deadline(), tcp]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Runs `hook` on app `i` with its context at `now`.
@@ -639,6 +723,12 @@ impl RtolabHost {
                 return Ok(());
             }
         }
+        if let Some(smol) = self.net.smol.as_deref_mut() {
+            // smoltcp parses (and checks) it on the next drive.
+            smol.input(datagram);
+            self.net.smol_deadline = Some(now);
+            return Ok(());
+        }
         self.net.stack.handle_datagram(now, datagram)
     }
 
@@ -660,6 +750,10 @@ impl RtolabHost {
     /// Sends everything the apps and the stack have through `emit` and
     /// lets the apps react to connection events, until all are quiet.
     pub fn drive(&mut self, now: SimTime, mut emit: impl FnMut(&[u8])) {
+        if self.net.smol.is_some() {
+            self.drive_smoltcp(now, emit);
+            return;
+        }
         loop {
             let mut outbox = std::mem::take(&mut self.net.outbox);
             for datagram in outbox.drain(..) {
@@ -707,6 +801,55 @@ impl RtolabHost {
             self.net.flows.remove(flow);
             let _ = self.net.stack.remove(conn);
         }
+    }
+
+    /// [`RtolabHost::drive`] on a smoltcp host: poll smoltcp, send what it
+    /// wrote, and deliver the events its sockets' changes make, until the
+    /// apps' calls leave nothing more to do.
+    fn drive_smoltcp(&mut self, now: SimTime, mut emit: impl FnMut(&[u8])) {
+        let mut notes = Vec::new();
+        loop {
+            let mut outbox = std::mem::take(&mut self.net.outbox);
+            for datagram in outbox.drain(..) {
+                emit(&datagram);
+                self.net.spare.push(datagram);
+            }
+            self.net.outbox = outbox;
+            let Some(smol) = self.net.smol.as_deref_mut() else {
+                return;
+            };
+            for datagram in smol.poll(now, &mut notes) {
+                emit(&datagram);
+            }
+            // The emulator writes no TCP traces.
+            smol.take_state_changes();
+            if notes.is_empty() && self.net.outbox.is_empty() {
+                break;
+            }
+            for (app, flow, event) in notes.drain(..) {
+                let owner = app.0 as usize;
+                let passive = self.net.smol.as_deref().is_some_and(|s| s.is_passive(flow));
+                let record = &mut self.apps[owner].record;
+                if passive && event == TcpEvent::Connected {
+                    record.connections += 1;
+                    record.accepted.push(Accepted {
+                        flow,
+                        hasher: record.hash_received.then(Sha256::new),
+                        ended: false,
+                    });
+                }
+                self.call(owner, now, |a, cx| a.on_tcp(cx, flow, event));
+                self.apps[owner].record.accepted_event(flow, event);
+            }
+        }
+        // A deadline at `now` right after a poll is smoltcp's microsecond
+        // rounding: look again a microsecond later.
+        self.net.smol_deadline = self
+            .net
+            .smol
+            .as_deref_mut()
+            .and_then(|s| s.poll_at(now))
+            .map(|at| at.max(now + rtolab_time::SimDuration::from_micros(1)));
     }
 
     /// A passive open: a new flow of the app listening on its port.
@@ -760,6 +903,8 @@ mod tests {
         let addr = Ipv4Addr::new(10, 0, 0, 1);
         Net {
             stack: Stack::new(config, addr, 1),
+            smol: None,
+            smol_deadline: None,
             addr,
             flows: Flows::default(),
             timers: Timers::default(),

@@ -148,7 +148,7 @@ impl ExchangeApp {
         };
         let total = u64::from(self.config.request);
         while cur.sent < total {
-            let Ok(room) = cx.tcp_connection(cur.flow).map(|c| c.send_capacity()) else {
+            let Ok(room) = cx.tcp_send_capacity(cur.flow) else {
                 return;
             };
             let n = ((total - cur.sent).min(CHUNK as u64) as usize).min(room);
@@ -405,7 +405,7 @@ impl ExchangeServerApp {
         let conn = &mut self.conns[index];
         while let Some(&response) = conn.answers.front() {
             while conn.sent < response {
-                let Ok(room) = cx.tcp_connection(conn.flow).map(|c| c.send_capacity()) else {
+                let Ok(room) = cx.tcp_send_capacity(conn.flow) else {
                     return;
                 };
                 let n = ((response - conn.sent).min(CHUNK as u64) as usize).min(room);

@@ -74,6 +74,7 @@ use crate::node::{Node, NodeId};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::{EventId, EventQueue};
 use crate::rng::{LazyStream, SimRng};
+use crate::smol::SmolHost;
 use crate::tcp::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
 use crate::trace::{AppEvent, TraceEvent, Tracer};
 
@@ -258,8 +259,20 @@ pub trait AppCx {
     fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError>;
 
     /// One of the app's open connections, to read its state, counters and
-    /// buffer levels.
+    /// buffer levels. Only our engine's connections have one: a context
+    /// running another stack answers [`TcpError::UnknownFlow`], and apps
+    /// that should run there use the two calls below.
     fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError>;
+
+    /// Bytes the app may queue on the connection now.
+    fn tcp_send_capacity(&mut self, flow: FlowId) -> Result<usize, TcpError> {
+        self.tcp_connection(flow).map(Connection::send_capacity)
+    }
+
+    /// Bytes of the connection the peer has acknowledged.
+    fn tcp_bytes_acked(&mut self, flow: FlowId) -> Result<u64, TcpError> {
+        self.tcp_connection(flow).map(|c| c.stats().bytes_acked)
+    }
 
     /// Runs a hook of an [`AnyApp::Custom`] app. Custom apps are written
     /// against the simulator's [`AppContext`], which runs them; other
@@ -341,6 +354,8 @@ pub struct AppContext<'a> {
     pub(crate) tracer: &'a mut Tracer,
     pub(crate) rng: &'a mut LazyStream,
     pub(crate) tcp: &'a mut TcpLayer,
+    /// The host's smoltcp stack, when it runs smoltcp: TCP calls go there.
+    pub(crate) smol: Option<&'a mut SmolHost>,
     pub(crate) tcp_config: Option<TcpConfigId>,
     pub(crate) links: &'a [LinkSlot],
 }
@@ -444,6 +459,11 @@ impl AppCx for AppContext<'_> {
     }
 
     fn tcp_listen(&mut self, port: u16) -> Result<(), TcpError> {
+        if let Some(smol) = self.smol.as_deref_mut() {
+            smol.listen(self.app, port)?;
+            self.tcp.mark(self.node_id);
+            return Ok(());
+        }
         let config = self.tcp.config_for(self.node_id, self.tcp_config);
         self.tcp.listen(self.node_id, self.app, config, port)
     }
@@ -454,6 +474,11 @@ impl AppCx for AppContext<'_> {
         port: Option<u16>,
     ) -> Result<FlowId, TcpError> {
         let remote = remote.into();
+        if let Some(smol) = self.smol.as_deref_mut() {
+            let flow = smol.connect(self.app, remote, port)?;
+            self.tcp.mark(self.node_id);
+            return Ok(flow);
+        }
         let local = match remote.ip() {
             IpAddr::V4(dst) => self.node.source_address_for(dst).map(IpAddr::V4),
             IpAddr::V6(dst) => self.node.source_address6_for(dst).map(IpAddr::V6),
@@ -475,35 +500,79 @@ impl AppCx for AppContext<'_> {
     }
 
     fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
+        if let Some(smol) = self.smol.as_deref_mut() {
+            let queued = smol.send(self.app, flow, data)?;
+            self.tcp.mark(self.node_id);
+            return Ok(queued);
+        }
         self.tcp.send(self.node_id, self.app, flow, |stack, conn| {
             stack.send(conn, data)
         })
     }
 
     fn tcp_send_shared(&mut self, flow: FlowId, data: Bytes) -> Result<usize, TcpError> {
+        if self.smol.is_some() {
+            // smoltcp copies into its own ring buffer either way.
+            return self.tcp_send(flow, &data);
+        }
         self.tcp.send(self.node_id, self.app, flow, |stack, conn| {
             stack.send_shared(conn, data)
         })
     }
 
     fn tcp_recv(&mut self, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError> {
+        if let Some(smol) = self.smol.as_deref_mut() {
+            let read = smol.recv(self.app, flow, buf)?;
+            if read > 0 {
+                // The read may open the window: smoltcp decides on the poll.
+                self.tcp.mark(self.node_id);
+            }
+            return Ok(read);
+        }
         self.tcp.recv(self.node_id, self.app, flow, buf)
     }
 
     fn tcp_close(&mut self, flow: FlowId) -> Result<(), TcpError> {
+        if let Some(smol) = self.smol.as_deref_mut() {
+            smol.close(self.app, flow)?;
+            self.tcp.mark(self.node_id);
+            return Ok(());
+        }
         let now = self.now;
         self.tcp.conn_mut(self.node_id, self.app, flow)?.close(now);
         Ok(())
     }
 
     fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError> {
+        if let Some(smol) = self.smol.as_deref_mut() {
+            smol.abort(self.app, flow)?;
+            self.tcp.mark(self.node_id);
+            return Ok(());
+        }
         let now = self.now;
         self.tcp.conn_mut(self.node_id, self.app, flow)?.abort(now);
         Ok(())
     }
 
     fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError> {
+        if self.smol.is_some() {
+            return Err(TcpError::UnknownFlow(flow));
+        }
         self.tcp.conn(self.node_id, self.app, flow)
+    }
+
+    fn tcp_send_capacity(&mut self, flow: FlowId) -> Result<usize, TcpError> {
+        match self.smol.as_deref_mut() {
+            Some(smol) => smol.send_capacity(self.app, flow),
+            None => self.tcp_connection(flow).map(Connection::send_capacity),
+        }
+    }
+
+    fn tcp_bytes_acked(&mut self, flow: FlowId) -> Result<u64, TcpError> {
+        match self.smol.as_deref_mut() {
+            Some(smol) => smol.bytes_acked(self.app, flow),
+            None => self.tcp_connection(flow).map(|c| c.stats().bytes_acked),
+        }
     }
 
     fn call_custom(&mut self, app: &mut CustomApp, hook: Hook<'_>) {

@@ -77,7 +77,7 @@ pub struct TcpBulkStats {
 pub(crate) fn send_pattern<C: AppCx>(cx: &mut C, flow: FlowId, offset: u64, limit: u64) -> u64 {
     let mut queued = 0;
     while queued < limit {
-        let Ok(room) = cx.tcp_connection(flow).map(|c| c.send_capacity()) else {
+        let Ok(room) = cx.tcp_send_capacity(flow) else {
             break;
         };
         let n = ((limit - queued).min(CHUNK as u64) as usize).min(room);
@@ -203,8 +203,8 @@ impl TcpBulkApp {
     }
 
     fn update_acked<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
-        if let Ok(c) = cx.tcp_connection(flow) {
-            self.stats.bytes_acked = self.acked_before + c.stats().bytes_acked;
+        if let Ok(acked) = cx.tcp_bytes_acked(flow) {
+            self.stats.bytes_acked = self.acked_before + acked;
         }
         // Complete once nothing more will be queued and all of it is acked.
         let queued = self.acked_before + self.sent_here();

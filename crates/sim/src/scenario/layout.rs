@@ -98,6 +98,7 @@ pub(super) fn expand(
             position: Some(position),
             profile: group.profile.clone(),
             tcp: group.tcp.clone(),
+            stack: None,
         })
         .collect())
 }

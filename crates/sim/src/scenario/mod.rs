@@ -246,6 +246,9 @@ pub struct HostSpec {
     /// The host's TCP profile (named profile with its overrides applied),
     /// when the host sets `profile` or `[host.tcp]`.
     pub tcp: Option<Profile>,
+    /// With `stack = "smoltcp"`: smoltcp runs the host's TCP instead of our
+    /// engine, with these settings (from `[host.tcp]`).
+    pub smoltcp: Option<rtolab_smoltcp::Settings>,
 }
 
 /// A link.

@@ -76,6 +76,8 @@ pub(super) struct RawHost {
     pub(super) position: Option<Position>,
     pub(super) profile: Option<String>,
     pub(super) tcp: Option<toml::Table>,
+    /// `"rtolab"` (our engine, the default) or `"smoltcp"`.
+    pub(super) stack: Option<String>,
 }
 
 #[derive(Deserialize)]

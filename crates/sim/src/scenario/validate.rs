@@ -18,7 +18,8 @@ use super::{
 use crate::app::{AppCheck, AppKindSpec};
 use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
 use crate::config::{
-    check_position, check_unique, take_required, take_string, ScenarioError, Topology,
+    check_position, check_unique, one_line, path_string, take_required, take_string, ScenarioError,
+    Topology,
 };
 use crate::link::{LinkCheck, LinkModelSpec};
 use crate::middlebox::{MiddleboxCheck, MiddleboxSpec};
@@ -102,6 +103,28 @@ pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             return Err(ScenarioError::new(
                 format!("host[{i}].bridge"),
                 format!("a bridge joins exactly 2 links, {:?} is on {ports}", h.name),
+            ));
+        }
+    }
+
+    for (i, h) in hosts.iter().enumerate() {
+        if h.smoltcp.is_none() {
+            continue;
+        }
+        // smoltcp runs on one IPv4 interface (crate::smol).
+        let v4 = topology.interfaces().filter(|(n, ..)| *n == h.name).count();
+        let v6 = topology
+            .interfaces_v6()
+            .filter(|(n, ..)| *n == h.name)
+            .count();
+        if v4 != 1 || v6 != 0 {
+            return Err(ScenarioError::new(
+                format!("{}.stack", host_paths[i]),
+                format!(
+                    "a smoltcp host has exactly one interface, with an IPv4 address; \
+                     {:?} has {v4} IPv4 and {v6} IPv6",
+                    h.name
+                ),
             ));
         }
     }
@@ -198,6 +221,37 @@ fn validate_host(path: &str, h: &RawHost) -> Result<HostSpec, ScenarioError> {
             }
         }
     }
+    match h.stack.as_deref() {
+        None | Some("rtolab") => {}
+        Some("smoltcp") => {
+            if bridge {
+                return Err(ScenarioError::new(
+                    at("stack"),
+                    "not allowed for a bridge (it runs no TCP)",
+                ));
+            }
+            if h.profile.is_some() {
+                return Err(ScenarioError::new(
+                    at("profile"),
+                    "not taken by a smoltcp host: its TCP is smoltcp's (set its \
+                     buffers, mtu, nagle and ack_delay in `tcp`)",
+                ));
+            }
+            return Ok(HostSpec {
+                bridge,
+                name: h.name.clone(),
+                position: h.position,
+                tcp: None,
+                smoltcp: Some(smoltcp_settings(h.tcp.as_ref(), &at)?),
+            });
+        }
+        Some(other) => {
+            return Err(ScenarioError::new(
+                at("stack"),
+                format!("unknown stack {other:?}: expected \"rtolab\" or \"smoltcp\""),
+            ))
+        }
+    }
     let tcp = match (&h.profile, &h.tcp) {
         (None, None) => None,
         (name, overrides) => Some(resolve(
@@ -212,7 +266,43 @@ fn validate_host(path: &str, h: &RawHost) -> Result<HostSpec, ScenarioError> {
         name: h.name.clone(),
         position: h.position,
         tcp,
+        smoltcp: None,
     })
+}
+
+/// The apps a smoltcp host runs: the TCP kinds that use only the calls
+/// smoltcp can answer (see `crate::smol`).
+pub const SMOLTCP_APP_KINDS: [&str; 4] = ["exchange", "exchange-server", "tcp-bulk", "tcp-sink"];
+
+/// A smoltcp host's `[host.tcp]` table, read and checked field by field.
+fn smoltcp_settings(
+    table: Option<&toml::Table>,
+    at: &dyn Fn(&str) -> String,
+) -> Result<rtolab_smoltcp::Settings, ScenarioError> {
+    use rtolab_smoltcp::SettingsError;
+    let settings: rtolab_smoltcp::Settings = match table {
+        None => rtolab_smoltcp::Settings::default(),
+        Some(t) => {
+            serde_path_to_error::deserialize(toml::Value::Table(t.clone())).map_err(|e| {
+                let path = path_string(e.path());
+                let field = if path.is_empty() {
+                    at("tcp")
+                } else {
+                    at(&format!("tcp.{path}"))
+                };
+                ScenarioError::new(field, one_line(&e.inner().to_string()))
+            })?
+        }
+    };
+    settings.validate().map_err(|e| {
+        let field = match &e {
+            SettingsError::Buffer { field, .. } => field,
+            SettingsError::Mtu(_) => "mtu",
+            SettingsError::AckDelay(_) => "ack_delay",
+        };
+        ScenarioError::new(at(&format!("tcp.{field}")), e.to_string())
+    })?;
+    Ok(settings)
 }
 
 fn validate_route(topology: &Topology, i: usize, r: &RawRoute) -> Result<RouteSpec, ScenarioError> {
@@ -438,6 +528,26 @@ fn validate_apps(
         let name = take_string(&mut table, "name", &path)?;
         let host = take_required(&mut table, "host", &path)?;
         topology.host(&at("host"), &host)?;
+        let on_smoltcp = hosts.iter().any(|h| h.name == host && h.smoltcp.is_some());
+        if on_smoltcp {
+            if !SMOLTCP_APP_KINDS.contains(&kind.as_str()) {
+                return Err(ScenarioError::new(
+                    at("kind"),
+                    format!(
+                        "{kind:?} apps cannot run on smoltcp host {host:?}; it runs {}",
+                        SMOLTCP_APP_KINDS.join(", ")
+                    ),
+                ));
+            }
+            for field in ["profile", "tcp"] {
+                if table.contains_key(field) {
+                    return Err(ScenarioError::new(
+                        at(field),
+                        format!("not taken on smoltcp host {host:?}: set `tcp` on the host"),
+                    ));
+                }
+            }
+        }
         if topology.is_bridge(&host) {
             return Err(ScenarioError::new(
                 at("host"),
