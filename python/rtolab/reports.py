@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rtolab import plots
+from rtolab import plots, sweeps
 from rtolab._rtolab import __version__
 from rtolab.api import METRICS_FILE, Result
 from rtolab.errors import ResultError, RtolabError, read_json_file
@@ -292,15 +292,8 @@ def sweep_report(directory: Path) -> str:
         ),
     ]
     key = _key_columns(ok)
-    if params and key and len(ok):
-        summary = ok.groupby(params)[key].agg(["mean", "std"])
-        summary.columns = [f"{m} ({stat})" for m, stat in summary.columns]
-        # How many runs each mean stands on, next to it.
-        summary.insert(0, "n (ok runs)", ok.groupby(params).size())
-        body += [
-            "<h2>Mean and spread over seeds</h2>",
-            table_html(summary.reset_index()),
-        ]
+    if len(results):
+        body += _summary_html(results, spec)
     if len(ok):
         body.append("<h2>Figures</h2>")
         for name, fig in plots.sweep_figures(results):
@@ -339,6 +332,49 @@ def sweep_report(directory: Path) -> str:
         f"Output in <code>{_esc(directory)}</code>",
         body,
     )
+
+
+def _summary_html(results: pd.DataFrame, spec: dict[str, Any]) -> list[str]:
+    """Each cell of the grid: runs finished out of planned, the unfinished
+    and failed ones counted, each key metric's mean and range over the
+    finished runs (or why there is none); then the unfinished runs by name."""
+    grid = spec.get("grid") if isinstance(spec.get("grid"), dict) else None
+    seeds = spec.get("seeds")
+    metrics = sweeps.summary_metrics(results)
+    cells = sweeps.summarize(
+        results, metrics, grid=grid, seeds=len(seeds) if isinstance(seeds, list) else None
+    )
+    rows = []
+    for cell in cells:
+        row: dict[str, Any] = dict(cell.params)
+        row["n (finished / planned)"] = cell.n
+        row["unfinished"] = len(cell.unfinished)
+        row["failed"] = len(cell.failed)
+        for metric in metrics:
+            a = cell.metrics[metric]
+            name = metric.removeprefix("app.")
+            row[f"{name} mean"] = a.mean if a.n else a.why
+            row[f"{name} min..max"] = f"{_number(a.low)}..{_number(a.high)}" if a.n else ""
+        rows.append(row)
+    parts = [
+        "<h2>Summary by parameters</h2>",
+        "<p>n counts the runs that finished their workload out of the runs planned for "
+        "each combination; means and ranges are over those runs only. A run whose "
+        "workload was not done when it ended (an app reports <code>completed = "
+        "false</code>) is counted as unfinished and listed below, never averaged in.</p>",
+        table_html(pd.DataFrame(rows)),
+    ]
+    unfinished = [
+        {**cell.params, "seed": seed, "apps not done": apps}
+        for cell in cells
+        for seed, apps in cell.unfinished.items()
+    ]
+    if unfinished:
+        parts += [
+            f'<p class="fail">{len(unfinished)} runs did not finish their workload:</p>',
+            table_html(pd.DataFrame(unfinished)),
+        ]
+    return parts
 
 
 def _rejected_html(rejected: dict[str, str]) -> list[str]:
