@@ -238,7 +238,8 @@ def time_sequence(
     chooses the capture (default: the one that saw the most TCP payload),
     ``flow`` the data direction as ``(src, src_port, dst, dst_port)``
     (default: the one carrying the most payload).
-    """
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax)
     packets = _tcp_flows(_packets(data))
     if packets.empty:
@@ -316,7 +317,9 @@ def time_sequence(
 def rto_vs_rtt(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """The RTO each connection chose (``rto_armed``) against the RTT samples
     it measured (``rtt_sample``: raw, and corrected where a policy corrects),
-    in milliseconds over time."""
+    in milliseconds over time.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax)
     traces = _traces(data)
     armed = events(traces, "rto_armed")
@@ -349,7 +352,9 @@ def rto_vs_rtt(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
 
 def cwnd_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Congestion window of every connection over time (``cwnd`` events),
-    with the slow-start threshold dashed, in kB."""
+    with the slow-start threshold dashed, in kB.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax)
     traces = _traces(data)
     cwnd = events(traces, "cwnd")
@@ -589,7 +594,9 @@ def goodput_fairness(
 ) -> Axes:
     """Total goodput against Jain's fairness index over the receiving apps,
     one point per run; sweep points are coloured by the parameter ``by``
-    (default: the first)."""
+    (default: the first).
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax, (6, 4.5))
     table = goodput_fairness_table(data)
     table = table.dropna(subset=["fairness"]) if not table.empty else table
@@ -674,7 +681,9 @@ def routing_tree(
     node where it is (positions from the run report), an arrow from each
     node to its preferred parent, roots (nodes that are parents but chose
     none) drawn as squares, nodes without a parent circled in red. Drawn
-    from ``parent_changed`` trace events."""
+    from ``parent_changed`` trace events.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax, (6, 6))
     tree = tree_at(data, at)
     if not tree:
@@ -741,7 +750,9 @@ def parent_timeline(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> A
     """Each mesh node's preferred parent over time: one row per node, one
     bar per parent it kept, labelled with that parent's name; gaps are
     times with no parent (before the first choice, or after losing every
-    parent). Drawn from ``parent_changed`` trace events."""
+    parent). Drawn from ``parent_changed`` trace events.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax, (8, 5))
     changes = _parent_changes(data)
     if changes.empty:
@@ -795,7 +806,9 @@ def throughput_over_time(
 ) -> Axes:
     """Bytes received per link and receiving node over time, in kbit/s
     (from ``packet_received`` trace events; from the captures when given a
-    packets table)."""
+    packets table).
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax)
     frame = data.traces if _is_result(data) else data
     if _is_result(data) and frame.empty:
@@ -831,7 +844,9 @@ def throughput_over_time(
 
 
 def drops_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
-    """Cumulative packet drops over time, one line per reason."""
+    """Cumulative packet drops over time, one line per reason.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax)
     traces = _traces(data)
     drops = events(traces, "packet_dropped", ["t_s", "reason"])
