@@ -801,6 +801,12 @@ def reproduce(
                     str(sum(not c.passed for c in checks)),
                 )
             out_console.print(table)
+            verdicts = {True: ("holds", "green"), False: ("does not hold", "yellow")}
+            for key, claims in outcome.claims.items():
+                for claim in claims:
+                    word, style = verdicts.get(claim.holds, ("cannot tell", ""))
+                    line = f" {_visible(key)}: {_visible(claim.statement)}: {_visible(claim.ours)}"
+                    out_console.print(Text.assemble((word, style), line))
             for key, check in outcome.failed_checks:
                 detail = f" {_visible(key)}: {_visible(check.name)} ({_visible(check.detail)})"
                 out_console.print(Text.assemble(("FAIL", "red"), detail), soft_wrap=True)

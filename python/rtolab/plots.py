@@ -13,6 +13,8 @@ every figure for every run.
 * :func:`latency_retransmission_bars`: latency and retransmissions per flow
   or app (or per parameter value of a sweep);
 * :func:`goodput_fairness`: goodput vs Jain's fairness index, one point per run;
+* :func:`metric_by_parameter`: a sweep's metric against a parameter, one
+  line per value of another, with the range over seeds;
 * :func:`throughput_over_time`: received throughput per link and receiver;
 * :func:`drops_over_time`: cumulative drops by reason;
 * :func:`routing_tree`: a mesh's routing tree at one instant, drawn where
@@ -905,15 +907,99 @@ def run_figures(result: Result) -> list[tuple[str, Figure]]:
     return figures
 
 
+def metric_by_parameter(
+    results: pd.DataFrame,
+    metric: str,
+    *,
+    x: str | None = None,
+    by: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """One metric of sweep results against one parameter: the mean over the
+    runs that finished their workload (see :func:`rtolab.sweeps.summarize`)
+    with a bar from the smallest to the largest value, one line per value of
+    a second parameter ``by``. ``x`` and ``by`` default to the sweep's
+    first and second parameters (names without ``param.``); values with
+    units are placed in their numeric order. Combinations where no run
+    finished are left out of their line and counted in the title.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
+    from rtolab import sweeps
+
+    ax = _ax(ax, (7, 4.5))
+    params = [c.removeprefix("param.") for c in _param_columns(results)]
+    x = x or (params[0] if params else None)
+    if x is None:
+        return _empty(ax, "the sweep has no parameter to draw against")
+    by = by or next((p for p in params if p != x), None)
+    cells = sweeps.summarize(results, [metric])
+    x_values = sweeps.ordered_values(list(dict.fromkeys(c.params[x] for c in cells)))
+    numeric = all(_is_float(v) for v in x_values)
+    position = {v: (float(v) if numeric else float(i)) for i, v in enumerate(x_values)}
+    lines: dict[Any, list[Any]] = {}
+    for cell in cells:
+        lines.setdefault(cell.params.get(by) if by else None, []).append(cell)
+    missing = 0
+    for i, (value, group) in enumerate(lines.items()):
+        drawn = sorted(
+            (c for c in group if c.metrics[metric].n), key=lambda c: position[c.params[x]]
+        )
+        missing += len(group) - len(drawn)
+        if not drawn:
+            continue
+        xs = np.array([position[c.params[x]] for c in drawn])
+        mean = np.array([c.metrics[metric].mean for c in drawn], dtype=float)
+        low = np.array([c.metrics[metric].low for c in drawn], dtype=float)
+        high = np.array([c.metrics[metric].high for c in drawn], dtype=float)
+        ax.errorbar(
+            xs,
+            mean,
+            yerr=[mean - low, high - mean],
+            marker="os^Dv<>"[i % 7],
+            color=PALETTE[i % len(PALETTE)],
+            capsize=3,
+            label=f"{by} = {value}" if by else None,
+        )
+    if not numeric:
+        ax.set_xticks(list(position.values()), [_label(v) for v in x_values])
+    ax.set_xlabel(_label(x))
+    ax.set_ylabel(_label(metric.removeprefix("app.")))
+    note = f" ({missing} combinations with no finished run)" if missing else ""
+    ax.set_title(f"{_label(metric.removeprefix('app.'))} by {_label(x)}{note}")
+    if missing == len(cells):
+        return _empty(ax, "no run finished its workload")
+    _legend(ax)
+    return ax
+
+
+#: Most metrics drawn by default for a sweep, one figure each.
+SWEEP_FIGURE_METRICS = 4
+
+
 def sweep_figures(results: pd.DataFrame) -> list[tuple[str, Figure]]:
-    """The standard figures of sweep results."""
+    """The default figures of sweep results, chosen from what the sweep
+    varies and measures: each of the first :data:`SWEEP_FIGURE_METRICS`
+    metrics that differ between runs (:func:`rtolab.sweeps.summary_metrics`)
+    against the first parameter, one line per value of the second; and
+    goodput against fairness only when more than one app receives."""
+    from rtolab import sweeps
+
     figures: list[tuple[str, Figure]] = []
-    fig, ax = plt.subplots(figsize=(6, 4.5), layout="constrained")
-    goodput_fairness(results, ax=ax)
-    figures.append(("goodput-fairness", fig))
-    fig, pair = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
-    latency_retransmission_bars(results, axes=list(pair))
-    figures.append(("latency-retransmissions", fig))
+    if not _param_columns(results):
+        return figures
+    for metric in sweeps.summary_metrics(results)[:SWEEP_FIGURE_METRICS]:
+        fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+        metric_by_parameter(results, metric, ax=ax)
+        figures.append((metric.removeprefix("app.").replace(".", "-"), fig))
+    receivers = [
+        c
+        for c in results.columns
+        if str(c).startswith("app.") and str(c).endswith(".bytes_received")
+    ]
+    if len(receivers) > 1:
+        fig, ax = plt.subplots(figsize=(6, 4.5), layout="constrained")
+        goodput_fairness(results, ax=ax)
+        figures.append(("goodput-fairness", fig))
     return figures
 
 
