@@ -74,3 +74,11 @@ def test_reproduction_report_leads_with_the_verdicts(tmp_path: Path) -> None:
     runs = page[page.index("<h2>Runs</h2>") :]
     assert runs.startswith("<h2>Runs</h2>\n<details><summary>")
     assert 'class="scroll nowrap"' in runs and ".pcap" not in runs
+
+
+def test_a_run_without_receptions_still_gets_its_figures(tmp_path: Path) -> None:
+    # Two seconds of the mesh: the tree is still forming, nothing is received.
+    result = rtolab.run("mesh-uip", duration=2.0, out=tmp_path)
+    ax = plots.throughput_over_time(result)
+    assert [t.get_text() for t in ax.texts] == ["no packets received"]
+    assert (tmp_path / "plots" / "throughput.png") in result.files

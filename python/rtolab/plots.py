@@ -820,6 +820,10 @@ def throughput_over_time(
     if "event" in frame:
         needed = ["t_s", "len", "link_name", "node_name", "link", "node"]
         received = events(frame, "packet_received", needed)
+        # Before reading columns: a trace without receptions (a short mesh
+        # run still forming its tree) has no `len` column at all.
+        if received.empty:
+            return _empty(ax, "no packets received")
         groups = [c for c in ("link_name", "node_name") if c in received] or ["link", "node"]
         times = received["t_s"]
         sizes = received["len"]
