@@ -895,6 +895,10 @@ def _client(workers: int, scheduler: str | None) -> Iterator[Any]:
         threads_per_worker=1,
         processes=True,
         dashboard_address=None,
+        # Without a dashboard the scheduler still serves a few HTTP routes,
+        # on port 8787 unless told otherwise: any free port, so that two
+        # sweeps (or another Dask program) can run side by side.
+        scheduler_kwargs={"dashboard_address": ":0"},
         silence_logs=logging.ERROR,
     )
     with cluster, Client(cluster) as client:
