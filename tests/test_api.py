@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -324,10 +325,25 @@ def test_bad_dotted_paths_are_named(path: str, message: str) -> None:
 
 
 def test_invalid_python_scenario_names_the_field() -> None:
-    bad = _p2p_cbr_in_python().with_values({"link.ab.loss": 1.5})
+    bad = _p2p_cbr_in_python()
+    bad.links[0].extra["loss"] = 1.5
     with pytest.raises(rtolab.ScenarioError) as info:
         rtolab.run(bad)
     assert info.value.path == "link[0].loss"
+
+
+@pytest.mark.parametrize(
+    ("values", "path", "message"),
+    [
+        ({"link.ab.lossy": 0.1}, "link.ab.lossy", "link[0].lossy: unknown field"),
+        ({"duration": "1s", "link.ab.loss": 1.5}, "link.ab.loss", "must be between 0 and 1"),
+        ({"app.cbr.rate": "fast"}, "app.cbr.rate", "'fast'"),
+    ],
+)
+def test_with_values_checks_every_key_at_once(values: dict, path: str, message: str) -> None:
+    with pytest.raises(rtolab.ScenarioError) as info:
+        _p2p_cbr_in_python().with_values(values)
+    assert info.value.path == path and message in info.value.message
 
 
 def test_builder_writes_middleboxes_that_the_core_runs(tmp_path):
@@ -360,3 +376,42 @@ def test_builder_writes_middleboxes_that_the_core_runs(tmp_path):
     metrics = result.metrics
     dropped = metrics[(metrics["scope"] == "middlebox") & (metrics["metric"] == "dropped")]
     assert list(dropped["value"]) == [1.0]
+
+
+def test_run_with_out_writes_what_the_command_writes(tmp_path: Path) -> None:
+    import sys
+
+    api_out, cli_out = tmp_path / "api", tmp_path / "cli"
+    result = rtolab.run("p2p-cbr", out=api_out, duration=0.5)
+    command = ["run", "p2p-cbr", "--out", str(cli_out), "--duration", "0.5", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "rtolab", *command],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+    def written(root: Path) -> set[str]:
+        return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+    assert written(api_out) == written(cli_out)
+    assert {"metrics.parquet", "metrics.json", "scenario.toml"} <= written(api_out)
+    assert any(name.startswith("plots/") for name in written(api_out))
+    assert {p.relative_to(api_out).as_posix() for p in result.files} == written(api_out)
+    listed = json.loads(done.stdout)["files"]
+    assert {Path(f).relative_to(cli_out).as_posix() for f in listed} == written(cli_out)
+
+
+def test_run_with_out_can_leave_out_plots_and_add_the_report(tmp_path: Path) -> None:
+    rtolab.run("p2p-cbr", out=tmp_path, duration=0.5, plots=False, report=True)
+    assert (tmp_path / "metrics.parquet").is_file() and (tmp_path / "report.html").is_file()
+    assert not (tmp_path / "plots").exists()
+
+
+def test_the_public_namespace_is_what_all_lists() -> None:
+    assert dir(rtolab) == sorted(rtolab.__all__)
+    for name in rtolab.__all__:
+        assert getattr(rtolab, name) is not None
+    for leaked in ("os", "Path", "Any", "TYPE_CHECKING"):
+        assert not hasattr(rtolab, leaked), leaked

@@ -235,60 +235,101 @@ def test_report_of_a_run_and_bad_directories(tmp_path: Path) -> None:
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _emulator() -> Path | None:
-    for build in ("release", "debug"):
-        candidate = REPO / "target" / build / "rtolab-emu"
-        if candidate.exists():
-            return candidate
-    return None
+def _installed_rtolab() -> str:
+    """The ``rtolab`` command installed next to this interpreter: what a
+    user runs after ``pip install .``."""
+    command = Path(sys.executable).parent / "rtolab"
+    if not command.is_file():
+        pytest.skip(f"no rtolab command installed next to {sys.executable}")
+    return str(command)
 
 
-def test_emulate_without_the_emulator_says_how_to_get_it(tmp_path: Path) -> None:
+def _skip_unless_emulation_possible() -> None:
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("emulation needs root (network namespaces)")
+    if not Path("/dev/net/tun").exists():
+        pytest.skip("emulation needs /dev/net/tun")
+
+
+def _rtolab_namespaces() -> list[str]:
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in names.stdout.splitlines() if line.startswith("rtolab-")]
+
+
+def test_emulate_a_missing_scenario_is_one_line_and_status_2(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rtolab", "emulate", "scenarios/emu-p2p-bulk.toml"],
+        [_installed_rtolab(), "emulate", "absent.toml"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "RTOLAB_EMU": str(tmp_path / "absent")},
         check=False,
     )
     assert done.returncode == 2
-    assert "RTOLAB_EMU" in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == ["error: scenario: no such file: absent.toml"]
 
 
-def test_emulate_runs_real_linux_tcp_through_the_emulator(tmp_path: Path) -> None:
-    import os
-
-    emulator = _emulator()
-    if emulator is None:
-        pytest.skip("rtolab-emu is not built (cargo test builds it)")
-    if os.geteuid() != 0 or not Path("/dev/net/tun").exists():
-        pytest.skip("emulation needs root and /dev/net/tun")
+def test_installed_emulate_runs_the_bridge_from_any_directory(tmp_path: Path) -> None:
+    _skip_unless_emulation_possible()
+    before = _rtolab_namespaces()
+    scenario = tmp_path / "bridge.toml"
+    scenario.write_text(
+        (REPO / "scenarios" / "emu-bridge-fixed.toml").read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    # From a directory with no build tree: the emulator comes with the install.
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rtolab",
-            "emulate",
-            str(REPO / "scenarios" / "emu-p2p-bulk.toml"),
-            "--out",
-            str(tmp_path),
-            "--json",
-        ],
+        [_installed_rtolab(), "emulate", "bridge.toml", "--out", "out", "--json"],
         capture_output=True,
         text=True,
-        env={**os.environ, "RTOLAB_EMU": str(emulator)},
+        cwd=tmp_path,
         check=False,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    sink = next(a for a in report["apps"] if a["kind"] == "tcp-sink")
-    assert sink["bytes_received"] == 1_000_000 and sink["bytes_corrupt"] == 0
-    assert report["timing_error_p99_ms"] >= 0
-    assert list(tmp_path.glob("*.pcap"))
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
-    assert "rtolab-" not in names.stdout
+    assert report["ended_by"] == "done"
+    client = next(a for a in report["apps"] if a["name"] == "client")
+    assert client["completed"] and client["exchanges_completed"] == 1
+    assert client["bytes_received"] == 1024 and client["bytes_corrupt"] == 0
+    # The study's fix at work: the appliance never resends.
+    appliance = next(h for h in report["engine"]["hosts"] if h["name"] == "appliance")
+    assert appliance["wire"]["retransmissions"] == 0
+    assert (tmp_path / "out" / "metrics.json").is_file()
+    assert list((tmp_path / "out").glob("*.pcap"))
+    assert _rtolab_namespaces() == before
+
+
+def test_installed_emulate_ends_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    _skip_unless_emulation_possible()
+    child = subprocess.Popen(
+        [
+            _installed_rtolab(),
+            "emulate",
+            str(REPO / "scenarios" / "emu-bridge-linux.toml"),
+            "--keep-running",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    prefix = f"rtolab-{child.pid}-"
+    deadline = time.monotonic() + 30
+    while not any(n.startswith(prefix) for n in _rtolab_namespaces()):
+        assert time.monotonic() < deadline, "the emulator never set up its hosts"
+        assert child.poll() is None, child.communicate()
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=60)
+    assert child.returncode == 0, stderr
+    assert json.loads(stdout)["ended_by"] == "stopped"
+    assert not [n for n in _rtolab_namespaces() if n.startswith(prefix)]
 
 
 @pytest.mark.parametrize(

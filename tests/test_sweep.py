@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -373,7 +374,8 @@ def test_cli_resume_names_the_runs_it_redid(tmp_path: Path) -> None:
     expected = f"warning: 1 result files did not verify, their runs ran again: {plan[0].run_id}"
     assert len(warning) == 1 and warning[0].startswith(expected + " (unreadable")
     assert "4 runs: 1 ran (0 failed), 3 already done" in done.stdout
-    assert " ± " in done.stdout  # means come with their spread over seeds
+    # Means come with the runs they stand on and their spread over seeds.
+    assert "2/2" in done.stdout and re.search(r"\d\.\.\d", done.stdout)
 
 
 def test_report_counts_unverified_files_apart_and_warns(tmp_path: Path) -> None:
@@ -394,4 +396,5 @@ def test_report_counts_unverified_files_apart_and_warns(tmp_path: Path) -> None:
     assert "3 runs (3 ok, 0 failed)" in page
     assert "1 result files did not verify" in page and plan[0].run_id in page
     assert "1 of 4 planned runs have no verified result" in page
-    assert "n (ok runs)" in page  # means come with the number of runs behind them
+    # Means come with the number of runs behind them, out of those planned.
+    assert "n (finished / planned)" in page and ">1/2<" in page

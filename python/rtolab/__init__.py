@@ -10,15 +10,14 @@ reference capture or a published table, packet by packet). Figures are in :mod:`
 ``rtolab`` command wraps them all.
 """
 
-import os
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
+
+import typing as _typing
 
 from rtolab._rtolab import __version__
 from rtolab.api import (
     Result,
     default_scenario,
-    run,
     run_metrics,
     shipped_scenarios,
     validate,
@@ -35,9 +34,13 @@ from rtolab.errors import (
     ScenarioError,
     SweepError,
 )
+from rtolab.outputs import run
 from rtolab.scenario import App, Capture, Host, Link, Middlebox, Route, Scenario
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
+    import os
+    from pathlib import Path
+
     from rtolab.frames import read_capture
     from rtolab.sweeps import Sweep, load_results, sweep
 
@@ -51,7 +54,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     if name in _LAZY:
         import importlib
 
@@ -59,6 +62,11 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'rtolab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The public names only: not the submodules an import leaves behind.
+    return sorted(__all__)
 
 
 def report(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:

@@ -79,3 +79,8 @@ def ack_pacing(outage: float, acks: int, mean: float, deviation: float) -> str:
     and ``timeout_free_schedule`` (null when no n is on time), each
     ``{"n", "theta", "gaps", "rto_after", "first_timeout"}``. Raises
     ``ValueError`` whose message starts with the invalid parameter's name."""
+
+def emulate_main(args: list[str]) -> int:
+    """Runs the emulator's command line in this process (``["emulate",
+    "SCENARIO.toml", "--json"]``); returns its exit status (0, 1: the run
+    failed, 2: bad input)."""

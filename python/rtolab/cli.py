@@ -36,7 +36,7 @@ from rich.text import Text
 from rtolab import api
 from rtolab._rtolab import DEFAULT_STALL_EVENTS
 from rtolab.errors import RtolabError, RunError, RunStopped, ScenarioError
-from rtolab.runreport import Report, write_metrics_parquet
+from rtolab.runreport import Report
 
 app = typer.Typer(
     name="rtolab",
@@ -365,17 +365,13 @@ def run(
             sys.stderr.flush()
             os._exit(130)
         elapsed = time.perf_counter() - started
-        metrics_table = out / "metrics.parquet"
-        write_metrics_parquet(result.report, metrics_table)
-        extra = [metrics_table]
-        if plot and (result.trace_dir or result.trace_file):
-            from rtolab import plots
+        # The same files as rtolab.run(out=...) writes, by the same code.
+        from rtolab.outputs import write_outputs
 
-            extra += _with_spinner("plotting", lambda: plots.plot_run(result), as_json)
-        if report:
-            from rtolab.reports import report as write_report
-
-            extra.append(_with_spinner("writing the report", lambda: write_report(out), as_json))
+        label = "plotting" if plot else "writing the metrics table"
+        extra = _with_spinner(
+            label, lambda: write_outputs(result, plots=plot, report=report), as_json
+        )
         if as_json:
             changes = {
                 "files": [str(f) for f in result.files] + [str(f) for f in extra],
@@ -567,7 +563,7 @@ def sweep(
             data["report"] = str(page) if page else None
             typer.echo(json.dumps(data))
         else:
-            _print_sweep(load_results(target), outcome.to_dict(), page)
+            _print_sweep(load_results(target), spec.describe(), outcome.to_dict(), page)
         if outcome.failed:
             raise typer.Exit(EXIT_RUN_FAILED)
 
@@ -588,13 +584,137 @@ def _warn_rejected(rejected: dict[str, str], what: str) -> None:
     _warn(f"{len(rejected)} result files did not verify, {what}: {shown}")
 
 
-def _mean_spread(values: Any) -> str:
-    """Mean ± sample standard deviation (just the mean for one value)."""
-    mean = _scalar(float(values.mean()))
-    return f"{mean} ± {_scalar(float(values.std()))}" if len(values) > 1 else mean
+def _compact(value: float) -> str:
+    """A number in at most about six characters: 3 significant digits and
+    an SI prefix (``3.83M``), so that a summary fits 80 columns."""
+    size = abs(value)
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if size >= scale:
+            return f"{value / scale:.3g}{prefix}"
+    return f"{value:.3g}"
 
 
-def _print_sweep(results: Any, outcome: dict[str, Any], page: Path | None) -> None:
+def _short_names(keys: list[str]) -> dict[str, str]:
+    """Each dotted key by its shortest unique tail (``link.ab.loss`` →
+    ``loss``; ``app.sink.goodput_bps`` → ``sink.goodput_bps`` when another
+    app has a goodput too)."""
+    tails = {k: k.split(".") for k in keys}
+    short = {}
+    for key in keys:
+        parts = tails[key]
+        for n in range(1, len(parts) + 1):
+            tail = ".".join(parts[-n:])
+            clashes = [o for o in keys if o != key and (o == tail or o.endswith("." + tail))]
+            if not clashes:
+                short[key] = tail
+                break
+        else:
+            short[key] = key
+    return short
+
+
+#: Most metrics in the sweep summary printed at the end of ``rtolab sweep``
+#: (all of them are in the report and results.parquet).
+SWEEP_TABLE_METRICS = 3
+#: Most runs listed by name as unfinished or failed.
+SWEEP_LISTED_RUNS = 8
+
+
+def _header(name: str) -> Text:
+    """A column header on several short lines (one per word of the dotted
+    name), so that many columns fit side by side."""
+    words = re.split(r"[._]", name.removesuffix("_ns"))
+    if name.endswith("_ns"):
+        words.append("(s)")
+    return Text("\n".join(_shown(w, 16) for w in words if w))
+
+
+def _aggregate_cell(aggregate: Any, finished: int, scale: float) -> Text:
+    """Mean over the finished runs, their range below it, and how many had
+    a value when not all did; or why there is none (the counts next to it,
+    and the list of runs below the table, say more)."""
+    if aggregate.n == 0:
+        return Text("none\nfinished" if not finished else "not\nmeasured")
+    lines = [_compact(aggregate.mean * scale)]
+    if aggregate.n > 1:
+        lines.append(f"{_compact(aggregate.low * scale)}..{_compact(aggregate.high * scale)}")
+    if aggregate.n < finished:
+        lines.append(f"(n={aggregate.n})")
+    return Text("\n".join(lines))
+
+
+def sweep_summary_renderables(results: Any, spec: Mapping[str, Any], console: Console) -> list[Any]:
+    """The summary of a sweep's results as printed: one row per cell of the
+    grid with n = runs that finished their workload / runs planned, the
+    unfinished and failed runs counted (and then named), and key metrics as
+    mean and min..max over the finished runs. Column names are shortened
+    and explained below the table; a piped output is plain ASCII."""
+    from rich import box
+
+    from rtolab import sweeps
+
+    grid = spec.get("grid") if isinstance(spec.get("grid"), dict) else None
+    seeds = spec.get("seeds")
+    planned = len(seeds) if isinstance(seeds, list) else None
+    metrics = sweeps.summary_metrics(results)[:SWEEP_TABLE_METRICS]
+    cells = sweeps.summarize(results, metrics, grid=grid, seeds=planned)
+    params = list(cells[0].params) if cells else []
+    short = _short_names(params + metrics)
+    table = Table(
+        title="n = runs finished/planned; mean and min..max over finished runs",
+        title_justify="left",
+        box=box.SQUARE if console.is_terminal else box.ASCII,
+        show_lines=True,
+    )
+    for name in params:
+        table.add_column(_header(short[name]), justify="right")
+    for name in ("n", "unfin", "fail"):
+        table.add_column(name, justify="right")
+    for name in metrics:
+        table.add_column(_header(short[name]), justify="right")
+    # Times are in nanoseconds in the results; seconds read better.
+    scales = {m: 1e-9 if m.endswith("_ns") else 1.0 for m in metrics}
+    for cell in cells:
+        row = [_cell(v) for v in cell.params.values()]
+        row += [Text(cell.n), Text(str(len(cell.unfinished))), Text(str(len(cell.failed)))]
+        row += [_aggregate_cell(cell.metrics[m], len(cell.finished), scales[m]) for m in metrics]
+        table.add_row(*row)
+    shown: list[Any] = [table]
+    legend = ["unfin = runs whose workload was not done when they ended; fail = runs failed"]
+    legend += [f"{short[k]} = {k}" for k in params + metrics if short[k] != k]
+    shown.append(Text("columns:\n" + "\n".join(f"  {_visible(x)}" for x in legend)))
+
+    def named(cell: Any, seed: int) -> str:
+        values = ", ".join(f"{short[k]}={_shown(_scalar(v), 20)}" for k, v in cell.params.items())
+        return f"{values}, seed {seed}" if values else f"seed {seed}"
+
+    unfinished = [
+        f"  {named(c, seed)}: {_shown(apps, 40)} not done"
+        for c in cells
+        for seed, apps in c.unfinished.items()
+    ]
+    failed = [
+        f"  {named(c, seed)}: {_shown(error, 50)}"
+        for c in cells
+        for seed, error in c.failed.items()
+    ]
+    for title, lines in (
+        (
+            "unfinished runs (workload not done when the run ended; left out of the means)",
+            unfinished,
+        ),
+        ("failed runs", failed),
+    ):
+        if lines:
+            more = len(lines) - SWEEP_LISTED_RUNS
+            tail = [f"  and {more} more (see the report)"] if more > 0 else []
+            shown.append(Text("\n".join([f"{title}:", *lines[:SWEEP_LISTED_RUNS], *tail])))
+    return shown
+
+
+def _print_sweep(
+    results: Any, spec: Mapping[str, Any], outcome: dict[str, Any], page: Path | None
+) -> None:
     _warn_rejected(outcome.get("redone", {}), "their runs ran again")
     out_console.print(
         Text.assemble(
@@ -605,29 +725,8 @@ def _print_sweep(results: Any, outcome: dict[str, Any], page: Path | None) -> No
         )
     )
     if len(results):
-        params = [c for c in results.columns if str(c).startswith("param.")]
-        key = [
-            c
-            for c in results.columns
-            if str(c).startswith("app.")
-            and str(c).rsplit(".", 1)[-1]
-            in ("goodput_bps", "received_packets", "lost", "retransmissions")
-        ][:4]
-        table = Table(
-            title="runs by parameters (mean ± sd over seeds of the ok runs)",
-            title_justify="left",
-        )
-        for name in [*params, "runs", "failed", *key]:
-            table.add_column(Text(_shown(name.removeprefix("param."))), justify="right")
-        grouped = results.groupby(params, dropna=False) if params else [((), results)]
-        for values, group in list(grouped)[:20]:
-            values = values if isinstance(values, tuple) else (values,)
-            ok = group[group["status"] == "ok"]
-            cells = [_cell(v) for v in values]
-            cells += [Text(str(len(group))), Text(str(int((group["status"] != "ok").sum())))]
-            cells += [Text(_mean_spread(ok[c])) if len(ok) else Text("") for c in key]
-            table.add_row(*cells)
-        out_console.print(table)
+        for renderable in sweep_summary_renderables(results, spec, out_console):
+            out_console.print(renderable)
     out_console.print(Text(f"results: {_visible(str(outcome['results']))}"), soft_wrap=True)
     if page is not None:
         out_console.print(Text(f"report: {_visible(str(page))}"), soft_wrap=True)
@@ -728,6 +827,12 @@ def reproduce(
                     str(sum(not c.passed for c in checks)),
                 )
             out_console.print(table)
+            verdicts = {True: ("holds", "green"), False: ("does not hold", "yellow")}
+            for key, claims in outcome.claims.items():
+                for claim in claims:
+                    word, style = verdicts.get(claim.holds, ("cannot tell", ""))
+                    line = f" {_visible(key)}: {_visible(claim.statement)}: {_visible(claim.ours)}"
+                    out_console.print(Text.assemble((word, style), line))
             for key, check in outcome.failed_checks:
                 detail = f" {_visible(key)}: {_visible(check.name)} ({_visible(check.detail)})"
                 out_console.print(Text.assemble(("FAIL", "red"), detail), soft_wrap=True)
@@ -847,30 +952,6 @@ def _print_comparison(result: Any) -> None:
         out_console.print(Text(_visible(line)), soft_wrap=True)
 
 
-def _emulator_binary() -> str:
-    """Where the ``rtolab-emu`` executable is: ``$RTOLAB_EMU``, ``PATH``, or
-    a cargo build in the current source tree."""
-    import os
-    import shutil
-
-    configured = os.environ.get("RTOLAB_EMU")
-    if configured:
-        if not os.access(configured, os.X_OK):
-            raise RtolabError(f"RTOLAB_EMU={configured} is not an executable file")
-        return configured
-    found = shutil.which("rtolab-emu")
-    if found:
-        return found
-    for build in ("release", "debug"):
-        candidate = Path("target") / build / "rtolab-emu"
-        if os.access(candidate, os.X_OK):
-            return str(candidate)
-    raise RtolabError(
-        "rtolab-emu not found: install it with `cargo install --path crates/emu` "
-        "(or set RTOLAB_EMU to its path)"
-    )
-
-
 @app.command()
 def emulate(
     scenario: Annotated[str, typer.Argument(help="Emulation scenario TOML (scenarios/emu-*).")],
@@ -894,13 +975,12 @@ def emulate(
     ``stack = "smoltcp"`` hosts smoltcp, inside the emulator. The emulator
     prints how to run any program inside a host while it runs.
     """
-    import os
+    from rtolab._rtolab import emulate_main
 
     with _user_errors():
-        binary = _emulator_binary()
         if not Path(scenario).is_file():
             raise RtolabError(f"scenario: no such file: {scenario}")
-    argv = [binary, "emulate", scenario]
+    argv = ["emulate", scenario]
     if duration is not None:
         argv += ["--duration", duration]
     if out is not None:
@@ -915,9 +995,12 @@ def emulate(
         argv.append("--json")
     sys.stdout.flush()
     sys.stderr.flush()
-    # The emulator replaces this process so that Ctrl-C reaches it directly
-    # and it can remove its namespaces before exiting.
-    os.execv(binary, argv)
+    # The emulator is part of the extension module and runs in this
+    # process: the installed package needs no other binary. It handles
+    # Ctrl-C itself, removing its namespaces before it returns.
+    code = emulate_main(argv)
+    if code:
+        raise typer.Exit(code)
 
 
 def main() -> None:

@@ -13,6 +13,8 @@ every figure for every run.
 * :func:`latency_retransmission_bars`: latency and retransmissions per flow
   or app (or per parameter value of a sweep);
 * :func:`goodput_fairness`: goodput vs Jain's fairness index, one point per run;
+* :func:`metric_by_parameter`: a sweep's metric against a parameter, one
+  line per value of another, with the range over seeds;
 * :func:`throughput_over_time`: received throughput per link and receiver;
 * :func:`drops_over_time`: cumulative drops by reason;
 * :func:`routing_tree`: a mesh's routing tree at one instant, drawn where
@@ -278,7 +280,8 @@ def time_sequence(
     chooses the capture (default: the one that saw the most TCP payload),
     ``flow`` the data direction as ``(src, src_port, dst, dst_port)``
     (default: the one carrying the most payload).
-    """
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax)
     packets = _tcp_flows(_packets(data))
     if packets.empty:
@@ -356,7 +359,9 @@ def time_sequence(
 def rto_vs_rtt(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """The RTO each connection chose (``rto_armed``) against the RTT samples
     it measured (``rtt_sample``: raw, and corrected where a policy corrects),
-    in milliseconds over time."""
+    in milliseconds over time.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax)
     armed = _kind(data, "rto_armed", thin=True)
     samples = _kind(data, "rtt_sample", thin=True)
@@ -388,7 +393,9 @@ def rto_vs_rtt(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
 
 def cwnd_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Congestion window of every connection over time (``cwnd`` events),
-    with the slow-start threshold dashed, in kB."""
+    with the slow-start threshold dashed, in kB.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax)
     cwnd = _kind(data, "cwnd", thin=True)
     ssthresh = _kind(data, "ssthresh", thin=True)
@@ -626,7 +633,9 @@ def goodput_fairness(
 ) -> Axes:
     """Total goodput against Jain's fairness index over the receiving apps,
     one point per run; sweep points are coloured by the parameter ``by``
-    (default: the first)."""
+    (default: the first).
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax, (6, 4.5))
     table = goodput_fairness_table(data)
     table = table.dropna(subset=["fairness"]) if not table.empty else table
@@ -710,7 +719,9 @@ def routing_tree(
     node where it is (positions from the run report), an arrow from each
     node to its preferred parent, roots (nodes that are parents but chose
     none) drawn as squares, nodes without a parent circled in red. Drawn
-    from ``parent_changed`` trace events."""
+    from ``parent_changed`` trace events.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax, (6, 6))
     tree = tree_at(data, at)
     if not tree:
@@ -777,7 +788,9 @@ def parent_timeline(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> A
     """Each mesh node's preferred parent over time: one row per node, one
     bar per parent it kept, labelled with that parent's name; gaps are
     times with no parent (before the first choice, or after losing every
-    parent). Drawn from ``parent_changed`` trace events."""
+    parent). Drawn from ``parent_changed`` trace events.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax, (8, 5))
     changes = _parent_changes(data)
     if changes.empty:
@@ -836,7 +849,9 @@ def throughput_over_time(
 ) -> Axes:
     """Bytes received per link and receiving node over time, in kbit/s
     (from ``packet_received`` trace events; from the captures when given a
-    packets table)."""
+    packets table).
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax)
     directory = _trace_dir(data)
     if directory is not None:
@@ -849,6 +864,10 @@ def throughput_over_time(
     if "event" in frame:
         needed = ["t_s", "len", "link_name", "node_name", "link", "node"]
         received = events(frame, "packet_received", needed)
+        # Before reading columns: a trace without receptions (a short mesh
+        # run still forming its tree) has no `len` column at all.
+        if received.empty:
+            return _empty(ax, "no packets received")
         groups = [c for c in ("link_name", "node_name") if c in received] or ["link", "node"]
         times = received["t_s"]
         sizes = received["len"]
@@ -907,7 +926,9 @@ def _binned_throughput(data: Any, directory: Path, bins: int, ax: Axes) -> Axes:
 
 
 def drops_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
-    """Cumulative packet drops over time, one line per reason."""
+    """Cumulative packet drops over time, one line per reason.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
     ax = _ax(ax)
     drops = _kind(data, "packet_dropped", ["t_s", "reason"])
     if drops.empty or "reason" not in drops:
@@ -970,15 +991,99 @@ def run_figures(result: Result) -> list[tuple[str, Figure]]:
     return figures
 
 
+def metric_by_parameter(
+    results: pd.DataFrame,
+    metric: str,
+    *,
+    x: str | None = None,
+    by: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """One metric of sweep results against one parameter: the mean over the
+    runs that finished their workload (see :func:`rtolab.sweeps.summarize`)
+    with a bar from the smallest to the largest value, one line per value of
+    a second parameter ``by``. ``x`` and ``by`` default to the sweep's
+    first and second parameters (names without ``param.``); values with
+    units are placed in their numeric order. Combinations where no run
+    finished are left out of their line and counted in the title.
+
+    Returns the axes drawn on: ``ax`` when given, else those of a new figure."""
+    from rtolab import sweeps
+
+    ax = _ax(ax, (7, 4.5))
+    params = [c.removeprefix("param.") for c in _param_columns(results)]
+    x = x or (params[0] if params else None)
+    if x is None:
+        return _empty(ax, "the sweep has no parameter to draw against")
+    by = by or next((p for p in params if p != x), None)
+    cells = sweeps.summarize(results, [metric])
+    x_values = sweeps.ordered_values(list(dict.fromkeys(c.params[x] for c in cells)))
+    numeric = all(_is_float(v) for v in x_values)
+    position = {v: (float(v) if numeric else float(i)) for i, v in enumerate(x_values)}
+    lines: dict[Any, list[Any]] = {}
+    for cell in cells:
+        lines.setdefault(cell.params.get(by) if by else None, []).append(cell)
+    missing = 0
+    for i, (value, group) in enumerate(lines.items()):
+        drawn = sorted(
+            (c for c in group if c.metrics[metric].n), key=lambda c: position[c.params[x]]
+        )
+        missing += len(group) - len(drawn)
+        if not drawn:
+            continue
+        xs = np.array([position[c.params[x]] for c in drawn])
+        mean = np.array([c.metrics[metric].mean for c in drawn], dtype=float)
+        low = np.array([c.metrics[metric].low for c in drawn], dtype=float)
+        high = np.array([c.metrics[metric].high for c in drawn], dtype=float)
+        ax.errorbar(
+            xs,
+            mean,
+            yerr=[mean - low, high - mean],
+            marker="os^Dv<>"[i % 7],
+            color=PALETTE[i % len(PALETTE)],
+            capsize=3,
+            label=f"{by} = {value}" if by else None,
+        )
+    if not numeric:
+        ax.set_xticks(list(position.values()), [_label(v) for v in x_values])
+    ax.set_xlabel(_label(x))
+    ax.set_ylabel(_label(metric.removeprefix("app.")))
+    note = f" ({missing} combinations with no finished run)" if missing else ""
+    ax.set_title(f"{_label(metric.removeprefix('app.'))} by {_label(x)}{note}")
+    if missing == len(cells):
+        return _empty(ax, "no run finished its workload")
+    _legend(ax)
+    return ax
+
+
+#: Most metrics drawn by default for a sweep, one figure each.
+SWEEP_FIGURE_METRICS = 4
+
+
 def sweep_figures(results: pd.DataFrame) -> list[tuple[str, Figure]]:
-    """The standard figures of sweep results."""
+    """The default figures of sweep results, chosen from what the sweep
+    varies and measures: each of the first :data:`SWEEP_FIGURE_METRICS`
+    metrics that differ between runs (:func:`rtolab.sweeps.summary_metrics`)
+    against the first parameter, one line per value of the second; and
+    goodput against fairness only when more than one app receives."""
+    from rtolab import sweeps
+
     figures: list[tuple[str, Figure]] = []
-    fig, ax = plt.subplots(figsize=(6, 4.5), layout="constrained")
-    goodput_fairness(results, ax=ax)
-    figures.append(("goodput-fairness", fig))
-    fig, pair = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
-    latency_retransmission_bars(results, axes=list(pair))
-    figures.append(("latency-retransmissions", fig))
+    if not _param_columns(results):
+        return figures
+    for metric in sweeps.summary_metrics(results)[:SWEEP_FIGURE_METRICS]:
+        fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+        metric_by_parameter(results, metric, ax=ax)
+        figures.append((metric.removeprefix("app.").replace(".", "-"), fig))
+    receivers = [
+        c
+        for c in results.columns
+        if str(c).startswith("app.") and str(c).endswith(".bytes_received")
+    ]
+    if len(receivers) > 1:
+        fig, ax = plt.subplots(figsize=(6, 4.5), layout="constrained")
+        goodput_fairness(results, ax=ax)
+        figures.append(("goodput-fairness", fig))
     return figures
 
 

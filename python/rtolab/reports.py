@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rtolab import plots
+from rtolab import plots, sweeps
 from rtolab._rtolab import __version__
 from rtolab.api import METRICS_FILE, Result
 from rtolab.errors import ResultError, RtolabError, read_json_file
@@ -64,12 +64,16 @@ th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: right; verti
 th { background: #f3f3f3; }
 td:first-child, th:first-child { text-align: left; }
 .scroll { overflow-x: auto; }
+.nowrap td { white-space: nowrap; }
+details { margin: .6rem 0; }
 figure { margin: 1rem 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; font-size: .85rem; }
 pre { background: #f7f7f7; padding: .8rem; overflow-x: auto; font-size: .8rem; }
 .pass { color: #006d2c; font-weight: 600; }
 .fail { color: #b30000; font-weight: 600; }
+.holds { color: #006d2c; font-weight: 600; }
+.not-holds { color: #a05a00; font-weight: 600; }
 """
 
 
@@ -106,14 +110,17 @@ def figure_html(fig: Figure, caption: str) -> str:
     )
 
 
-def table_html(frame: pd.DataFrame, *, index: bool = False) -> str:
-    """A DataFrame as an escaped HTML table with readable numbers."""
+def table_html(frame: pd.DataFrame, *, index: bool = False, nowrap: bool = False) -> str:
+    """A DataFrame as an escaped HTML table with readable numbers; with
+    ``nowrap``, cells (long paths) stay on one line and the table scrolls
+    sideways instead of stretching the page's layout."""
     if frame.empty:
         return "<p><em>none</em></p>"
     shown = frame.copy()
     for name in shown.columns:
         shown[name] = shown[name].map(_number)
-    return '<div class="scroll">' + shown.to_html(index=index, escape=True, border=0) + "</div>"
+    kind = "scroll nowrap" if nowrap else "scroll"
+    return f'<div class="{kind}">' + shown.to_html(index=index, escape=True, border=0) + "</div>"
 
 
 def _page(title: str, subtitle: str, body: Iterable[str]) -> str:
@@ -277,6 +284,20 @@ def sweep_report(directory: Path) -> str:
         "Each row of the tables below names the parameters and seed of its run.</p>",
         *_rejected_html(read.rejected),
         *_unfinished_html(spec, len(results)),
+    ]
+    # The answer first: the summary by parameters and the figures; the
+    # grid, the list of runs and the files after them.
+    key = _key_columns(ok)
+    if len(results):
+        body += _summary_html(results, spec)
+    figures = plots.sweep_figures(results) if len(ok) else []
+    if figures:
+        body.append("<h2>Figures</h2>")
+        for name, fig in figures:
+            body.append(
+                figure_html(fig, f"{name.replace('-', ' ')} — sweep {spec.get('name', '')}")
+            )
+    body += [
         "<h2>Grid</h2>",
         table_html(
             pd.DataFrame(
@@ -291,27 +312,9 @@ def sweep_report(directory: Path) -> str:
             )
         ),
     ]
-    key = _key_columns(ok)
-    if params and key and len(ok):
-        summary = ok.groupby(params)[key].agg(["mean", "std"])
-        summary.columns = [f"{m} ({stat})" for m, stat in summary.columns]
-        # How many runs each mean stands on, next to it.
-        summary.insert(0, "n (ok runs)", ok.groupby(params).size())
-        body += [
-            "<h2>Mean and spread over seeds</h2>",
-            table_html(summary.reset_index()),
-        ]
-    if len(ok):
-        body.append("<h2>Figures</h2>")
-        for name, fig in plots.sweep_figures(results):
-            body.append(
-                figure_html(fig, f"{name.replace('-', ' ')} — sweep {spec.get('name', '')}")
-            )
     shown = ["run_id", *params, "seed", "status", "wall_s", *key]
-    body += [
-        "<h2>Runs</h2>",
-        table_html(results[[c for c in shown if c in results]]),
-    ]
+    runs = table_html(results[[c for c in shown if c in results]])
+    body.append(_collapsed(f"Runs ({len(results)})", runs))
     if len(failed):
         body += ["<h2>Failures</h2>", table_html(failed[["run_id", *params, "seed", "error"]])]
     files = directory / "files"
@@ -339,6 +342,88 @@ def sweep_report(directory: Path) -> str:
         f"Output in <code>{_esc(directory)}</code>",
         body,
     )
+
+
+def _claims_html(claims: list[tuple[str, Any]]) -> str:
+    """Each claim of a study with its source, our number, and whether it holds."""
+    words = {
+        True: ("holds", "holds"),
+        False: ("not-holds", "does not hold"),
+        None: ("", "cannot tell"),
+    }
+    rows = "".join(
+        f"<tr><td>{_esc(key)}</td><td>{_esc(c.statement)}</td><td>{_esc(c.ours)}</td>"
+        f'<td class="{words[c.holds][0]}">{words[c.holds][1]}</td></tr>'
+        for key, c in claims
+    )
+    return (
+        "<table><tr><th>experiment</th><th>the study</th><th>ours</th><th>verdict</th></tr>"
+        + rows
+        + "</table>"
+    )
+
+
+def _checks_html(checks: list[tuple[str, Any]]) -> str:
+    """Verdicts as a table: experiment, what is checked (and the study's
+    claim with its source, when the check states one), our number, verdict."""
+    rows = "".join(
+        f"<tr><td>{_esc(key)}</td><td>{_esc(c.name)}</td><td>{_esc(c.detail)}</td>"
+        f'<td class="{"pass" if c.passed else "fail"}">{"pass" if c.passed else "FAIL"}</td></tr>'
+        for key, c in checks
+    )
+    return (
+        "<table><tr><th>experiment</th><th>check</th><th>ours</th><th>verdict</th></tr>"
+        + rows
+        + "</table>"
+    )
+
+
+def _collapsed(title: str, content: str) -> str:
+    """A section closed until the reader opens it: long lists of runs."""
+    return f"<details><summary><b>{_esc(title)}</b></summary>{content}</details>"
+
+
+def _summary_html(results: pd.DataFrame, spec: dict[str, Any]) -> list[str]:
+    """Each cell of the grid: runs finished out of planned, the unfinished
+    and failed ones counted, each key metric's mean and range over the
+    finished runs (or why there is none); then the unfinished runs by name."""
+    grid = spec.get("grid") if isinstance(spec.get("grid"), dict) else None
+    seeds = spec.get("seeds")
+    metrics = sweeps.summary_metrics(results)
+    cells = sweeps.summarize(
+        results, metrics, grid=grid, seeds=len(seeds) if isinstance(seeds, list) else None
+    )
+    rows = []
+    for cell in cells:
+        row: dict[str, Any] = dict(cell.params)
+        row["n (finished / planned)"] = cell.n
+        row["unfinished"] = len(cell.unfinished)
+        row["failed"] = len(cell.failed)
+        for metric in metrics:
+            a = cell.metrics[metric]
+            name = metric.removeprefix("app.")
+            row[f"{name} mean"] = a.mean if a.n else a.why
+            row[f"{name} min..max"] = f"{_number(a.low)}..{_number(a.high)}" if a.n else ""
+        rows.append(row)
+    parts = [
+        "<h2>Summary by parameters</h2>",
+        "<p>n counts the runs that finished their workload out of the runs planned for "
+        "each combination; means and ranges are over those runs only. A run whose "
+        "workload was not done when it ended (an app reports <code>completed = "
+        "false</code>) is counted as unfinished and listed below, never averaged in.</p>",
+        table_html(pd.DataFrame(rows)),
+    ]
+    unfinished = [
+        {**cell.params, "seed": seed, "apps not done": apps}
+        for cell in cells
+        for seed, apps in cell.unfinished.items()
+    ]
+    if unfinished:
+        parts += [
+            f'<p class="fail">{len(unfinished)} runs did not finish their workload:</p>',
+            table_html(pd.DataFrame(unfinished)),
+        ]
+    return parts
 
 
 def _rejected_html(rejected: dict[str, str]) -> list[str]:
@@ -374,10 +459,6 @@ def _unfinished_html(spec: dict[str, Any], found: int) -> list[str]:
 # ----- a reproduction -----
 
 
-#: Runs of one experiment beyond which the report collapses their list.
-LONG_RUN_LIST = 20
-
-
 def reproduction_report(directory: Path) -> str:
     """The HTML page of a reproduction's output directory."""
     data = read_json_file(directory / MANIFEST)
@@ -395,22 +476,21 @@ def reproduction_report(directory: Path) -> str:
         k = f"{r.system}/{r.experiment}"
         if k not in keys:
             keys.append(k)
+    # The answer first: the study's claims beside our numbers, then every
+    # check of every experiment.
+    claims = [(key, c) for key in keys for c in outcome.claims.get(key, [])]
+    if claims:
+        body.append("<h2>The study's claims and ours</h2>" + _claims_html(claims))
+    verdicts = [(key, c) for key in keys for c in outcome.checks.get(key, [])]
+    if verdicts:
+        body.append("<h2>Verdicts</h2>" + _checks_html(verdicts))
+    run_lists: list[str] = []
     for key in keys:
         info = described.get(key, {})
         records = [r for r in outcome.runs if f"{r.system}/{r.experiment}" == key]
         body.append(f"<h2>{_esc(key)}: {_esc(info.get('title', ''))}</h2>")
         if info.get("description"):
             body.append(f"<p>{_esc(info['description'])}</p>")
-        checks = outcome.checks.get(key, [])
-        if checks:
-            rows = "".join(
-                f'<tr><td>{_esc(c.name)}</td><td class="{"pass" if c.passed else "fail"}">'
-                f"{'pass' if c.passed else 'FAIL'}</td><td>{_esc(c.detail)}</td></tr>"
-                for c in checks
-            )
-            body.append(
-                "<table><tr><th>check</th><th>verdict</th><th>detail</th></tr>" + rows + "</table>"
-            )
         rows = []
         seen_scenarios: set[str] = set()
         figures: list[str] = []
@@ -428,7 +508,9 @@ def reproduction_report(directory: Path) -> str:
                 for k, v in flat.items():
                     if k.startswith("app.") and k.rsplit(".", 1)[-1] in KEY_METRICS:
                         row[k] = v
-                row["captures"] = ", ".join(str(p.relative_to(directory)) for p in result.pcaps)
+                # The directory once, not every capture's path: long
+                # paths side by side would stretch the table.
+                row["captures"] = f"{len(result.pcaps)} in {record.out_dir}/"
                 # One set of figures per scenario keeps the page readable.
                 if record.scenario not in seen_scenarios:
                     seen_scenarios.add(record.scenario)
@@ -446,17 +528,23 @@ def reproduction_report(directory: Path) -> str:
             else:
                 row["error"] = record.error
             rows.append(row)
-        # The experiment's own tables and figures come first; a long list
-        # of runs is collapsed after them.
+        # The experiment's own tables and figures come first, then one run's
+        # figures per scenario; the list of runs is collapsed at the end.
         registered = [e for e in experiments() if e.key == key]
         if registered and registered[0].report is not None:
             body.extend(registered[0].report(directory))
-        listing = table_html(pd.DataFrame(rows))
-        if len(rows) > LONG_RUN_LIST:
-            body.append(f"<details><summary>Runs ({len(rows)})</summary>{listing}</details>")
+        own = bool(registered and registered[0].report is not None)
+        if figures and own:
+            # The experiment's figures make its point; single runs' are detail.
+            title = f"Figures of single runs ({len(seen_scenarios)})"
+            body.append(_collapsed(title, "".join(figures)))
         else:
-            body.append("<h3>Runs</h3>" + listing)
-        body.extend(figures)
+            body.extend(figures)
+        run_lists.append(
+            _collapsed(f"{key}: runs ({len(rows)})", table_html(pd.DataFrame(rows), nowrap=True))
+        )
+    if run_lists:
+        body += ["<h2>Runs</h2>", *run_lists]
     return _page(
         "rtolab reproduction",
         f"Output in <code>{_esc(directory)}</code>",

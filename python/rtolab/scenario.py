@@ -385,10 +385,28 @@ class Scenario:
         return get_path(self.to_dict(), path)
 
     def with_values(self, values: Mapping[str, Any]) -> Scenario:
-        """A copy with each dotted path set to its value."""
+        """A copy with each dotted path set to its value, checked at once.
+
+        Each value is checked by the core as it is set, so a misspelt key
+        (``link.ab.lossy``) or a value out of range raises
+        :class:`rtolab.ScenarioError` here, before any run: its ``path`` is
+        the key given, its message the value and the core's complaint
+        (``link.ab.lossy: 0.1: link[0].lossy: unknown field …``). A
+        scenario that is not valid to begin with (one still being built)
+        gets its keys' paths checked only."""
         data = self.to_dict()
+        try:
+            self.validate()
+            base_valid = True
+        except ScenarioError:
+            base_valid = False
         for path, value in values.items():
             set_path(data, path, value)
+            if base_valid:
+                try:
+                    Scenario.from_dict(data).validate()
+                except ScenarioError as err:
+                    raise ScenarioError(path, f"{value!r}: {err}") from None
         return Scenario.from_dict(data)
 
     def copy(self) -> Scenario:

@@ -51,7 +51,9 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
+import re
 import socket
 import time
 from collections import Counter
@@ -518,7 +520,262 @@ def _frame(tables: list[pa.Table]) -> pd.DataFrame:
     )
     frame = table.to_pandas()
     order = [c for c in frame.columns if c.startswith(PARAM_PREFIX)] + ["seed"]
-    return frame.sort_values(order, kind="stable", ignore_index=True)
+    return frame.sort_values(order, kind="stable", ignore_index=True, key=_sort_column)
+
+
+# ----- values with units, in their numeric order -----
+
+#: The unit words of scenario files (rates, durations, distances, as the core
+#: reads them) and what one of each is worth in the family's base unit. Only
+#: the order of values matters here, so a table of scales is all it takes.
+_UNIT_SCALES: dict[str, float] = {
+    "bps": 1,
+    "bit/s": 1,
+    "b/s": 1,
+    "kbps": 1e3,
+    "kbit/s": 1e3,
+    "kb/s": 1e3,
+    "mbps": 1e6,
+    "mbit/s": 1e6,
+    "mb/s": 1e6,
+    "gbps": 1e9,
+    "gbit/s": 1e9,
+    "gb/s": 1e9,
+    "ns": 1,
+    "us": 1e3,
+    "µs": 1e3,
+    "ms": 1e6,
+    "s": 1e9,
+    "mm": 1,
+    "cm": 10,
+    "m": 1e3,
+    "km": 1e6,
+}
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\s\d.]*)\s*$")
+
+
+def quantity(value: Any) -> float | None:
+    """A parameter value as a number for ordering: numbers as they are,
+    ``"50ms"`` or ``"1.5 Mbit/s"`` in their family's base unit; ``None``
+    for anything else (words, booleans)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    match = _QUANTITY.match(str(value))
+    if not match:
+        return None
+    number, unit = float(match.group(1)), match.group(2).lower()
+    if not unit:
+        return number
+    scale = _UNIT_SCALES.get(unit)
+    return number * scale if scale is not None else None
+
+
+def _sort_column(column: pd.Series) -> pd.Series:
+    """Sort key of a parameter column: its numeric value when every value
+    has one ("5ms" before "50ms"), else the values as they are."""
+    if column.dtype != object:
+        return column
+    numbers = column.map(quantity)
+    if column.notna().sum() != numbers.notna().sum():
+        return column.astype(str)
+    return numbers.astype(float)
+
+
+def ordered_values(values: Sequence[Any]) -> list[Any]:
+    """Grid values in numeric order when all have one, else as given."""
+    numbers = [quantity(v) for v in values]
+    if any(n is None for n in numbers):
+        return list(values)
+    return [v for _, v in sorted(zip(numbers, values, strict=True), key=lambda p: p[0])]
+
+
+# ----- what the runs of each cell of the grid add up to -----
+
+#: Outcomes of a run in a summary: its workload done, not done by the end
+#: of the run (an app reports ``completed = false``), or the run failed.
+FINISHED = "finished"
+UNFINISHED = "unfinished"
+FAILED = "failed"
+
+
+def unfinished_apps(frame: pd.DataFrame) -> pd.Series:
+    """Per row, the apps of the run that report their workload not done
+    (``app.NAME.completed`` = 0), comma-separated; empty when none."""
+    flags = [c for c in frame.columns if str(c).startswith("app.") and c.endswith(".completed")]
+    names = pd.Series([""] * len(frame), index=frame.index, dtype=object)
+    for column in flags:
+        app = column.removeprefix("app.").removesuffix(".completed")
+        undone = frame[column] == 0
+        names[undone] = names[undone].map(lambda n, a=app: f"{n}, {a}" if n else a)
+    return names
+
+
+def outcomes(frame: pd.DataFrame) -> pd.Series:
+    """Per row: :data:`FINISHED`, :data:`UNFINISHED` or :data:`FAILED`."""
+    result = pd.Series([FINISHED] * len(frame), index=frame.index, dtype=object)
+    if not len(frame):
+        return result
+    result[unfinished_apps(frame) != ""] = UNFINISHED
+    result[frame["status"] != "ok"] = FAILED
+    return result
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One metric over the finished runs of a cell: how many runs have a
+    value, their mean and range; ``why`` says why there is none."""
+
+    n: int
+    mean: float | None = None
+    low: float | None = None
+    high: float | None = None
+    why: str = ""
+
+
+@dataclass
+class Cell:
+    """The runs of one combination of parameter values."""
+
+    params: dict[str, Any]
+    #: Runs the sweep plans for this combination (one per seed).
+    planned: int
+    #: Seeds of the runs that finished their workload.
+    finished: list[int] = field(default_factory=list)
+    #: Seed → apps whose workload was not done by the end of the run.
+    unfinished: dict[int, str] = field(default_factory=dict)
+    #: Seed → error of the runs that failed.
+    failed: dict[int, str] = field(default_factory=dict)
+    #: Metric → aggregate over the finished runs.
+    metrics: dict[str, Aggregate] = field(default_factory=dict)
+
+    @property
+    def n(self) -> str:
+        """Finished runs out of those planned, e.g. ``"2/3"``."""
+        return f"{len(self.finished)}/{self.planned}"
+
+    @property
+    def missing(self) -> int:
+        """Planned runs with no verified result (not run yet, or rejected)."""
+        return self.planned - len(self.finished) - len(self.unfinished) - len(self.failed)
+
+
+def _no_value_reason(cell: Cell) -> str:
+    if cell.finished:
+        return "not measured in the finished runs"
+    parts = []
+    if cell.unfinished:
+        parts.append(f"{len(cell.unfinished)} unfinished")
+    if cell.failed:
+        parts.append(f"{len(cell.failed)} failed")
+    if cell.missing:
+        parts.append(f"{cell.missing} not run")
+    return "no finished run (" + ", ".join(parts) + ")"
+
+
+def summarize(
+    frame: pd.DataFrame,
+    metrics: Sequence[str],
+    *,
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    seeds: int | None = None,
+) -> list[Cell]:
+    """The cells of a sweep's results: for every combination of parameter
+    values (all of ``grid`` when given, else those in ``frame``), its runs
+    by outcome and each of ``metrics`` over the runs that finished their
+    workload, as mean and min..max. A run that failed or did not finish is
+    counted and named in its cell, never averaged in; ``seeds`` (runs
+    planned per cell) defaults to the most runs any cell has. Cells follow
+    the numeric order of the parameter values."""
+    params = [c for c in frame.columns if str(c).startswith(PARAM_PREFIX)]
+    if grid is not None:
+        params = [PARAM_PREFIX + k for k in grid]
+    outcome = outcomes(frame)
+    undone = unfinished_apps(frame)
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for index in frame.index:
+        key = tuple(_plain(frame.at[index, p]) if p in frame else None for p in params)
+        groups.setdefault(key, []).append(index)
+    if grid is not None:
+        ordered = [ordered_values(list(v)) for v in grid.values()]
+        keys = [tuple(_plain(v) for v in combo) for combo in itertools.product(*ordered)]
+        keys += [k for k in groups if k not in keys]
+    else:
+        keys = sorted(groups, key=lambda k: tuple(_order_key(v) for v in k))
+    planned = seeds if seeds is not None else max((len(v) for v in groups.values()), default=0)
+    cells = []
+    for key in keys:
+        rows = groups.get(key, [])
+        cell = Cell(
+            params=dict(zip([p.removeprefix(PARAM_PREFIX) for p in params], key, strict=True)),
+            planned=max(planned, len(rows)),
+        )
+        for index in rows:
+            seed = int(frame.at[index, "seed"])
+            if outcome[index] == FAILED:
+                cell.failed[seed] = str(frame.at[index, "error"] or "")
+            elif outcome[index] == UNFINISHED:
+                cell.unfinished[seed] = str(undone[index])
+            else:
+                cell.finished.append(seed)
+        done = frame.loc[[i for i in rows if outcome[i] == FINISHED]]
+        for metric in metrics:
+            values = (
+                pd.to_numeric(done[metric], errors="coerce").dropna()
+                if metric in done
+                else pd.Series(dtype=float)
+            )
+            if values.empty:
+                cell.metrics[metric] = Aggregate(0, why=_no_value_reason(cell))
+            else:
+                cell.metrics[metric] = Aggregate(
+                    len(values), float(values.mean()), float(values.min()), float(values.max())
+                )
+        cells.append(cell)
+    return cells
+
+
+#: Metrics a summary shows first, by the end of their dotted key: what a
+#: transfer achieved, then what it cost.
+SUMMARY_METRICS = (
+    "goodput_bps",
+    "completion_time_ns",
+    "latency_mean_ns",
+    "received_packets",
+    "lost",
+    "retransmissions",
+    "timeouts",
+    "delay_mean_ns",
+)
+
+
+def summary_metrics(frame: pd.DataFrame) -> list[str]:
+    """The apps' metrics worth summarising, in :data:`SUMMARY_METRICS`
+    order: those that have a value in some run and differ between runs (a
+    metric equal everywhere says nothing about the parameters)."""
+    chosen = []
+    for ending in SUMMARY_METRICS:
+        for column in frame.columns:
+            name = str(column)
+            if not (name.startswith("app.") and name.rsplit(".", 1)[-1] == ending):
+                continue
+            values = pd.to_numeric(frame[column], errors="coerce").dropna()
+            if len(values) and values.nunique() > 1:
+                chosen.append(name)
+    return chosen
+
+
+def _plain(value: Any) -> Any:
+    """A cell key from a DataFrame value: NaN as None, NumPy scalars as Python."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _order_key(value: Any) -> tuple[int, float, str]:
+    number = quantity(value)
+    return (0, number, "") if number is not None else (1, 0.0, str(value))
 
 
 def read_results(directory: str | os.PathLike[str]) -> Results:
@@ -638,6 +895,10 @@ def _client(workers: int, scheduler: str | None) -> Iterator[Any]:
         threads_per_worker=1,
         processes=True,
         dashboard_address=None,
+        # Without a dashboard the scheduler still serves a few HTTP routes,
+        # on port 8787 unless told otherwise: any free port, so that two
+        # sweeps (or another Dask program) can run side by side.
+        scheduler_kwargs={"dashboard_address": ":0"},
         silence_logs=logging.ERROR,
     )
     with cluster, Client(cluster) as client:

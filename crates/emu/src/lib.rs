@@ -21,7 +21,8 @@
 //!   devices;
 //! * [`apps`]: the scenario's apps on both kinds of host: the simulator's
 //!   own apps on rtolab hosts, socket programs on Linux hosts;
-//! * [`wire_stats`]: per-host TCP counters read off the wire.
+//! * [`wire_stats`]: per-host TCP counters read off the wire;
+//! * [`cli`]: the command line, shared by `rtolab-emu` and `rtolab emulate`.
 //!
 //! # Hosts
 //!
@@ -40,6 +41,7 @@
 #![warn(missing_docs)]
 
 pub mod apps;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod engine;

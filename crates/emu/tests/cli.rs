@@ -153,7 +153,8 @@ fn bad_input_gives_one_line_errors() {
         .args(["emulate", "/nonexistent/scenario.toml"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A scenario that cannot be read is the user's input: status 2.
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(

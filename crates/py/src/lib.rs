@@ -435,6 +435,21 @@ fn ack_pacing(outage: f64, acks: &Bound<'_, PyAny>, mean: f64, deviation: f64) -
         .map_err(|e| NativeRunError::new_err(format!("cannot encode the schedule: {e}")))
 }
 
+/// Runs the emulator's command line in this process (`args` as after
+/// `rtolab-emu`: `["emulate", "SCENARIO.toml", "--json"]`) and returns its
+/// exit status. The GIL is released for the whole run. The emulator takes
+/// over SIGINT, SIGTERM and SIGHUP: the first ends the run cleanly, a
+/// second exits the process with status 130.
+#[pyfunction]
+fn emulate_main(py: Python<'_>, args: Vec<String>) -> u8 {
+    let code = py.detach(|| rtolab_emu::cli::main("rtolab", args.into_iter().map(Into::into)));
+    // The emulator has handled a Ctrl-C already (the run ended cleanly);
+    // Python's own handler, chained behind it, would raise
+    // KeyboardInterrupt on return. Run it now and drop that exception.
+    let _ = py.check_signals();
+    code
+}
+
 #[pymodule]
 fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -455,5 +470,6 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shipped_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(policy_catalog, m)?)?;
     m.add_function(wrap_pyfunction!(ack_pacing, m)?)?;
+    m.add_function(wrap_pyfunction!(emulate_main, m)?)?;
     Ok(())
 }

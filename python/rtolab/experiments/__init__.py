@@ -3,7 +3,8 @@
 Each system (``foundation`` for the simulator itself, later one per
 published scheme) registers its experiments here: an :class:`Experiment`
 names its runs (scenario, seed, label) and, optionally, checks that turn
-the results into pass/fail verdicts. ``rtolab reproduce SYSTEM`` runs every
+the results into pass/fail verdicts, and the study's claims beside our
+numbers (:class:`Claim`), which its report shows first. ``rtolab reproduce SYSTEM`` runs every
 experiment of a system and writes a report; ``rtolab reproduce`` alone lists
 what is registered.
 
@@ -71,6 +72,23 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A claim of the study an experiment reproduces, beside our number.
+
+    ``statement`` gives the claim with its source ("… (bridge spec §3.1)"),
+    ``ours`` what our runs measured (computed from them, never typed in),
+    ``holds`` whether our number agrees: ``True``, ``False``, or ``None``
+    when the runs cannot tell. Unlike a :class:`Check`, a claim that does
+    not hold is a finding about the study, not a failure of the
+    reproduction. An experiment's ``checks`` function returns its claims
+    among its checks."""
+
+    statement: str
+    ours: str
+    holds: bool | None
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A reproducible experiment of one system."""
 
@@ -79,7 +97,9 @@ class Experiment:
     title: str
     description: str
     runs: Callable[[], Sequence[ExperimentRun]]
-    checks: Callable[[dict[str, Result]], Sequence[Check]] | None = None
+    #: Verdicts on the results: :class:`Check` objects, and the study's
+    #: :class:`Claim` objects beside our numbers.
+    checks: Callable[[dict[str, Result]], Sequence[Check | Claim]] | None = None
     #: HTML sections the reproduction report adds for this experiment,
     #: given the reproduction's output directory.
     report: Callable[[Path], Sequence[str]] | None = None
@@ -213,6 +233,8 @@ class Reproduction:
     out_dir: Path
     runs: list[RunRecord] = field(default_factory=list)
     checks: dict[str, list[Check]] = field(default_factory=dict)
+    #: The study's claims beside our numbers, per experiment.
+    claims: dict[str, list[Claim]] = field(default_factory=dict)
     wall_s: float = 0.0
 
     @property
@@ -235,6 +257,10 @@ class Reproduction:
                 k: [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in cs]
                 for k, cs in self.checks.items()
             },
+            "claims": {
+                k: [{"statement": c.statement, "ours": c.ours, "holds": c.holds} for c in cs]
+                for k, cs in self.claims.items()
+            },
             "experiments": {
                 e.key: {"title": e.title, "description": e.description}
                 for e in experiments()
@@ -252,6 +278,7 @@ class Reproduction:
                 out_dir=out,
                 runs=[RunRecord(**r) for r in data.get("runs", [])],
                 checks={k: [Check(**c) for c in cs] for k, cs in data.get("checks", {}).items()},
+                claims={k: [Claim(**c) for c in cs] for k, cs in data.get("claims", {}).items()},
                 wall_s=float(data.get("wall_s", 0.0)),
             )
         except (TypeError, ValueError, AttributeError):
@@ -386,7 +413,11 @@ def reproduce(
                 ordered = {
                     r.label: ran[r.label] for e, r in plan if e is experiment and r.label in ran
                 }
-                outcome.checks[experiment.key] = list(experiment.checks(ordered))
+                verdicts = list(experiment.checks(ordered))
+                outcome.checks[experiment.key] = [v for v in verdicts if isinstance(v, Check)]
+                claims = [v for v in verdicts if isinstance(v, Claim)]
+                if claims:
+                    outcome.claims[experiment.key] = claims
     finally:
         _OPTIONS.clear()
     outcome.wall_s = time.perf_counter() - started

@@ -30,6 +30,7 @@ import tomllib
 
 from rtolab.experiments import (
     Check,
+    Claim,
     Experiment,
     ExperimentRun,
     figure_html,
@@ -612,7 +613,50 @@ def rto_figure(result: Result, node: str, row: pd.Series) -> Figure:
 # ----- checks, report -----
 
 
-def checks(results: dict[str, Result]) -> list[Check]:
+def _difference(summary_rows: pd.DataFrame, metric: str, a: str, b: str) -> tuple[float, float]:
+    """Mean of ``metric`` under scheme ``a`` minus under ``b``, and the 95 %
+    half-width of that difference (the two CIs combined)."""
+    row_a = summary_rows.loc[a]
+    row_b = summary_rows.loc[b]
+    diff = float(row_a[f"{metric}_mean"] - row_b[f"{metric}_mean"])
+    width = math.hypot(float(row_a[f"{metric}_ci95"]), float(row_b[f"{metric}_ci95"]))
+    return diff, width
+
+
+def claims(frame: pd.DataFrame) -> list[Claim]:
+    """The study's claim about Lim 2024 (uip-rto spec §2.3) beside the means
+    of the complete runs: it holds when fairness is higher beyond the 95 %
+    intervals and goodput not lower beyond them, does not hold when either
+    moves the other way beyond them, and cannot be told apart otherwise."""
+    table = summary(frame).set_index("scheme")
+    if not {"lim2020", "lim2024"} <= set(table.index):
+        return []
+    fair, fair_w = _difference(table, "fairness", "lim2024", "lim2020")
+    good, good_w = _difference(table, "goodput_segments", "lim2024", "lim2020")
+    if any(math.isnan(x) for x in (fair, fair_w, good, good_w)):
+        holds = None
+    elif fair < -fair_w or good < -good_w:
+        holds = False
+    elif fair > fair_w:
+        holds = True
+    else:
+        holds = None
+    ours = (
+        f"Lim 2024 minus Lim 2020: fairness {fair:+.3f} ± {fair_w:.3f}, goodput "
+        f"{good:+.0f} ± {good_w:.0f} segments (means of {int(table.loc['lim2024', 'n'])} "
+        f"and {int(table.loc['lim2020', 'n'])} complete runs, 95 % intervals)"
+    )
+    return [
+        Claim(
+            "Lim 2024 improves fairness between nodes over Lim 2020 without lowering "
+            "the total goodput (uip-rto spec §2.3)",
+            ours,
+            holds,
+        )
+    ]
+
+
+def checks(results: dict[str, Result]) -> list[Check | Claim]:
     """Writes the tables and figures; checks that every run finished and
     every byte arrived intact."""
     out = system_dir(results)
@@ -658,6 +702,7 @@ def checks(results: dict[str, Result]) -> list[Check]:
     done = int((frame["status"].eq("ok") & frame["complete"].eq(True)).sum())
     corrupt = int(frame["bytes_corrupt"].fillna(0).sum())
     return [
+        *claims(frame),
         Check("every planned run completed", done == len(frame), f"{done} of {len(frame)}"),
         Check("the server received every byte intact", corrupt == 0, f"{corrupt} corrupt bytes"),
     ]
