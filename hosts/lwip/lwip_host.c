@@ -378,9 +378,10 @@ static void step_apps(void) {
       break;
     case TCP_BULK:
       if (c->connected) push(c);
-      if (c->connected && c->queued >= c->to_send && c->pcb && c->pcb->unsent == NULL &&
-          c->pcb->unacked == NULL)
-        conn_close(c);
+      /* Close once everything is written, as a socket program's
+       * shutdown() after its last write: lwIP puts the FIN on the last
+       * queued segment when it can. */
+      if (c->connected && c->queued >= c->to_send) conn_close(c);
       if (c->peer_closed) finish_client_conn(c);
       break;
     case EXCHANGE_SERVER:
