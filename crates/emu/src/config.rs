@@ -177,14 +177,12 @@ impl EmuScenario {
                 stacks.push(match stack {
                     None => None,
                     Some(toml::Value::String(s)) => Some(s),
-                    Some(other) => {
-                        return Err(error(
-                            format!("host[{i}].stack"),
-                            format!(
-                                "expected \"linux\", \"rtolab\", \"smoltcp\" or \"lwip\", got {other}"
-                            ),
-                        ))
-                    }
+                    Some(other) => return Err(error(
+                        format!("host[{i}].stack"),
+                        format!(
+                            "expected \"linux\", \"rtolab\", \"smoltcp\" or \"lwip\", got {other}"
+                        ),
+                    )),
                 });
             }
         }
