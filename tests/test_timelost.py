@@ -197,6 +197,7 @@ def test_reproduce_timelost_reduced_end_to_end(tmp_path: Path) -> None:
     runs.csv, 1 s bins in throughput.csv, MAC retransmission time echoed
     end to end, figures and the report."""
     import json
+    import shutil
     import subprocess
     import sys
 
@@ -226,6 +227,13 @@ def test_reproduce_timelost_reduced_end_to_end(tmp_path: Path) -> None:
     assert (runs["mean_timelost_ms"] > 0).all()
     bins = pd.read_csv(base / "throughput.csv")
     assert len(bins) == 2 * len(tl.CONFIGS) * 10
+    if shutil.which("tshark") is not None:
+        # The first seed's capture of the AP's radio, frame by frame.
+        distance = pd.read_csv(base / "retries_by_distance.csv")
+        assert set(distance["seed"]) == {1}
+        assert set(distance["config"]) == set(tl.CONFIGS)
+        assert (distance["retries"] <= distance["frames"]).all()
+        assert distance["frames"].sum() > 1000
     for png in ("throughput-vegas", "throughput-all", "rtt-raw-corrected"):
         assert (base / "figures" / f"{png}.png").is_file(), png
     report = (out / "report.html").read_text(encoding="utf-8")
