@@ -283,7 +283,7 @@ SOURCE, SINK, AP, WLAN = "source", "sink", "ap", "wlan"
 #: Capture of the AP's radio, for MAC retries against distance. A pcap of
 #: 802.11 frames behind radiotap, which the packet table (raw IP only) does
 #: not read: named so that a run's ``.pcap`` files leave it out.
-CAPTURE_FILE = "ap-wlan.radiotap.pcapng"
+CAPTURE_FILE = "ap-wlan.radiotap"
 #: Seeds per configuration unless ``--seeds`` says otherwise.
 DEFAULT_SEEDS = 10
 #: Written beside each run's files by its worker.
@@ -345,8 +345,8 @@ def acked_bytes(traces: pd.DataFrame, node: str) -> pd.DataFrame:
         return pd.DataFrame({"t_s": [], "bytes": []})
     seq = armed["seq"].to_numpy(dtype=np.uint64).astype(np.int64)
     step = np.diff(seq) % (1 << 32)
-    # The guarded segment never moves back; a "step" of more than 2^31 is
-    # the timer re-armed on the same segment after a sequence wrap's noise.
+    # The guarded segment never moves back: a step above 2^31 in modular
+    # arithmetic would be a move back, and counts nothing.
     step = np.where(step > (1 << 31), 0, step)
     return pd.DataFrame({"t_s": armed["t_s"].to_numpy(dtype=float)[1:], "bytes": step})
 
@@ -460,8 +460,8 @@ def summarise(result: Result, params: dict[str, Any]) -> RunSummary:
 
 
 def analyse(result: Result, params: dict[str, Any]) -> None:
-    """Writes :func:`summarise` and the source's RTT samples of the run's
-    first seed into the run's directory (on the worker)."""
+    """Writes :func:`summarise` and the source's RTT samples (``rtt.csv``)
+    into the run's directory (on the worker)."""
     if result.out_dir is None:
         return
     summary = summarise(result, params)
@@ -852,10 +852,9 @@ def checks(results: dict[str, Result]) -> list[Check]:
     first = plan[0].seed if plan else 1
     rtt = None
     label = f"vegas-timelost-seed{first}"
-    if label in results and results[label].out_dir is not None:
-        path = results[label].out_dir / "rtt.csv"  # type: ignore[operator]
-        if path.is_file():
-            rtt = pd.read_csv(path)
+    rtt_dir = results[label].out_dir if label in results else None
+    if rtt_dir is not None and (rtt_dir / "rtt.csv").is_file():
+        rtt = pd.read_csv(rtt_dir / "rtt.csv")
     tables_ = write_outputs(
         out,
         [(str(r.params["config"]), r.seed) for r in plan],
