@@ -312,20 +312,23 @@ def _tables_frame(tables: list[Any]) -> pd.DataFrame:
     gaps as nullable integers)."""
     import pyarrow as pa
 
-    # Nullable integers of the same width and sign: u64::MAX (an unbounded
-    # threshold) does not fit an Int64.
-    nullable = {
-        pa.int8(): pd.Int8Dtype(),
-        pa.int16(): pd.Int16Dtype(),
-        pa.int32(): pd.Int32Dtype(),
-        pa.int64(): pd.Int64Dtype(),
-        pa.uint8(): pd.UInt8Dtype(),
-        pa.uint16(): pd.UInt16Dtype(),
-        pa.uint32(): pd.UInt32Dtype(),
-        pa.uint64(): pd.UInt64Dtype(),
-    }
-    frames = [table.to_pandas(types_mapper=nullable.get) for table in tables]
-    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    # Integers as nullable Int64, as the JSON-lines reading gives them; in a
+    # table where an unsigned 64-bit value does not fit (u64::MAX as an
+    # unbounded threshold), its unsigned 64-bit columns as UInt64.
+    import pyarrow.compute as pc
+
+    def mapping(table: Any) -> dict[Any, Any]:
+        types = {f.type: pd.Int64Dtype() for f in table.schema if pa.types.is_integer(f.type)}
+        if any(
+            f.type == pa.uint64() and (pc.max(table.column(f.name)).as_py() or 0) >= 2**63
+            for f in table.schema
+        ):
+            types[pa.uint64()] = pd.UInt64Dtype()
+        return types
+
+    # One table first, so that a column has one type in every family.
+    table = pa.concat_tables(tables, promote_options="permissive")
+    frame = table.to_pandas(types_mapper=mapping(table).get)
     # Booleans with gaps: NaN where an event lacks the field, as JSON gives.
     for name in frame.columns:
         if frame[name].dtype == object:

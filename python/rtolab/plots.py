@@ -668,7 +668,7 @@ def goodput_fairness(
 def _parent_changes(data: Any) -> pd.DataFrame:
     """The ``parent_changed`` events of a run: time, child and parent names
     (``None`` for a node that lost every parent), in time order."""
-    frame = _kind(data, "parent_changed", ["node", "parent", "node_name", "parent_name"])
+    frame = _kind(data, "parent_changed", ["t_s", "node", "parent", "node_name", "parent_name"])
     if frame.empty:
         return pd.DataFrame({c: pd.Series(dtype="object") for c in ("t_s", "child", "parent")})
     child = frame["node_name"] if "node_name" in frame else frame["node"].astype(str)
