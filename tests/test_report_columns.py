@@ -103,7 +103,7 @@ def same_rows(ours: list[tuple], theirs: list[tuple]) -> bool:
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, rtolab.Result]:
     out = tmp_path_factory.mktemp("runs")
     return {
-        name: rtolab.run(name, duration=2.0, out=out / name, trace_format="jsonl")
+        name: rtolab.run(name, duration=2.0, out=out / name, trace_format="jsonl", plots=False)
         for name in SCENARIOS
     }
 
@@ -207,7 +207,7 @@ def test_parquet_tables_hold_the_events_of_the_jsonl_trace(
     name: str, results: dict[str, rtolab.Result], tmp_path: Path
 ) -> None:
     jsonl = results[name].traces
-    tables = rtolab.run(name, duration=2.0, out=tmp_path, trace_format="parquet")
+    tables = rtolab.run(name, duration=2.0, out=tmp_path, trace_format="parquet", plots=False)
     assert tables.trace_dir is not None and tables.trace_file is None
     parquet = tables.traces
     assert len(parquet) == len(jsonl)

@@ -104,9 +104,10 @@ def read_capture(path: str | os.PathLike[str]) -> pd.DataFrame:
     return frame
 
 
-#: pcap link types of captures that record a link's own frames (IEEE
-#: 802.15.4 with and without FCS), which the packets table leaves out.
-LINK_LAYER_TYPES = frozenset({195, 230})
+#: pcap link types of captures that record a link's own frames (802.11
+#: with radiotap, IEEE 802.15.4 with and without FCS), which the packets
+#: table leaves out: they are for Wireshark.
+LINK_LAYER_TYPES = frozenset({127, 195, 230})
 
 
 def _link_type(pcap: Path) -> int | None:

@@ -177,12 +177,13 @@ impl EmuScenario {
                 stacks.push(match stack {
                     None => None,
                     Some(toml::Value::String(s)) => Some(s),
-                    Some(other) => return Err(error(
-                        format!("host[{i}].stack"),
-                        format!(
-                            "expected \"linux\", \"rtolab\", \"smoltcp\" or \"lwip\", got {other}"
-                        ),
-                    )),
+                    Some(other) => {
+                        let expected = r#""linux", "rtolab", "smoltcp" or "lwip""#;
+                        return Err(error(
+                            format!("host[{i}].stack"),
+                            format!("expected {expected}, got {other}"),
+                        ));
+                    }
                 });
             }
         }
