@@ -15,10 +15,10 @@
 //! `EnablePcapAll` would. `--send copy` makes the sender copy its bytes
 //! into the connection instead of handing over a shared chunk.
 
+use rtolab_benches::stopwatch;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use rtolab_sim::app::{
     AnyApp, App, AppContext, AppCx, AppId, AppStats, TcpBulkApp, TcpBulkConfig, TcpSinkApp,
@@ -44,13 +44,6 @@ const CHUNK: usize = 16 * 1024;
 /// Bytes of the TCP timestamps option as sent on data segments (10, padded
 /// to 12).
 const TIMESTAMPS_OPTION_LEN: u16 = 12;
-
-/// Benchmarks measure elapsed wall time by definition; the ban on reading
-/// the clock applies to the simulator, not to its stopwatch.
-#[allow(clippy::disallowed_methods)]
-fn stopwatch() -> Instant {
-    Instant::now()
-}
 
 /// The payload of every [`BulkSend`].
 static ZEROS: [u8; CHUNK] = [0; CHUNK];

@@ -6,9 +6,10 @@
 //! Prints one JSON object per line. `--quick` runs a tenth of the work, for
 //! smoke tests.
 
+use rtolab_benches::stopwatch;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rtolab_sim::app::{
     AnyApp, App, AppContext, AppCx, AppStats, Binding, CbrApp, CbrConfig, SinkApp, SinkConfig,
@@ -20,13 +21,6 @@ use rtolab_wire::ipv4::{protocol, Ipv4Repr};
 use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::udp::UdpRepr;
 use serde_json::json;
-
-/// Benchmarks measure elapsed wall time by definition; the ban on reading
-/// the clock applies to the simulator, not to its stopwatch.
-#[allow(clippy::disallowed_methods)]
-fn stopwatch() -> Instant {
-    Instant::now()
-}
 
 fn report(bench: &str, events: u64, elapsed: Duration, extra: serde_json::Value) {
     let seconds = elapsed.as_secs_f64();

@@ -15,9 +15,9 @@
 //! second, the segments the server received, RPL's tree (members with a
 //! parent) and the process's peak resident memory.
 
+use rtolab_benches::{peak_rss_bytes, stopwatch};
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use rtolab_sim::app::AppStats;
 use rtolab_sim::link::LinkStats;
@@ -32,13 +32,6 @@ const SEGMENT: u64 = 48;
 /// Seconds before the clients start, for RPL to form its tree (as in
 /// `scenarios/mesh-uip.toml`); the run lasts this much plus `--seconds`.
 const FORMATION: u64 = 120;
-
-/// Benchmarks measure elapsed wall time by definition; the ban on reading
-/// the clock applies to the simulator, not to its stopwatch.
-#[allow(clippy::disallowed_methods)]
-fn stopwatch() -> Instant {
-    Instant::now()
-}
 
 struct Args {
     meshes: usize,
@@ -138,14 +131,6 @@ fn scenario_toml(a: &Args) -> String {
         "[[app]]\nkind = \"tcp-sink\"\nname = \"sink\"\nhost = \"server\"\nport = 80\n"
     );
     s
-}
-
-/// Peak resident set size of this process, in bytes (Linux), if known.
-fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 fn main() -> ExitCode {

@@ -18,9 +18,9 @@
 //! alone, simulated seconds per wall second, goodput at the receivers,
 //! MAC retries and the process's peak resident memory.
 
+use rtolab_benches::{peak_rss_bytes, stopwatch};
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use rtolab_sim::app::{AppId, AppStats};
 use rtolab_sim::link::LinkStats;
@@ -30,13 +30,6 @@ use rtolab_sim::{Scenario, SimTime};
 use serde_json::json;
 
 const STUDY: &str = include_str!("../../scenarios/wifi-timelost.toml");
-
-/// Benchmarks measure elapsed wall time by definition; the ban on reading
-/// the clock applies to the simulator, not to its stopwatch.
-#[allow(clippy::disallowed_methods)]
-fn stopwatch() -> Instant {
-    Instant::now()
-}
 
 struct Args {
     case: String,
@@ -155,14 +148,6 @@ fn scenario_toml(a: &Args) -> String {
         }
     }
     s
-}
-
-/// Peak resident set size of this process, in bytes (Linux), if known.
-fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 fn main() -> ExitCode {

@@ -49,7 +49,7 @@ def run(
     seed: int | None = None,
     out: str | os.PathLike[str] | None = None,
     duration: float | None = None,
-    traces: bool | str = "full",
+    traces: bool | str = "summary",
     trace_families: Sequence[str] | None = None,
     trace_format: str = "parquet",
     plots: bool = True,
@@ -65,10 +65,10 @@ def run(
     run's directory also gets ``metrics.parquet``, the standard figures in
     ``out/plots/`` (``plots=False`` leaves them out) and, with
     ``report=True``, ``report.html``, exactly as the command writes them;
-    ``Result.files`` lists them all. ``traces`` defaults to ``"full"``
-    (every event, for analysis in Python; the command's default is
-    ``"summary"``); figures are drawn from the traces, so a run with
-    ``traces="none"`` gets none, as with the command. Without ``out``,
+    ``Result.files`` lists them all. ``traces`` defaults to the command's
+    level, ``"summary"`` (``"full"`` adds the per-packet events); figures
+    are drawn from the traces, so a run with ``traces="none"`` gets none,
+    as with the command. Without ``out``,
     the run's files go to a temporary directory and nothing more is drawn.
     """
     result = api.run(

@@ -357,7 +357,11 @@ impl EmuScenario {
             }
         }
         for (h, host) in s.hosts.iter().enumerate() {
-            if !matches!(self.kinds[h], HostKind::Rtolab | HostKind::Smoltcp) {
+            // Hosts in user space (ours, smoltcp, lwIP) have one interface.
+            if !matches!(
+                self.kinds[h],
+                HostKind::Rtolab | HostKind::Smoltcp | HostKind::Lwip
+            ) {
                 continue;
             }
             let interfaces = s
@@ -369,8 +373,9 @@ impl EmuScenario {
                 return Err(error(
                     format!("host[{h}].stack"),
                     format!(
-                        "an rtolab host has exactly one interface, {:?} has {interfaces}",
-                        host.name
+                        "{:?} runs {} in user space, with exactly one interface; it has {interfaces}",
+                        host.name,
+                        self.kinds[h].name()
                     ),
                 ));
             }

@@ -146,25 +146,6 @@ impl LwipOptions {
 pub fn check_supported(emu: &EmuScenario) -> Result<(), ScenarioError> {
     let s = &emu.scenario;
     let is_lwip = |host: &str| emu.kind_of(host) == Some(HostKind::Lwip);
-    for (h, host) in s.hosts.iter().enumerate() {
-        if emu.kinds[h] != HostKind::Lwip {
-            continue;
-        }
-        let interfaces = s
-            .links
-            .iter()
-            .filter(|l| l.model.attachments().iter().any(|e| e.host == host.name))
-            .count();
-        if interfaces != 1 {
-            return Err(error(
-                format!("host[{h}].stack"),
-                format!(
-                    "an lwIP host has exactly one interface, {:?} has {interfaces}",
-                    host.name
-                ),
-            ));
-        }
-    }
     for (i, route) in s.routes.iter().enumerate() {
         let default = matches!(route.target, RouteTarget::V4 { destination, .. } if destination.prefix_len == 0);
         if is_lwip(&route.host) && !default {

@@ -6,7 +6,6 @@ mod common;
 
 use common::{pattern, Faults, Outcome, Pair, SendMode, Side, Transfer};
 use proptest::prelude::*;
-use proptest::test_runner::{FileFailurePersistence, RngSeed};
 use rtolab_tcp::cc::VegasConfig;
 use rtolab_tcp::profile::{CcChoice, KeepAlive, RtoChoice};
 use rtolab_tcp::{ConnId, Event, Profile};
@@ -17,23 +16,6 @@ use rtolab_time::{SimDuration, SimTime};
 const CASE_SEED: u64 = 0x7274_6f6c_6162;
 /// Cases per run (more with `PROPTEST_CASES`).
 const CASES: u32 = 1000;
-
-fn config() -> ProptestConfig {
-    let base = ProptestConfig::default();
-    ProptestConfig {
-        cases: base.cases.max(CASES),
-        rng_seed: match base.rng_seed {
-            RngSeed::Random => RngSeed::Fixed(CASE_SEED),
-            fixed => fixed,
-        },
-        // An integration test has no lib.rs beside it; keep the
-        // regressions next to this file.
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
-            "proptest-regressions",
-        ))),
-        ..base
-    }
-}
 
 /// The named profiles, then two with every optional mechanism switched on.
 const PROFILES: usize = Profile::NAMES.len() + 2;
@@ -170,7 +152,7 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(common::proptest_config(CASES, CASE_SEED))]
 
     #[test]
     fn bytes_arrive_once_in_order_and_both_ends_close(

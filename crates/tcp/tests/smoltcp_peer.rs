@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use common::{pattern, tcp_of, Faults, CLIENT, PORT, SERVER};
 use proptest::prelude::*;
-use proptest::test_runner::{FileFailurePersistence, RngSeed};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rtolab_smoltcp::{Host, RecvError, Settings, State as SmolState};
@@ -28,21 +27,6 @@ use rtolab_wire::tcp::TcpFlags;
 const CASE_SEED: u64 = 0x736d_6f6c_7463;
 /// Cases per run, both directions together (more with `PROPTEST_CASES`).
 const CASES: u32 = 500;
-
-fn config() -> ProptestConfig {
-    let base = ProptestConfig::default();
-    ProptestConfig {
-        cases: base.cases.max(CASES),
-        rng_seed: match base.rng_seed {
-            RngSeed::Random => RngSeed::Fixed(CASE_SEED),
-            fixed => fixed,
-        },
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
-            "proptest-regressions",
-        ))),
-        ..base
-    }
-}
 
 /// Who opens the connection and sends the data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -400,7 +384,7 @@ fn smoltcp_settings() -> impl Strategy<Value = Settings> {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(common::proptest_config(CASES, CASE_SEED))]
 
     #[test]
     fn our_engine_and_smoltcp_deliver_every_byte_and_close(

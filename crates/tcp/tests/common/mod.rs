@@ -463,3 +463,24 @@ pub enum Outcome {
 pub fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
 }
+
+/// Proptest's settings for a property test of this crate: at least `cases`
+/// cases (more with `PROPTEST_CASES`), generated from `seed` unless
+/// `PROPTEST_RNG_SEED` is set, so CI runs the same cases every time; the
+/// regressions are kept next to the test file (an integration test has no
+/// lib.rs beside it).
+pub fn proptest_config(cases: u32, seed: u64) -> proptest::test_runner::Config {
+    use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
+    let base = Config::default();
+    Config {
+        cases: base.cases.max(cases),
+        rng_seed: match base.rng_seed {
+            RngSeed::Random => RngSeed::Fixed(seed),
+            fixed => fixed,
+        },
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..base
+    }
+}
