@@ -398,9 +398,15 @@ def test_run_with_out_writes_what_the_command_writes(tmp_path: Path) -> None:
     assert written(api_out) == written(cli_out)
     assert {"metrics.parquet", "metrics.json", "scenario.toml"} <= written(api_out)
     assert any(name.startswith("plots/") for name in written(api_out))
-    assert {p.relative_to(api_out).as_posix() for p in result.files} == written(api_out)
-    listed = json.loads(done.stdout)["files"]
-    assert {Path(f).relative_to(cli_out).as_posix() for f in listed} == written(cli_out)
+
+    def expanded(listed: list[Path], root: Path) -> set[str]:
+        # The trace tables are listed as their directory.
+        files = [f for p in listed for f in (sorted(p.rglob("*")) if p.is_dir() else [p])]
+        return {f.relative_to(root).as_posix() for f in files}
+
+    assert expanded(result.files, api_out) == written(api_out)
+    listed = [Path(f) for f in json.loads(done.stdout)["files"]]
+    assert expanded(listed, cli_out) == written(cli_out)
 
 
 def test_run_with_out_can_leave_out_plots_and_add_the_report(tmp_path: Path) -> None:

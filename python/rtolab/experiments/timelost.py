@@ -280,10 +280,9 @@ def run_summary(
 #: The study's topology as shipped (scenarios/wifi-timelost.toml).
 BASE_SCENARIO = "wifi-timelost"
 SOURCE, SINK, AP, WLAN = "source", "sink", "ap", "wlan"
-#: Capture of the AP's radio, for MAC retries against distance. A pcap of
-#: 802.11 frames behind radiotap, which the packet table (raw IP only) does
-#: not read: named so that a run's ``.pcap`` files leave it out.
-CAPTURE_FILE = "ap-wlan.radiotap"
+#: Capture of the AP's radio (802.11 frames behind radiotap), for MAC
+#: retries against distance.
+CAPTURE_FILE = "ap-wlan.pcap"
 #: Seeds per configuration unless ``--seeds`` says otherwise.
 DEFAULT_SEEDS = 10
 #: Written beside each run's files by its worker.
