@@ -17,19 +17,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import tomllib
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
@@ -37,6 +29,9 @@ from rtolab import api
 from rtolab._rtolab import DEFAULT_STALL_EVENTS
 from rtolab.errors import RtolabError, RunError, RunStopped, ScenarioError
 from rtolab.runreport import Report
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 app = typer.Typer(
     name="rtolab",
@@ -250,6 +245,16 @@ def _with_spinner(label: str, work: Callable[[], T], quiet: bool = False) -> T:
 
 
 def _progress(quiet: bool) -> Progress:
+    # Imported here: only sweeps and reproductions show progress bars.
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     return Progress(
         TextColumn("{task.description}", markup=False),
         BarColumn(),

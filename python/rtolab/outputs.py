@@ -4,8 +4,9 @@
 traces, ``metrics.json``, the scenario). The files drawn from those
 (``metrics.parquet``, written by the core, the plots and ``report.html``,
 which need pandas, matplotlib and the report writer) sit above
-:mod:`rtolab.api`; this module, above them all, writes them. ``rtolab.run`` and the ``rtolab run`` command both
-come here, so that the API and the command write the same files.
+:mod:`rtolab.api`; this module, above them all, writes them. ``rtolab.run``
+and the ``rtolab run`` command both come here, so that the API and the
+command write the same files.
 """
 
 from __future__ import annotations
