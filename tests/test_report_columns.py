@@ -123,7 +123,7 @@ def test_the_metrics_of_every_shipped_scenario_are_those_of_its_json(
     # The plain dict goes through the same core reading.
     assert_frame_equal(frames.metrics(plain), result.metrics)
     assert frames.flat_metrics(plain) == result.flat_metrics()
-    # metrics.parquet, written with pyarrow alone, reads back as the table.
+    # metrics.parquet, written by the core, reads back as the table.
     runreport.write_metrics_parquet(result.report, result.out_dir / "m.parquet")
     assert_frame_equal(pd.read_parquet(result.out_dir / "m.parquet"), result.metrics)
 

@@ -1,5 +1,6 @@
 """Type stubs of the native module built from crates/py."""
 
+import os
 from typing import Any
 
 __version__: str
@@ -46,6 +47,12 @@ def report_index(
     end, length, objects)``, the last two for arrays only (their length, and
     whether every element is an object). ``ValueError`` unless the text is
     one JSON object."""
+
+def write_metric_table(text: bytes, path: str | os.PathLike[str]) -> None:
+    """Writes the long metrics table of a run report (JSON) to ``path`` as
+    Parquet, the columns of :func:`rtolab.runreport.metric_table`. Raises
+    ``ValueError`` when the text is not one JSON object, ``OSError`` when
+    the file cannot be written."""
 
 def metric_columns(text: bytes) -> dict[str, Any]:
     """The long metrics table of a run report (JSON) as columns: distinct

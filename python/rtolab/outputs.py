@@ -2,10 +2,11 @@
 
 :func:`rtolab.api.run` runs the core and keeps what it writes (pcaps,
 traces, ``metrics.json``, the scenario). The files drawn from those
-(``metrics.parquet``, the plots, ``report.html``) need pandas, matplotlib
-and the report writer, which sit above :mod:`rtolab.api`; this module, above
-them all, writes them. ``rtolab.run`` and the ``rtolab run`` command both
-come here, so that the API and the command write the same files.
+(``metrics.parquet``, written by the core, the plots and ``report.html``,
+which need pandas, matplotlib and the report writer) sit above
+:mod:`rtolab.api`; this module, above them all, writes them. ``rtolab.run``
+and the ``rtolab run`` command both come here, so that the API and the
+command write the same files.
 """
 
 from __future__ import annotations

@@ -151,16 +151,23 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _report_text(report: Mapping[str, Any]) -> bytes:
+    """Any report mapping as the JSON text the core reads."""
+    if isinstance(report, Report):
+        return report._text
+    try:
+        text = json.dumps(report, default=str, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(report), default=str)
+    return text.encode("utf-8")
+
+
 def _columns(report: Mapping[str, Any]) -> dict[str, Any]:
     """The core's metric columns of any report mapping."""
     if isinstance(report, Report):
         return report._metric_columns()
     try:
-        text = json.dumps(report, default=str, allow_nan=False)
-    except ValueError:
-        text = json.dumps(_finite(report), default=str)
-    try:
-        return _rtolab.metric_columns(text.encode("utf-8"))
+        return _rtolab.metric_columns(_report_text(report))
     except ValueError as err:
         raise ResultError("report", str(err)) from None
 
@@ -279,6 +286,9 @@ def write_metrics_parquet(report: Mapping[str, Any], path: Path) -> None:
     """Writes :func:`metric_table` of ``report`` to ``path`` as Parquet
     (``metrics.parquet`` of ``rtolab run``; ``pandas.read_parquet`` reads it
     back as :func:`rtolab.frames.metrics`)."""
-    import pyarrow.parquet as pq
-
-    pq.write_table(metric_table(report), path)
+    # Written by the core: importing pyarrow would take ``rtolab run
+    # --no-plot`` longer than writing the table.
+    try:
+        _rtolab.write_metric_table(_report_text(report), path)
+    except ValueError as err:
+        raise ResultError("report", str(err)) from None

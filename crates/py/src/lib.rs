@@ -10,6 +10,7 @@
 //! [`metric_columns`] turns its numbers into the columns of a table.
 
 mod capture;
+mod metric_table;
 mod report;
 
 use std::path::PathBuf;
@@ -256,6 +257,21 @@ fn report_index(
         .collect())
 }
 
+/// Writes the long metrics table of a run report (JSON bytes) to `path` as
+/// Parquet (`metrics.parquet`; the columns of `runreport.metric_table`).
+/// Raises `ValueError` when the text is not one JSON object, `OSError` when
+/// the file cannot be written.
+#[pyfunction]
+fn write_metric_table(py: Python<'_>, text: &[u8], path: PathBuf) -> PyResult<()> {
+    use metric_table::MetricTableError;
+    py.detach(|| metric_table::write_metric_table(text, &path))
+        .map_err(|err| match err {
+            MetricTableError::Report(_) => PyValueError::new_err(err.to_string()),
+            MetricTableError::Io(io) => PyOSError::new_err(format!("{}: {io}", path.display())),
+            other => PyOSError::new_err(format!("{}: {other}", path.display())),
+        })
+}
+
 /// The long metrics table of a run report (JSON bytes) as columns, in a
 /// dict: `scopes` (`run`, then each scope's name), `keys` (the report key
 /// that lists each scope's items), `names` (the run's, then every item's), `kinds` (per
@@ -465,6 +481,7 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(report_index, m)?)?;
     m.add_function(wrap_pyfunction!(metric_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(write_metric_table, m)?)?;
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_scenarios, m)?)?;
