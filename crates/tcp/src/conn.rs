@@ -320,6 +320,8 @@ pub struct Connection {
     our_wscale: u8,
     rcv_mss: usize,
     last_adv_window: usize,
+    /// Right edge of the window last announced (`rcv_nxt` + window).
+    last_adv_right_edge: SeqNumber,
     ack_now: bool,
     /// Freeze-TCP: the link layer warned of an outage, so the window
     /// advertised is zero until it is back.
@@ -464,6 +466,7 @@ impl Connection {
             our_wscale,
             rcv_mss: assumed_mss.min(mss),
             last_adv_window: 0,
+            last_adv_right_edge: SeqNumber(0),
             ack_now: false,
             frozen: false,
             reopen_acks: 0,
@@ -698,14 +701,24 @@ impl Connection {
             self.recv_buf.drain(..n);
         }
         if n > 0 && self.state.synchronized() {
-            // RFC 9293 §3.8.6.2.2: announce the opened window once it grew
-            // by min(buffer/2, MSS), or at all after a zero window.
             let window = self.recv_window();
-            let threshold =
-                (self.config.profile.recv_buffer / 2).min(usize::from(self.config.profile.mss));
-            if (self.last_adv_window == 0 && window > 0)
-                || window >= self.last_adv_window + threshold
-            {
+            let profile = &self.config.profile;
+            let due = match profile.window_update_threshold {
+                // lwIP's tcp_recved: only once the right edge has moved by
+                // the threshold since it was last announced.
+                Some(threshold) => {
+                    let right_edge = self.rcv_nxt + window;
+                    right_edge - self.last_adv_right_edge >= threshold as i64
+                }
+                // RFC 9293 §3.8.6.2.2: once the window grew by
+                // min(buffer/2, MSS), or at all after a zero window.
+                None => {
+                    let threshold = (profile.recv_buffer / 2).min(usize::from(profile.mss));
+                    (self.last_adv_window == 0 && window > 0)
+                        || window >= self.last_adv_window + threshold
+                }
+            };
+            if due {
                 self.ack_now = true;
             }
         }
@@ -758,7 +771,7 @@ impl Connection {
         match self.state {
             State::Closed | State::Listen => {
                 if !tcp.flags.contains(TcpFlags::RST) {
-                    self.rst_pending = Some(reset_for(tcp));
+                    self.rst_pending = Some(reset_for(tcp, self.config.profile.reset_with_ack));
                 }
             }
             State::SynSent => self.handle_syn_sent(now, tcp),
@@ -2418,6 +2431,7 @@ impl Connection {
         self.ack_delayed_fired = false;
         self.dsack = None;
         self.last_adv_window = self.recv_window();
+        self.last_adv_right_edge = self.rcv_nxt + self.last_adv_window;
         self.timers.stop(TimerKind::DelayedAck);
         self.ack_policy.on_ack_sent(now);
     }
@@ -2498,28 +2512,31 @@ impl AckOut {
 }
 
 /// The RST answering `tcp` when no connection accepts it (RFC 9293
-/// §3.10.7.1).
-fn reset_for(tcp: &TcpRepr) -> Reset {
+/// §3.10.7.1); with `with_ack`, a segment carrying an ACK is also
+/// acknowledged, as lwIP's `tcp_rst` does.
+fn reset_for(tcp: &TcpRepr, with_ack: bool) -> Reset {
+    let seg_end = tcp.seq + tcp.segment_len();
     if tcp.flags.contains(TcpFlags::ACK) {
         Reset {
             seq: tcp.ack,
-            ack: None,
+            ack: with_ack.then_some(seg_end),
         }
     } else {
         Reset {
             seq: SeqNumber(0),
-            ack: Some(tcp.seq + tcp.segment_len()),
+            ack: Some(seg_end),
         }
     }
 }
 
 /// Builds the RST answering `tcp` for a host with no matching connection
-/// (RFC 9293 §3.10.7.1); `None` if `tcp` is itself a RST.
-pub fn reset_reply<'a>(tcp: &TcpRepr) -> Option<TcpRepr<'a>> {
+/// (RFC 9293 §3.10.7.1, or lwIP's RST+ACK with `with_ack`: see
+/// [`crate::Profile::reset_with_ack`]); `None` if `tcp` is itself a RST.
+pub fn reset_reply<'a>(tcp: &TcpRepr, with_ack: bool) -> Option<TcpRepr<'a>> {
     if tcp.flags.contains(TcpFlags::RST) {
         return None;
     }
-    let r = reset_for(tcp);
+    let r = reset_for(tcp, with_ack);
     let mut flags = TcpFlags::RST;
     if r.ack.is_some() {
         flags.insert(TcpFlags::ACK);

@@ -119,6 +119,21 @@ pub struct Profile {
     /// ACKs that reopen it. Off unless set.
     #[serde(default)]
     pub freeze: bool,
+    /// Window updates: `None` announces a window the application's reads
+    /// opened once it grew by `min(recv_buffer / 2, mss)`, or at all after
+    /// a zero window (RFC 9293 §3.8.6.2.2). `Some(n)` sends the update only
+    /// once the window's right edge has moved by `n` bytes since it was
+    /// last announced, as lwIP's `tcp_recved` does with
+    /// `TCP_WND_UPDATE_THRESHOLD`, zero window or not. Written out only
+    /// when set, so profiles and run records that predate it read the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_update_threshold: Option<usize>,
+    /// Answer a segment carrying an ACK for a connection this host does not
+    /// have with RST+ACK (`<SEQ=SEG.ACK><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>`)
+    /// as lwIP's `tcp_rst` does, instead of RFC 9293 §3.10.7.1's bare
+    /// `<SEQ=SEG.ACK><CTL=RST>`. Off unless set; written out only when on.
+    #[serde(default, skip_serializing_if = "is_off")]
+    pub reset_with_ack: bool,
 }
 
 /// Floor of every timer that re-arms itself (retransmission, persist, and
@@ -166,10 +181,17 @@ fn is_on(value: &bool) -> bool {
     *value
 }
 
+fn is_off(value: &bool) -> bool {
+    !*value
+}
+
 const TIMER_WHY: &str = "a timer that re-arms itself";
 
 const LWIP_SLOW: SimDuration = SimDuration::from_millis(500);
 const LWIP_FAST: SimDuration = SimDuration::from_millis(250);
+/// The study's lwIP `TCP_MSS` and `TCP_WND` (bridge spec §1.3).
+const LWIP_MSS: usize = 1024;
+const LWIP_WND: usize = 8096;
 
 impl Profile {
     /// The profile called `name` (`lwip`, `uip`, `linux`, `rfc`).
@@ -247,6 +269,19 @@ impl Profile {
             })?,
             _ => {}
         }
+        if let Some(threshold) = self.window_update_threshold {
+            // The right edge moves by at most the buffer: a larger
+            // threshold would never announce a reopened window.
+            if threshold == 0 || threshold > self.recv_buffer {
+                return Err(ProfileError {
+                    field: "window_update_threshold".to_string(),
+                    message: format!(
+                        "must be between 1 and recv_buffer ({}), got {threshold}",
+                        self.recv_buffer
+                    ),
+                });
+            }
+        }
         Ok(())
     }
 
@@ -281,6 +316,8 @@ impl Profile {
             limited_transmit: false,
             eifel_response: false,
             freeze: false,
+            window_update_threshold: None,
+            reset_with_ack: false,
         }
     }
 
@@ -325,9 +362,9 @@ impl Profile {
     pub fn lwip() -> Profile {
         Profile {
             name: "lwip".into(),
-            mss: 1024,
+            mss: LWIP_MSS as u16,
             send_buffer: 4096,
-            recv_buffer: 8096,
+            recv_buffer: LWIP_WND,
             rto: RtoChoice::Lwip(LwipRtoConfig {
                 initial: SimDuration::from_secs(1),
                 slow_interval: LWIP_SLOW,
@@ -373,6 +410,13 @@ impl Profile {
             limited_transmit: false,
             eifel_response: false,
             freeze: false,
+            // lwIP 2.1 opt.h: TCP_WND_UPDATE_THRESHOLD defaults to
+            // min(TCP_WND / 4, 4 * TCP_MSS), here 2024 bytes; tcp_recved
+            // (src/core/tcp.c) sends an explicit update only past it.
+            window_update_threshold: Some((LWIP_WND / 4).min(4 * LWIP_MSS)),
+            // tcp_input (src/core/tcp_in.c) answers a segment for no PCB with
+            // tcp_rst, which sets ACK on every reset it sends.
+            reset_with_ack: true,
         }
     }
 
@@ -412,6 +456,8 @@ impl Profile {
             limited_transmit: false,
             eifel_response: false,
             freeze: false,
+            window_update_threshold: None,
+            reset_with_ack: false,
         }
     }
 }
@@ -559,6 +605,54 @@ mod tests {
         assert_eq!(rto.initial, SimDuration::from_secs(1));
         assert_eq!(p.rto_timer.period(), Some(SimDuration::from_millis(500)));
         assert!(p.nagle);
+    }
+
+    /// lwIP 2.1 opt.h: TCP_WND_UPDATE_THRESHOLD = min(TCP_WND / 4,
+    /// 4 * TCP_MSS); with the study's TCP_WND 8096 and MSS 1024 the
+    /// quarter window is the smaller. Only the lwip profile departs from
+    /// RFC 9293's window update and reset.
+    #[test]
+    fn lwip_profile_updates_the_window_and_resets_as_lwip_does() {
+        let p = Profile::lwip();
+        assert_eq!(p.window_update_threshold, Some(8096 / 4));
+        assert!(p.reset_with_ack);
+        for name in ["rfc", "linux", "uip"] {
+            let p = Profile::named(name).unwrap();
+            assert_eq!((p.window_update_threshold, p.reset_with_ack), (None, false));
+        }
+    }
+
+    #[test]
+    fn a_window_update_threshold_outside_the_buffer_is_named() {
+        for bad in [0, 8097] {
+            let p = Profile {
+                window_update_threshold: Some(bad),
+                ..Profile::lwip()
+            };
+            let err = p.validate().unwrap_err();
+            assert_eq!(err.field, "window_update_threshold");
+            assert_eq!(
+                err.message,
+                format!("must be between 1 and recv_buffer (8096), got {bad}")
+            );
+        }
+        let p = Profile {
+            window_update_threshold: Some(8096),
+            ..Profile::lwip()
+        };
+        assert_eq!(p.validate(), Ok(()));
+    }
+
+    #[test]
+    fn the_window_update_threshold_and_reset_form_read_from_a_file() {
+        let p = linux_with("window_update_threshold", "3000").unwrap();
+        assert_eq!(p.window_update_threshold, Some(3000));
+        let p = linux_with("reset_with_ack", "true").unwrap();
+        assert!(p.reset_with_ack);
+        let err = linux_with("window_update_threshold", "-1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("-1"), "{err}");
     }
 
     /// lwIP 2.1's slow start (tcp_in.c, tcp_receive): an ACK adds the bytes

@@ -643,7 +643,7 @@ impl Stack {
             return;
         }
         // RFC 9293 §3.10.7.1: no connection, answer with RST.
-        if let Some(reply) = reset_reply(tcp) {
+        if let Some(reply) = reset_reply(tcp, self.config.profile.reset_with_ack) {
             let mut buf = self.spare.pop().unwrap_or_default();
             let emitted = match (ip.dst_addr(), ip.src_addr()) {
                 (IpAddr::V4(src), IpAddr::V4(dst)) => {
@@ -994,6 +994,59 @@ mod tests {
         // RFC 9293 §3.10.7.1: SEQ 0, ACK the SYN's sequence number plus one.
         assert_eq!((seq, ack), (SeqNumber(0), SeqNumber(5001)));
         assert!(s.conn_ids().is_empty());
+    }
+
+    /// The reset a host with `profile` sends for a late FIN+ACK (10
+    /// bytes, seq 7000, ack 9000) from the peer after its connection is gone.
+    fn reset_for_late_fin(profile: Profile) -> (TcpFlags, SeqNumber, SeqNumber) {
+        let mut s = Stack::new(Arc::new(Config::from_profile(profile)), HOST6, 7);
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port: 80,
+            seq: SeqNumber(7000),
+            ack: SeqNumber(9000),
+            flags: TcpFlags(TcpFlags::FIN.0 | TcpFlags::ACK.0),
+            window: 8000,
+            urgent: 0,
+            options: rtolab_wire::tcp::TcpOptions::default(),
+            payload: b"0123456789",
+        };
+        let ip = Ipv6Repr {
+            src: PEER6,
+            dst: HOST6,
+            next_header: 0,
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+            payload_len: 0,
+        };
+        let mut datagram = Vec::new();
+        ipv6::emit_tcp(&mut datagram, &ip, &tcp).unwrap();
+        s.handle_datagram(SimTime::ZERO, &datagram).unwrap();
+        let sent = sent6(&mut s);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        let (_, flags, seq, ack, _) = sent[0];
+        (flags, seq, ack)
+    }
+
+    #[test]
+    fn a_segment_with_ack_for_no_connection_gets_a_bare_rst_unless_the_profile_is_lwip() {
+        // RFC 9293 §3.10.7.1: <SEQ=SEG.ACK><CTL=RST>.
+        for name in ["rfc", "linux", "uip"] {
+            let profile = Profile::named(name).expect("a built-in profile");
+            let (flags, seq, _) = reset_for_late_fin(profile);
+            assert_eq!((flags, seq), (TcpFlags::RST, SeqNumber(9000)), "{name}");
+        }
+        // lwIP's tcp_rst also acknowledges the segment: its 10 bytes and FIN.
+        let lwip = reset_for_late_fin(Profile::lwip());
+        assert_eq!(
+            lwip,
+            (
+                TcpFlags(TcpFlags::RST.0 | TcpFlags::ACK.0),
+                SeqNumber(9000),
+                SeqNumber(7011)
+            )
+        );
     }
 
     #[test]

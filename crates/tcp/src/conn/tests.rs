@@ -1660,3 +1660,58 @@ proptest::proptest! {
         }
     }
 }
+
+/// An established receiver with `threshold` that takes four full segments
+/// at 20-23 ms without reading them, then reads 1000 bytes at 100, 200,
+/// 300 and 400 ms; the times at which it sends an ACK and their windows.
+fn window_updates_of_a_slow_reader(threshold: Option<usize>) -> Vec<(u64, u16)> {
+    const SEGMENT: &[u8] = &[b'x'; MSS];
+    let mut c = conn_established_with(
+        Profile {
+            window_update_threshold: threshold,
+            ..profile()
+        },
+        PEER_SYN_ACK.options,
+    );
+    for i in 0..4u32 {
+        let time = 20 + u64::from(i);
+        send!(c, time time, TcpRepr { seq: REMOTE_NXT + i * MSS as u32, ack: LOCAL_NXT, payload: SEGMENT, ..SEND_TEMPL });
+        let window = (RECV_BUFFER - (i as usize + 1) * MSS) as u16;
+        recv!(c, time time, TcpRepr { seq: LOCAL_NXT, ack: REMOTE_NXT + (i + 1) * MSS as u32, window, ..RECV_TEMPL });
+    }
+    let mut updates = Vec::new();
+    let mut buf = [0u8; MSS];
+    for time in [100, 200, 300, 400] {
+        assert_eq!(c.recv(&mut buf), MSS);
+        c.handle_timeout(at(time));
+        let mut out = Vec::new();
+        if let Some(len) = c.poll_transmit(at(time), &mut out) {
+            let parsed = packet::parse(&out[..len]).expect("a valid datagram");
+            let Transport::Tcp(tcp) = parsed.transport else {
+                panic!("not TCP");
+            };
+            assert_eq!((tcp.flags, tcp.ack), (ACK, REMOTE_NXT + 4 * MSS as u32));
+            updates.push((time, tcp.window));
+        }
+        recv_nothing!(c, time time);
+    }
+    updates
+}
+
+#[test]
+fn window_update_follows_rfc_9293_without_a_threshold() {
+    // min(buffer / 2, MSS) = 1000 bytes: every read of one segment.
+    assert_eq!(
+        window_updates_of_a_slow_reader(None),
+        [(100, 7000), (200, 8000), (300, 9000), (400, 10_000)]
+    );
+}
+
+#[test]
+fn window_update_waits_for_the_right_edge_to_move_by_the_threshold() {
+    // lwIP's rule with TCP_WND 10000 and MSS 1000: min(10000 / 4, 4000) =
+    // 2500 bytes. The reads at 100 and 200 ms move the right edge by 1000
+    // and 2000 bytes: no update; the third, 3000 bytes, announces 9000.
+    // The fourth moves it 1000 past that announcement: no update.
+    assert_eq!(window_updates_of_a_slow_reader(Some(2500)), [(300, 9000)]);
+}
