@@ -329,14 +329,16 @@ impl EmuScenario {
             }
         }
         for (i, middlebox) in s.middleboxes.iter().enumerate() {
-            // Packets to a Linux host go straight into its kernel; the
-            // emulator sees only what bridges and rtolab hosts receive.
-            if self.kind_of(&middlebox.host) == Some(HostKind::Linux) {
+            // Packets to a Linux or lwIP host go straight into its own
+            // stack; the emulator sees only what bridges and rtolab hosts
+            // receive.
+            if let Some(kind @ (HostKind::Linux | HostKind::Lwip)) = self.kind_of(&middlebox.host) {
                 return Err(error(
                     format!("middlebox[{i}].host"),
                     format!(
-                        "{:?} is a Linux host: middleboxes run on bridges and rtolab hosts, which the emulator forwards for",
-                        middlebox.host
+                        "{:?} is a {} host: middleboxes run on bridges and rtolab hosts, which the emulator forwards for",
+                        middlebox.host,
+                        if kind == HostKind::Linux { "Linux" } else { "lwIP" }
                     ),
                 ));
             }

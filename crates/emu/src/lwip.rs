@@ -155,17 +155,6 @@ pub fn check_supported(emu: &EmuScenario) -> Result<(), ScenarioError> {
             ));
         }
     }
-    for (i, middlebox) in s.middleboxes.iter().enumerate() {
-        if is_lwip(&middlebox.host) {
-            return Err(error(
-                format!("middlebox[{i}].host"),
-                format!(
-                    "{:?} is an lwIP host: middleboxes run on bridges and rtolab hosts",
-                    middlebox.host
-                ),
-            ));
-        }
-    }
     for (i, app) in s.apps.iter().enumerate() {
         let kind = app.kind.kind();
         if is_lwip(&app.host) && !LWIP_KINDS.contains(&kind) {
