@@ -300,7 +300,7 @@ def test_a_sweep_with_markup_in_its_names_runs(tmp_path: Path) -> None:
     ("args", "expected"),
     [
         (["run", "--seed", "x[/]"], "error: rtolab run: Invalid value for '--seed'"),
-        (["run", "--no-such-flag"], "error: rtolab run: No such option: --no-such-flag"),
+        (["run", "--no-such-flag"], "error: rtolab run: No such option '--no-such-flag'"),
         (["no-such-command"], "error: rtolab: No such command 'no-such-command'"),
     ],
 )

@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import click
 import tomllib
-import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -33,18 +33,8 @@ from rtolab.runreport import Report
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-app = typer.Typer(
-    name="rtolab",
-    help="TCP over constrained links: simulate, sweep, reproduce, report.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-list_app = typer.Typer(
-    help="List what rtolab can be configured with.",
-    no_args_is_help=True,
-)
-app.add_typer(list_app, name="list")
+#: Every option's help shows its default.
+_CONTEXT = {"show_default": True, "help_option_names": ["--help"]}
 # Highlighting is off: what is printed is mostly data (names, values, paths),
 # and rich's highlighter costs time quadratic in the length of a line.
 out_console = Console(highlight=False)
@@ -72,11 +62,23 @@ class _State:
     nothing_to_tear_down = False
 
 
-@app.callback()
-def _options(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
-) -> None:
+# The command line is click's, used directly: typer, on top of it, builds a
+# pydantic validator per option of the command being run, which alone took
+# longer than a second's simulation (docs/performance.md, "Traces and the
+# scenario path").
+@click.group(
+    name="rtolab",
+    context_settings=_CONTEXT,
+    help="TCP over constrained links: simulate, sweep, reproduce, report.",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+def app(debug: bool) -> None:
     _State.debug = debug
+
+
+@app.group(name="list")
+def list_app() -> None:
+    """List what rtolab can be configured with."""
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -117,18 +119,18 @@ def _user_errors() -> Iterator[None]:
             raise
         code = EXIT_RUN_FAILED if isinstance(err, RunError) else EXIT_BAD_INPUT
         _print_error(str(err))
-        raise typer.Exit(code) from None
+        raise click.exceptions.Exit(code) from None
     except RecursionError:
         # Python's TOML and JSON readers recurse once per nesting level.
         if _State.debug:
             raise
         _print_error("input nested too deeply (more levels than rtolab reads)")
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise click.exceptions.Exit(EXIT_BAD_INPUT) from None
 
 
-def _bad_input(message: str) -> typer.Exit:
+def _bad_input(message: str) -> click.exceptions.Exit:
     _print_error(message)
-    return typer.Exit(EXIT_BAD_INPUT)
+    return click.exceptions.Exit(EXIT_BAD_INPUT)
 
 
 def _scalar(value: Any) -> str:
@@ -271,69 +273,76 @@ def _progress(quiet: bool) -> Progress:
 
 
 @app.command()
+@click.argument("scenario", required=False)
+@click.option("--seed", type=click.IntRange(min=0), help="Override the scenario's seed.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("results/run"),
+    help="Directory for pcaps, traces, metrics and plots.",
+)
+@click.option("--duration", type=float, help="Override the simulated duration, seconds.")
+@click.option(
+    "--traces",
+    default="summary",
+    help="Trace level: none, summary (no per-packet events; what the plots "
+    "need, fast at any size) or full (every event).",
+)
+@click.option("--no-traces", is_flag=True, help="Write no trace (same as --traces none).")
+@click.option(
+    "--trace-families",
+    help="Record only these families, comma-separated: names (tcp_cwnd) or "
+    "prefixes (tcp); see docs/traces.md.",
+)
+@click.option(
+    "--trace-format",
+    default="parquet",
+    help="parquet (one table per family in traces/) or jsonl (traces.jsonl).",
+)
+@click.option(
+    "--plot/--no-plot", default=True, help="Draw plots from the traces (none without a trace)."
+)
+@click.option("--report/--no-report", default=False, help="Write report.html.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--max-events", type=click.IntRange(min=0), help="Stop after this many events.")
+@click.option(
+    "--max-wall",
+    type=click.FloatRange(min=0.001),
+    help="Stop after this many seconds of wall time.",
+)
+@click.option(
+    "--max-output",
+    type=click.IntRange(min=0),
+    help="Stop once pcaps and traces hold this many bytes.",
+)
+@click.option(
+    "--max-stall-events",
+    type=click.IntRange(min=1, max=2**64 - 1),
+    help="Fail when this many events in a row fire at one instant "
+    f"(simulated time standing still); default {DEFAULT_STALL_EVENTS}.",
+)
 def run(
-    scenario: Annotated[
-        str | None,
-        typer.Argument(
-            help="Scenario TOML file or shipped scenario name; the embedded default when omitted."
-        ),
-    ] = None,
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
-    out: Annotated[
-        Path, typer.Option(help="Directory for pcaps, traces, metrics and plots.")
-    ] = Path("results/run"),
-    duration: Annotated[
-        float | None, typer.Option(help="Override the simulated duration, seconds.")
-    ] = None,
-    traces: Annotated[
-        str,
-        typer.Option(
-            help="Trace level: none, summary (no per-packet events; what the plots "
-            "need, fast at any size) or full (every event)."
-        ),
-    ] = "summary",
-    no_traces: Annotated[
-        bool, typer.Option("--no-traces", help="Write no trace (same as --traces none).")
-    ] = False,
-    trace_families: Annotated[
-        str | None,
-        typer.Option(
-            help="Record only these families, comma-separated: names (tcp_cwnd) or "
-            "prefixes (tcp); see docs/traces.md."
-        ),
-    ] = None,
-    trace_format: Annotated[
-        str,
-        typer.Option(help="parquet (one table per family in traces/) or jsonl (traces.jsonl)."),
-    ] = "parquet",
-    plot: Annotated[
-        bool, typer.Option(help="Draw plots from the traces (none without a trace).")
-    ] = True,
-    report: Annotated[bool, typer.Option(help="Write report.html.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    max_events: Annotated[
-        int | None, typer.Option(help="Stop after this many events.", min=0)
-    ] = None,
-    max_wall: Annotated[
-        float | None, typer.Option(help="Stop after this many seconds of wall time.", min=0.001)
-    ] = None,
-    max_output: Annotated[
-        int | None, typer.Option(help="Stop once pcaps and traces hold this many bytes.", min=0)
-    ] = None,
-    max_stall_events: Annotated[
-        int | None,
-        typer.Option(
-            help="Fail when this many events in a row fire at one instant "
-            f"(simulated time standing still); default {DEFAULT_STALL_EVENTS}.",
-            min=1,
-            max=2**64 - 1,
-        ),
-    ] = None,
+    scenario: str | None,
+    seed: int | None,
+    out: Path,
+    duration: float | None,
+    traces: str,
+    no_traces: bool,
+    trace_families: str | None,
+    trace_format: str,
+    plot: bool,
+    report: bool,
+    as_json: bool,
+    max_events: int | None,
+    max_wall: float | None,
+    max_output: int | None,
+    max_stall_events: int | None,
 ) -> None:
     """Run one scenario in the simulator and summarise it.
 
-    A run stopped by a limit, Ctrl-C or SIGTERM keeps valid outputs, with
-    metrics.json marked incomplete."""
+    SCENARIO is a scenario TOML file or a shipped scenario's name; the
+    embedded default when omitted. A run stopped by a limit, Ctrl-C or
+    SIGTERM keeps valid outputs, with metrics.json marked incomplete."""
     # SIGTERM stops a run the way Ctrl-C does, outputs flushed.
     signal.signal(signal.SIGTERM, _interrupt)
     with _user_errors():
@@ -392,7 +401,7 @@ def run(
                 result.report.write_json(sys.stdout.buffer, **changes)
                 sys.stdout.buffer.flush()
             else:
-                typer.echo(json.dumps({**result.report, **changes}))
+                click.echo(json.dumps({**result.report, **changes}))
         else:
             _print_summary(result.report, elapsed, result.files + extra)
         _State.nothing_to_tear_down = True
@@ -448,17 +457,16 @@ def _sweep_summary(path: str) -> dict[str, Any]:
 
 
 @app.command()
-def validate(
-    file: Annotated[str, typer.Argument(help="Scenario or sweep TOML file to check.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-) -> None:
-    """Check a scenario (or sweep) file without running it."""
+@click.argument("file")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def validate(file: str, as_json: bool) -> None:
+    """Check a scenario (or sweep) TOML FILE without running it."""
     with _user_errors():
         summary = _large_scenario_summary(file) if _is_large(file) else None
         if summary is None:
             summary = _sweep_summary(file) if _is_sweep_file(file) else api.validate(file)
     if as_json:
-        typer.echo(json.dumps(summary))
+        click.echo(json.dumps(summary))
     else:
         parts = ", ".join(f"{_shown(k)}: {_shown(_scalar(v))}" for k, v in summary.items())
         out_console.print(
@@ -484,10 +492,9 @@ def _toml_value(value: Any) -> str:
 
 
 @list_app.command("policies")
-def list_policies(
-    family: Annotated[str | None, typer.Option(help="Only this family: rto, cc or ack.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
-) -> None:
+@click.option("--family", help="Only this family: rto, cc or ack.")
+@click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON.")
+def list_policies(family: str | None, as_json: bool) -> None:
     """List the RTO, congestion-control and ACK policies with their parameters.
 
     Select one in a host's or app's tcp table of a scenario, e.g.
@@ -502,7 +509,7 @@ def list_policies(
         raise _bad_input(f"--family: expected one of {', '.join(FAMILIES)}, got {family!r}")
     found = policies(family)
     if as_json:
-        typer.echo(json.dumps([dataclasses.asdict(p) for p in found]))
+        click.echo(json.dumps([dataclasses.asdict(p) for p in found]))
         return
     table = Table(title="TCP policies", title_justify="left", show_lines=True)
     for name in ("family", "name", "parameters (defaults)", "description"):
@@ -515,27 +522,33 @@ def list_policies(
 
 
 @app.command()
+@click.argument("file")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Output directory (default results/sweep/NAME); resumes if it exists.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    help="Local worker processes (default: one per core; 0: no Dask).",
+)
+@click.option("--scheduler", help="Address of an existing Dask scheduler, e.g. tcp://HOST:8786.")
+@click.option("--retry-failed", is_flag=True, help="Run again the runs that failed before.")
+@click.option("--report/--no-report", default=True, help="Write report.html at the end.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def sweep(
-    file: Annotated[str, typer.Argument(help="Sweep TOML file (base scenario, grid, seeds).")],
-    out: Annotated[
-        Path | None,
-        typer.Option(help="Output directory (default results/sweep/NAME); resumes if it exists."),
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(help="Local worker processes (default: one per core; 0: no Dask).", min=0),
-    ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(help="Address of an existing Dask scheduler, e.g. tcp://HOST:8786."),
-    ] = None,
-    retry_failed: Annotated[
-        bool, typer.Option("--retry-failed", help="Run again the runs that failed before.")
-    ] = False,
-    report: Annotated[bool, typer.Option(help="Write report.html at the end.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+    file: str,
+    out: Path | None,
+    workers: int | None,
+    scheduler: str | None,
+    retry_failed: bool,
+    report: bool,
+    as_json: bool,
 ) -> None:
-    """Run a parameter grid x seeds on Dask; results in one Parquet dataset."""
+    """Run a parameter grid x seeds on Dask; results in one Parquet dataset.
+
+    FILE is a sweep TOML file: a base scenario, a grid and seeds."""
     from rtolab.sweeps import Sweep, load_results
     from rtolab.sweeps import sweep as run_sweep
 
@@ -570,11 +583,11 @@ def sweep(
         if as_json:
             data = outcome.to_dict()
             data["report"] = str(page) if page else None
-            typer.echo(json.dumps(data))
+            click.echo(json.dumps(data))
         else:
             _print_sweep(load_results(target), spec.describe(), outcome.to_dict(), page)
         if outcome.failed:
-            raise typer.Exit(EXIT_RUN_FAILED)
+            raise click.exceptions.Exit(EXIT_RUN_FAILED)
 
 
 def _warn(message: str) -> None:
@@ -742,42 +755,50 @@ def _print_sweep(
 
 
 @app.command()
+@click.argument("target", required=False)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("results/reproduce"),
+    help="Output directory.",
+)
+@click.option("--report/--no-report", default=True, help="Write report.html at the end.")
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    help="Seeds per configuration, for experiments that take it.",
+)
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=1.0),
+    help="Seconds of the measured phase (e.g. of sending), for experiments that take it.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    help="Local Dask workers for experiments run in parallel (default: one per core; 0: no Dask).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def reproduce(
-    target: Annotated[
-        str | None,
-        typer.Argument(help="A system (e.g. foundation), SYSTEM/EXPERIMENT, or all; omit to list."),
-    ] = None,
-    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("results/reproduce"),
-    report: Annotated[bool, typer.Option(help="Write report.html at the end.")] = True,
-    seeds: Annotated[
-        int | None,
-        typer.Option(help="Seeds per configuration, for experiments that take it.", min=1),
-    ] = None,
-    duration: Annotated[
-        float | None,
-        typer.Option(
-            help="Seconds of the measured phase (e.g. of sending), for experiments that take it.",
-            min=1.0,
-        ),
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            help="Local Dask workers for experiments run in parallel (default: one per core; "
-            "0: no Dask).",
-            min=0,
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+    target: str | None,
+    out: Path,
+    report: bool,
+    seeds: int | None,
+    duration: float | None,
+    workers: int | None,
+    as_json: bool,
 ) -> None:
-    """Run every registered experiment of a system and report on them."""
+    """Run every registered experiment of a system and report on them.
+
+    TARGET is a system (e.g. foundation), SYSTEM/EXPERIMENT, or all; omit it
+    to list the experiments."""
     from rtolab import experiments as registry
 
     with _user_errors():
         if target is None:
             found = registry.experiments()
             if as_json:
-                typer.echo(
+                click.echo(
                     json.dumps(
                         [
                             {
@@ -820,7 +841,7 @@ def reproduce(
         if as_json:
             data = outcome.to_dict()
             data["report"] = str(page) if page else None
-            typer.echo(json.dumps(data, default=str))
+            click.echo(json.dumps(data, default=str))
         else:
             table = Table(title=Text(f"reproduce {_shown(target)}"), title_justify="left")
             for name in ("experiment", "runs", "failed", "checks", "failed checks"):
@@ -848,20 +869,21 @@ def reproduce(
             if page is not None:
                 out_console.print(Text(f"report: {_visible(str(page))}"), soft_wrap=True)
         if outcome.failed or outcome.failed_checks:
-            raise typer.Exit(EXIT_RUN_FAILED)
+            raise click.exceptions.Exit(EXIT_RUN_FAILED)
 
 
 @app.command(name="report")
-def report_command(
-    directory: Annotated[
-        Path, typer.Argument(help="Output directory of a run, sweep or reproduction.")
-    ],
-    out: Annotated[
-        Path | None, typer.Option(help="Where to write the page (default DIR/report.html).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-) -> None:
-    """Turn a run, a sweep or a reproduction into one self-contained HTML page."""
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Where to write the page (default DIRECTORY/report.html).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def report_command(directory: Path, out: Path | None, as_json: bool) -> None:
+    """Turn a run, a sweep or a reproduction into one self-contained HTML page.
+
+    DIRECTORY is the output directory of a run, a sweep or a reproduction."""
     from rtolab.reports import kind_of
     from rtolab.reports import report as write_report
 
@@ -881,7 +903,7 @@ def report_command(
         data = {"kind": kind, "report": str(page), "bytes": page.stat().st_size}
         if kind == "sweep":
             data["rejected"] = rejected
-        typer.echo(json.dumps(data))
+        click.echo(json.dumps(data))
     else:
         out_console.print(
             Text.assemble(("wrote", "green"), f" {_visible(str(page))} ({kind} report)"),
@@ -890,35 +912,33 @@ def report_command(
 
 
 @app.command(name="compare")
+@click.argument("run_capture", metavar="RUN_PCAP")
+@click.argument("reference")
+@click.option("--align", default="syn", help="Zero of both clocks: syn, first (packet) or none.")
+@click.option(
+    "--map",
+    "mapping",
+    multiple=True,
+    help="NAME=ADDRESS: the reference's endpoint NAME is the run's ADDRESS (repeatable).",
+)
+@click.option("--table", help="Which table of a Markdown file: its number or its heading's start.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option(
+    "--markdown", "as_markdown", is_flag=True, help="Print the table and summary as Markdown."
+)
 def compare_command(
-    run_capture: Annotated[
-        str, typer.Argument(metavar="RUN_PCAP", help="A capture of the run (pcap or pcapng).")
-    ],
-    reference: Annotated[
-        str,
-        typer.Argument(help="The reference: a capture, or a CSV or Markdown table of packets."),
-    ],
-    align: Annotated[
-        str, typer.Option(help="Zero of both clocks: syn, first (packet) or none.")
-    ] = "syn",
-    mapping: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--map",
-            help="NAME=ADDRESS: the reference's endpoint NAME is the run's ADDRESS (repeatable).",
-        ),
-    ] = None,
-    table: Annotated[
-        str | None,
-        typer.Option(help="Which table of a Markdown file: its number or its heading's start."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
-    as_markdown: Annotated[
-        bool,
-        typer.Option("--markdown", help="Print the table and summary as Markdown."),
-    ] = False,
+    run_capture: str,
+    reference: str,
+    align: str,
+    mapping: tuple[str, ...],
+    table: str | None,
+    as_json: bool,
+    as_markdown: bool,
 ) -> None:
     """Compare a run's capture with a reference capture, packet by packet.
+
+    RUN_PCAP is a capture of the run (pcap or pcapng); REFERENCE a capture,
+    or a CSV or Markdown table of packets.
 
     Packets match when they go the same way with the same flags, relative
     seq/ack and TCP length; the table shows each pair's time error and the
@@ -928,12 +948,14 @@ def compare_command(
     with _user_errors():
         if as_json and as_markdown:
             raise RtolabError("--json and --markdown: choose one")
-        result = compare(run_capture, reference, align=align, mapping=mapping, table=table)
+        result = compare(
+            run_capture, reference, align=align, mapping=list(mapping) or None, table=table
+        )
     if as_json:
-        typer.echo(json.dumps(result.to_dict()))
+        click.echo(json.dumps(result.to_dict()))
         return
     if as_markdown:
-        typer.echo(result.to_markdown(), nl=False)
+        click.echo(result.to_markdown(), nl=False)
         return
     _print_comparison(result)
 
@@ -962,22 +984,33 @@ def _print_comparison(result: Any) -> None:
 
 
 @app.command()
+@click.argument("scenario")
+@click.option("--duration", help="Wall-clock time to run: seconds or with a unit.")
+@click.option("--out", type=click.Path(path_type=Path), help="Directory for captures and metrics.")
+@click.option("--seed", type=click.IntRange(min=0), help="Override the scenario's seed.")
+@click.option(
+    "--keep-running/--no-keep-running",
+    default=False,
+    help="Run the whole duration even when the apps are done.",
+)
+@click.option(
+    "--realtime/--no-realtime",
+    default=True,
+    help="Schedule the emulator thread as real-time (SCHED_FIFO).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def emulate(
-    scenario: Annotated[str, typer.Argument(help="Emulation scenario TOML (scenarios/emu-*).")],
-    duration: Annotated[
-        str | None, typer.Option(help="Wall-clock time to run: seconds or with a unit.")
-    ] = None,
-    out: Annotated[Path | None, typer.Option(help="Directory for captures and metrics.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
-    keep_running: Annotated[
-        bool, typer.Option(help="Run the whole duration even when the apps are done.")
-    ] = False,
-    realtime: Annotated[
-        bool, typer.Option(help="Schedule the emulator thread as real-time (SCHED_FIFO).")
-    ] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    scenario: str,
+    duration: str | None,
+    out: Path | None,
+    seed: int | None,
+    keep_running: bool,
+    realtime: bool,
+    as_json: bool,
 ) -> None:
     """Run a scenario's links in real time between network namespaces (needs root).
+
+    SCENARIO is an emulation scenario TOML file (scenarios/emu-*).
 
     Hosts with ``stack = "linux"`` are network namespaces with the kernel's
     TCP; ``stack = "rtolab"`` hosts run the rtolab engine and
@@ -1009,7 +1042,7 @@ def emulate(
     # Ctrl-C itself, removing its namespaces before it returns.
     code = emulate_main(argv)
     if code:
-        raise typer.Exit(code)
+        raise click.exceptions.Exit(code)
 
 
 def main() -> None:
@@ -1018,10 +1051,14 @@ def main() -> None:
         # Not standalone: usage errors come back here, to be printed on one
         # line like every other error instead of in a box.
         code = app(standalone_mode=False, prog_name="rtolab")
-    except typer.Abort:
+    except click.exceptions.NoArgsIsHelpError as err:
+        # `rtolab` or `rtolab list` alone: the help, as asked for.
+        click.echo(err.ctx.get_help())
+        sys.exit(0)
+    except click.Abort:
         err_console.print("interrupted")
         sys.exit(130)
-    except typer.TyperException as err:
+    except click.ClickException as err:
         # Usage errors (a bad flag value, an unknown command) and the like.
         _print_error(_usage_message(err))
         sys.exit(err.exit_code)
@@ -1037,8 +1074,8 @@ def main() -> None:
         sys.exit(EXIT_RUN_FAILED)
     code = code if isinstance(code, int) else 0
     if _State.nothing_to_tear_down:
-        # Leave without the interpreter's teardown of the modules typer,
-        # pydantic and rich loaded: freeing them one by one takes a tenth of
+        # Leave without the interpreter's teardown of the modules click
+        # and rich loaded: freeing them one by one takes a tenth of
         # a second or more, a good share of a short `rtolab run`.
         sys.stdout.flush()
         sys.stderr.flush()
@@ -1046,7 +1083,7 @@ def main() -> None:
     sys.exit(code)
 
 
-def _usage_message(err: typer.TyperException) -> str:
+def _usage_message(err: click.ClickException) -> str:
     """A usage error on one line, with the command it concerns."""
     ctx = getattr(err, "ctx", None)
     command = getattr(ctx, "command_path", None) or "rtolab"
