@@ -52,6 +52,7 @@ from rtolab.experiments import (
     system_dir,
     write_table,
 )
+from rtolab.experiments.stats import seed_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -603,8 +604,8 @@ def sensitivity_checks(results: dict[str, Result]) -> list[Check]:
 
 
 def report_sections(directory: Path, csv: str, prefixes: tuple[str, ...]) -> list[str]:
-    """HTML for the reproduction report: a table (means over seeds, with n)
-    and figures."""
+    """HTML for the reproduction report: a table (n, means over seeds and
+    their min..max) and figures."""
     from rtolab.reports import table_html
 
     base = directory / SYSTEM
@@ -612,13 +613,10 @@ def report_sections(directory: Path, csv: str, prefixes: tuple[str, ...]) -> lis
     path = base / csv
     if path.is_file():
         frame = pd.read_csv(path)
-        keys = ["case", "scheme", "duration_error", "warning_s"]
-        grouped = frame.groupby(keys, sort=False)
-        shown = grouped.mean(numeric_only=True).round(3)
-        shown.insert(0, "n", grouped.size())
+        shown = seed_table(frame, ["case", "scheme", "duration_error", "warning_s"])
         parts.append(
-            f"<h3>{csv} (mean over seeds, n runs)</h3>"
-            + table_html(shown.drop(columns="seed", errors="ignore").reset_index())
+            f"<h3>{csv} (n runs; mean over seeds, min..max where they differ)</h3>"
+            + table_html(shown)
         )
     for png in sorted((base / "figures").glob("*.png")):
         if png.stem.startswith(prefixes):

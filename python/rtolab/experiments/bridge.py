@@ -45,6 +45,7 @@ from rtolab.experiments import (
     system_dir,
     write_table,
 )
+from rtolab.experiments.stats import seed_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -758,20 +759,20 @@ def single_exchange_figures(table: pd.DataFrame) -> list[tuple[str, Figure]]:
         ax.legend(fontsize=8)
     figures.append(("latency", fig))
 
-    retx = (
-        table.groupby(["rate_kbps", "nfc_payload_bytes", "config"], sort=False)[
-            ["retx_appliance", "retx_end_user", "dup_acks", "nfc_drops"]
-        ]
-        .mean()
-        .reset_index()
-    )
-    fig, ax = plt.subplots(figsize=(9, 0.3 * len(retx) + 1), layout="constrained")
+    shown = seed_table(
+        table,
+        ["rate_kbps", "nfc_payload_bytes", "config"],
+        ["retx_appliance", "retx_end_user", "dup_acks", "nfc_drops"],
+        digits=2,
+    ).astype(str)
+    fig, ax = plt.subplots(figsize=(10, 0.3 * len(shown) + 1), layout="constrained")
     ax.axis("off")
-    shown = retx.round(2).astype(str)
     tab = ax.table(cellText=shown.values, colLabels=list(shown.columns), loc="center")
     tab.auto_set_font_size(False)
     tab.set_fontsize(7)
-    ax.set_title("Retransmissions, duplicate ACKs and NFC drops (mean over seeds)")
+    ax.set_title(
+        "Retransmissions, duplicate ACKs and NFC drops (n runs; mean over seeds, min..max)"
+    )
     figures.append(("retransmissions", fig))
 
     fig, axes = plt.subplots(
@@ -1049,15 +1050,12 @@ def report_sections(directory: Path, experiment: str) -> list[str]:
             if experiment == "initial_rto_sweep"
             else []
         )
-        shown = (
-            frame.groupby(list(keys), sort=False).mean(numeric_only=True).round(3).reset_index()
-            if keys
-            else frame
-        )
-        parts.append(
-            f"<h3>{csv} (mean over seeds)</h3>"
-            + table_html(shown.drop(columns="seed", errors="ignore"))
-        )
+        if keys:
+            shown = seed_table(frame, keys)
+            heading = f"{csv} (n runs; mean over seeds, min..max where they differ)"
+        else:
+            shown, heading = frame.drop(columns="seed", errors="ignore"), csv
+        parts.append(f"<h3>{heading}</h3>" + table_html(shown))
     for png in sorted((bridge_dir / "figures").glob(f"{prefix}*.png")):
         parts.append(figure_html(png, directory))
     return parts

@@ -39,6 +39,7 @@ from rtolab.experiments import (
     system_dir,
     write_table,
 )
+from rtolab.experiments.stats import spread
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -526,22 +527,6 @@ def tables(
         pd.DataFrame(bins, columns=list(THROUGHPUT_COLUMNS)),
         pd.DataFrame(distance, columns=list(DISTANCE_COLUMNS)),
     )
-
-
-def spread(values: pd.Series) -> dict[str, float]:
-    """n, mean, standard deviation, min, max and the 95 % CI half-width of
-    the mean (normal approximation) of the values that are not missing."""
-    x = values.dropna().astype(float)
-    n = len(x)
-    sd = float(x.std(ddof=1)) if n > 1 else math.nan
-    return {
-        "n": n,
-        "mean": float(x.mean()) if n else math.nan,
-        "sd": sd,
-        "min": float(x.min()) if n else math.nan,
-        "max": float(x.max()) if n else math.nan,
-        "ci95": 1.96 * sd / math.sqrt(n) if n > 1 else math.nan,
-    }
 
 
 def phase_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -40,6 +40,7 @@ from rtolab.experiments import (
     system_dir,
     write_table,
 )
+from rtolab.experiments.stats import spread
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -346,19 +347,6 @@ def tables(results: dict[str, Result]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return frame, nodes
 
 
-def _spread(values: pd.Series) -> dict[str, float]:
-    x = values.dropna().astype(float)
-    n = len(x)
-    sd = float(x.std(ddof=1)) if n > 1 else math.nan
-    return {
-        "median": float(x.median()) if n else math.nan,
-        "min": float(x.min()) if n else math.nan,
-        "max": float(x.max()) if n else math.nan,
-        "mean": float(x.mean()) if n else math.nan,
-        "ci95": 1.96 * sd / math.sqrt(n) if n > 1 else math.nan,
-    }
-
-
 SUMMARY_METRICS = (
     "goodput_segments",
     "fairness",
@@ -381,8 +369,9 @@ def summary(frame: pd.DataFrame, keys: Sequence[str] = ("scheme",)) -> pd.DataFr
         row["n"] = len(done)
         row["unfinished"] = len(group) - len(done)
         for metric in SUMMARY_METRICS:
-            for stat, value in _spread(done[metric]).items():
-                row[f"{metric}_{stat}"] = round(value, 4)
+            stats = spread(done[metric])
+            for stat in ("median", "min", "max", "mean", "ci95"):
+                row[f"{metric}_{stat}"] = round(stats[stat], 4)
         rows.append(row)
     return pd.DataFrame(rows)
 
