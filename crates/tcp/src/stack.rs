@@ -370,7 +370,7 @@ impl Stack {
     /// sequence numbers and policy randomness reproducible.
     pub fn new(config: Arc<Config>, addr: impl Into<IpAddr>, seed: u64) -> Stack {
         let ttl = config.profile.ttl;
-        let config_timer = config.profile.host_timer();
+        let timer = config.profile.host_timer();
         Stack {
             config,
             addr: addr.into(),
@@ -397,7 +397,7 @@ impl Stack {
             deadlines: Deadlines::default(),
             due: Vec::new(),
             trace_level: TraceLevel::All,
-            timer: config_timer,
+            timer,
             timed: Vec::new(),
             timed_gone: None,
             latest: SimTime::ZERO,
@@ -425,9 +425,9 @@ impl Stack {
         });
         let idle_since = if self.timed.is_empty() { gone } else { None };
         let epoch = timer.open(now, idle_since);
-        if epoch.start == now && idle_since.is_some() {
-            self.timed_gone = None;
-        }
+        // A restarted timer counts the going of its own connections only.
+        let restarted = idle_since.is_some() && epoch.start == now;
+        self.timed_gone = if restarted { None } else { gone };
         Some(epoch)
     }
 
