@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::ack::{AckDecision, AckPolicy, AckReason, SegmentArrival};
 use crate::cc::{AckEvent, CcContext, CongestionControl, RecoveryAction, SpuriousTimeout};
+use crate::clock::{Granularity, TimerEpoch};
 use crate::ip::{default_mss, plain, IpHeader};
 use crate::profile::Config;
 use crate::rto::{
@@ -349,6 +350,11 @@ pub struct Connection {
     path: Option<PathHint>,
     cc: Box<dyn CongestionControl>,
     ack_policy: Box<dyn AckPolicy>,
+    /// The profile's `rto_timer`, placed on the host timer's epoch when
+    /// its grids start with the host's first connection.
+    rto_timer: Granularity,
+    /// When the connection reached CLOSED, for the host's timer.
+    closed_at: Option<SimTime>,
     timers: TimerTable,
     rst_pending: Option<Reset>,
     events: VecDeque<Event>,
@@ -406,20 +412,25 @@ impl Connection {
         active_open: bool,
         seed: u64,
         path: Option<PathHint>,
+        epoch: Option<TimerEpoch>,
     ) -> Connection {
         let p = &config.profile;
         let mss = usize::from(p.mss);
         let assumed_mss = default_mss(remote.ip());
+        let rto_timer = epoch.map_or(p.rto_timer, |e| e.place(p.rto_timer));
         let rto = config.rto.build(&ConnectionContext {
             now,
             mss,
             active_open,
-            granularity: p.rto_timer,
+            granularity: rto_timer,
             seed,
             path,
         });
         let cc = config.cc.build(&CcContext { now, mss });
-        let ack_policy = config.ack.build();
+        let mut ack_policy = config.ack.build();
+        if let Some(e) = &epoch {
+            ack_policy.place_ticks(e);
+        }
         let our_wscale = p.window_scale.unwrap_or(0).min(MAX_WINDOW_SCALE);
         let traced_cwnd = (cc.metrics().cwnd, cc.metrics().ssthresh);
         Connection {
@@ -484,6 +495,8 @@ impl Connection {
             path,
             cc,
             ack_policy,
+            rto_timer,
+            closed_at: None,
             timers: TimerTable::default(),
             rst_pending: None,
             events: VecDeque::new(),
@@ -526,8 +539,24 @@ impl Connection {
         seed: u64,
         path: Option<PathHint>,
     ) -> Connection {
+        Connection::open_active(config, now, local, remote, iss, seed, path, None)
+    }
+
+    /// [`Connection::connect_on_path`] whose tick timers run from the host
+    /// timer's `epoch` (`None`: as the profile places them).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn open_active(
+        config: Arc<Config>,
+        now: SimTime,
+        local: impl Into<SocketAddr>,
+        remote: impl Into<SocketAddr>,
+        iss: SeqNumber,
+        seed: u64,
+        path: Option<PathHint>,
+        epoch: Option<TimerEpoch>,
+    ) -> Connection {
         let (local, remote) = (plain(local.into()), plain(remote.into()));
-        let mut c = Connection::new(config, now, local, remote, iss, true, seed, path);
+        let mut c = Connection::new(config, now, local, remote, iss, true, seed, path, epoch);
         c.set_state(now, State::SynSent);
         c
     }
@@ -544,6 +573,20 @@ impl Connection {
         iss: SeqNumber,
         seed: u64,
     ) -> Option<Connection> {
+        Connection::open_passive(config, now, ip, tcp, iss, seed, None)
+    }
+
+    /// [`Connection::accept`] whose tick timers run from the host timer's
+    /// `epoch` (`None`: as the profile places them).
+    pub(crate) fn open_passive<H: IpHeader>(
+        config: Arc<Config>,
+        now: SimTime,
+        ip: &H,
+        tcp: &TcpRepr,
+        iss: SeqNumber,
+        seed: u64,
+        epoch: Option<TimerEpoch>,
+    ) -> Option<Connection> {
         if !tcp.flags.contains(TcpFlags::SYN)
             || tcp.flags.contains(TcpFlags::ACK)
             || tcp.flags.contains(TcpFlags::RST)
@@ -552,7 +595,7 @@ impl Connection {
         }
         let local = SocketAddr::new(ip.dst_addr(), tcp.dst_port);
         let remote = SocketAddr::new(ip.src_addr(), tcp.src_port);
-        let mut c = Connection::new(config, now, local, remote, iss, false, seed, None);
+        let mut c = Connection::new(config, now, local, remote, iss, false, seed, None, epoch);
         c.take_syn_options(tcp);
         c.irs = tcp.seq;
         c.rcv_nxt = tcp.seq + 1u32;
@@ -647,6 +690,10 @@ impl Connection {
     /// Whether the connection is finished (closed, reset or timed out).
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
+    }
+    /// When the connection reached CLOSED, if it has.
+    pub fn closed_at(&self) -> Option<SimTime> {
+        self.closed_at
     }
 
     // ----- application side ---------------------------------------------
@@ -967,6 +1014,9 @@ impl Connection {
         if self.state != to {
             let from = self.state;
             self.state = to;
+            if to == State::Closed {
+                self.closed_at = Some(now);
+            }
             self.trace(now, TraceEvent::State { from, to });
         }
     }
@@ -1843,7 +1893,7 @@ impl Connection {
         };
         let tx = self.transmission_of(&oldest, oldest.retransmits > 0);
         let rto = self.rto.timeout_for(now, &tx);
-        let deadline = self.config.profile.rto_timer.deadline(now, rto);
+        let deadline = self.rto_timer.deadline(now, rto);
         self.timers.set(TimerKind::Retransmit, deadline);
         if self.trace_level != TraceLevel::All {
             return;
@@ -1870,7 +1920,7 @@ impl Connection {
         let delay = base
             .saturating_mul(1u64 << self.persist_backoff.min(16))
             .min(p.persist_max);
-        let at = p.rto_timer.deadline(now, delay);
+        let at = self.rto_timer.deadline(now, delay);
         self.timers.set(TimerKind::Persist, at);
     }
 
@@ -1882,7 +1932,7 @@ impl Connection {
                 } else {
                     k.interval
                 };
-                let at = self.config.profile.rto_timer.deadline(now, delay);
+                let at = self.rto_timer.deadline(now, delay);
                 self.timers.set(TimerKind::KeepAlive, at);
             }
         }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ack::{AckFactory, DelayedAckConfig, DelayedAckTimer, ImmediateAckConfig};
 use crate::cc::{CcFactory, InitialWindow, RenoConfig, SingleSegmentConfig};
-use crate::clock::Granularity;
+use crate::clock::{Granularity, HostTimer, TimerStart};
 use crate::rto::{
     Lim2020Config, Lim2024Config, LwipRtoConfig, Rfc6298Config, RtoFactory, UipRtoConfig,
 };
@@ -134,6 +134,13 @@ pub struct Profile {
     /// `<SEQ=SEG.ACK><CTL=RST>`. Off unless set; written out only when on.
     #[serde(default, skip_serializing_if = "is_off")]
     pub reset_with_ack: bool,
+    /// When the tick grids (`rto_timer`, a delayed ACK's `granularity`)
+    /// start: from time zero (`zero`, unless set), or as lwIP's TCP timer,
+    /// on a host clock that runs from the host's first connection until it
+    /// has none left (`first_connection`, see [`TimerStart`]). Written out
+    /// only when not `zero`.
+    #[serde(default, skip_serializing_if = "is_zero_start")]
+    pub timer_start: TimerStart,
 }
 
 /// Floor of every timer that re-arms itself (retransmission, persist, and
@@ -185,6 +192,10 @@ fn is_off(value: &bool) -> bool {
     !*value
 }
 
+fn is_zero_start(value: &TimerStart) -> bool {
+    *value == TimerStart::Zero
+}
+
 const TIMER_WHY: &str = "a timer that re-arms itself";
 
 const LWIP_SLOW: SimDuration = SimDuration::from_millis(500);
@@ -203,6 +214,24 @@ impl Profile {
             "rfc" => Some(Profile::rfc()),
             _ => None,
         }
+    }
+
+    /// The host timer that runs this profile's tick grids when they start
+    /// with the host's first connection; `None` when they run from time
+    /// zero or there are no tick grids.
+    pub fn host_timer(&self) -> Option<HostTimer> {
+        if self.timer_start != TimerStart::FirstConnection {
+            return None;
+        }
+        let mut grids = vec![self.rto_timer];
+        if let AckChoice::Delayed(DelayedAckConfig {
+            timer: DelayedAckTimer::Fixed { granularity, .. },
+            ..
+        }) = self.ack
+        {
+            grids.push(granularity);
+        }
+        HostTimer::new(HostTimer::base_of(&grids)?)
     }
 
     /// Checks the settings a run could not make progress with: every timer
@@ -318,6 +347,7 @@ impl Profile {
             freeze: false,
             window_update_threshold: None,
             reset_with_ack: false,
+            timer_start: TimerStart::Zero,
         }
     }
 
@@ -358,7 +388,8 @@ impl Profile {
     /// 1024, initial cwnd 4096 bytes, send buffer 4096, window and cwnd cap
     /// 8096, cwnd +1024 per ACK of one segment (up to 2048 for an ACK of
     /// two), initial RTO 1 s on a 500 ms slow timer, delayed ACK flushed by
-    /// the 250 ms fast timer, Nagle on.
+    /// the 250 ms fast timer, both ticking from the host's first connection
+    /// as lwIP's TCP timer does, Nagle on.
     pub fn lwip() -> Profile {
         Profile {
             name: "lwip".into(),
@@ -417,6 +448,9 @@ impl Profile {
             // tcp_input (src/core/tcp_in.c) answers a segment for no PCB with
             // tcp_rst, which sets ACK on every reset it sends.
             reset_with_ack: true,
+            // lwIP 2.1 runs its TCP timer only while it has connections
+            // (tcp_timer_needed, src/core/timeouts.c).
+            timer_start: TimerStart::FirstConnection,
         }
     }
 
@@ -458,6 +492,7 @@ impl Profile {
             freeze: false,
             window_update_threshold: None,
             reset_with_ack: false,
+            timer_start: TimerStart::Zero,
         }
     }
 }
@@ -620,6 +655,35 @@ mod tests {
             let p = Profile::named(name).unwrap();
             assert_eq!((p.window_update_threshold, p.reset_with_ack), (None, false));
         }
+    }
+
+    /// Only the lwip profile starts its grids with the host's first
+    /// connection; its host timer ticks every 250 ms (lwIP's
+    /// TCP_TMR_INTERVAL), the step of both of its grids.
+    #[test]
+    fn lwip_profile_runs_its_timer_from_the_first_connection() {
+        let p = Profile::lwip();
+        assert_eq!(p.timer_start, TimerStart::FirstConnection);
+        assert_eq!(
+            p.host_timer(),
+            HostTimer::new(SimDuration::from_millis(250))
+        );
+        for name in ["rfc", "linux", "uip"] {
+            let p = Profile::named(name).unwrap();
+            assert_eq!((p.timer_start, p.host_timer()), (TimerStart::Zero, None));
+        }
+        // Without tick grids there is nothing to start.
+        let p = Profile {
+            timer_start: TimerStart::FirstConnection,
+            ..Profile::rfc()
+        };
+        assert_eq!(p.host_timer(), None);
+        let p = linux_with("timer_start", "\"first_connection\"").unwrap();
+        assert_eq!(p.timer_start, TimerStart::FirstConnection);
+        let err = linux_with("timer_start", "\"later\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("later"), "{err}");
     }
 
     #[test]

@@ -26,6 +26,7 @@ use rtolab_wire::packet::{self, emit_tcp, Transport};
 use rtolab_wire::tcp::{SeqNumber, TcpFlags, TcpRepr};
 use rtolab_wire::WireError;
 
+use crate::clock::{HostTimer, TimerEpoch};
 use crate::conn::{reset_reply, ConnError, Connection, Event, State};
 use crate::ip::{plain, IpHeader, TupleKey, Tuples};
 use crate::profile::Config;
@@ -326,6 +327,17 @@ pub struct Stack {
     /// Scratch list of connections whose timers are due.
     due: Vec<ConnId>,
     trace_level: TraceLevel,
+    /// The host's tick timer, when the profile's grids start with the
+    /// host's first connection ([`crate::clock::TimerStart`]); one for all
+    /// of the stack's connections, as lwIP has one TCP timer.
+    timer: Option<HostTimer>,
+    /// Connections of the timer's epoch not yet seen closed.
+    timed: Vec<ConnId>,
+    /// When the last of the epoch's connections that left `timed` went.
+    timed_gone: Option<SimTime>,
+    /// The latest time the stack was called with, for a connection removed
+    /// before it closed.
+    latest: SimTime,
 }
 
 /// [`Stack::try_connect`] to a remote address of the other family than the
@@ -358,6 +370,7 @@ impl Stack {
     /// sequence numbers and policy randomness reproducible.
     pub fn new(config: Arc<Config>, addr: impl Into<IpAddr>, seed: u64) -> Stack {
         let ttl = config.profile.ttl;
+        let timer = config.profile.host_timer();
         Stack {
             config,
             addr: addr.into(),
@@ -384,7 +397,38 @@ impl Stack {
             deadlines: Deadlines::default(),
             due: Vec::new(),
             trace_level: TraceLevel::All,
+            timer,
+            timed: Vec::new(),
+            timed_gone: None,
+            latest: SimTime::ZERO,
         }
+    }
+
+    /// A connection opens at `now`: the epoch of the host's timer it runs
+    /// in, starting the timer if it had stopped; `None` when the profile's
+    /// grids run from time zero.
+    fn timer_epoch(&mut self, now: SimTime) -> Option<TimerEpoch> {
+        self.latest = self.latest.max(now);
+        let timer = self.timer.as_mut()?;
+        // lwIP checks its lists after every tick: the host is idle once
+        // every connection of the epoch is closed (TIME-WAIT counts as
+        // open), since the last one went.
+        let conns = &self.conns;
+        let mut gone = self.timed_gone;
+        self.timed.retain(|id| match conns.get(id) {
+            Some(slot) if !slot.conn.is_closed() => true,
+            Some(slot) => {
+                gone = gone.max(slot.conn.closed_at());
+                false
+            }
+            None => false,
+        });
+        let idle_since = if self.timed.is_empty() { gone } else { None };
+        let epoch = timer.open(now, idle_since);
+        // A restarted timer counts the going of its own connections only.
+        let restarted = idle_since.is_some() && epoch.start == now;
+        self.timed_gone = if restarted { None } else { gone };
+        Some(epoch)
     }
 
     /// The stack's address.
@@ -403,6 +447,9 @@ impl Stack {
         conn.set_trace_level(self.trace_level);
         let id = ConnId(self.next_id);
         self.next_id += 1;
+        if self.timer.is_some() {
+            self.timed.push(id);
+        }
         if let Some(key) = key_of(&conn) {
             self.tuples.insert(key, id);
         }
@@ -497,7 +544,8 @@ impl Stack {
         self.next_port = port.checked_add(1).unwrap_or(EPHEMERAL_START);
         let seed = self.next_seed();
         let local = SocketAddr::new(self.addr, port);
-        let conn = Connection::connect_on_path(
+        let epoch = self.timer_epoch(now);
+        let conn = Connection::open_active(
             self.config.clone(),
             now,
             local,
@@ -505,6 +553,7 @@ impl Stack {
             SeqNumber(seed as u32),
             seed,
             path,
+            epoch,
         );
         Ok(self.insert(conn, None))
     }
@@ -570,6 +619,12 @@ impl Stack {
         }
         let slot = self.conns.remove(&id)?;
         let conn = slot.conn;
+        if let Some(i) = self.timed.iter().position(|&x| x == id) {
+            // Removed while open, it goes now: the latest time seen.
+            self.timed.swap_remove(i);
+            let gone = conn.closed_at().unwrap_or(self.latest);
+            self.timed_gone = self.timed_gone.max(Some(gone));
+        }
         if let Some(key) = key_of(&conn) {
             if self.tuples.get(&key) == Some(&id) {
                 self.tuples.remove(&key);
@@ -616,6 +671,7 @@ impl Stack {
     /// Processes one TCP segment addressed to this stack; `ip` is the IPv4
     /// or IPv6 header it came in.
     pub fn handle_segment<H: IpHeader>(&mut self, now: SimTime, ip: &H, tcp: &TcpRepr) {
+        self.latest = self.latest.max(now);
         if let Some(id) = self.tuples.get(&ip.tuple_key(tcp)).copied() {
             if let Some(slot) = self.conns.get_mut(&id) {
                 if slot.conn.state() != State::Closed {
@@ -630,13 +686,15 @@ impl Stack {
             && !tcp.flags.contains(TcpFlags::RST);
         if plain_syn && self.listeners.contains_key(&tcp.dst_port) {
             let seed = self.next_seed();
-            if let Some(conn) = Connection::accept(
+            let epoch = self.timer_epoch(now);
+            if let Some(conn) = Connection::open_passive(
                 self.config.clone(),
                 now,
                 ip,
                 tcp,
                 SeqNumber(seed as u32),
                 seed,
+                epoch,
             ) {
                 self.insert(conn, Some(tcp.dst_port));
             }
@@ -707,6 +765,7 @@ impl Stack {
 
     /// Fires due timers of every connection.
     pub fn handle_timeout(&mut self, now: SimTime) {
+        self.latest = self.latest.max(now);
         self.sync_timers();
         let mut due = std::mem::take(&mut self.due);
         self.deadlines.due(now, &mut due);

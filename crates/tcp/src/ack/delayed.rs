@@ -11,7 +11,7 @@ use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
 use super::{AckDecision, AckFactory, AckPolicy, AckReason, SegmentArrival};
-use crate::clock::Granularity;
+use crate::clock::{Granularity, TimerEpoch};
 use crate::serde_duration;
 
 /// How the delayed-ACK deadline is chosen.
@@ -167,6 +167,12 @@ impl AckPolicy for DelayedAck {
         self.unacked = 0;
         self.deadline = None;
     }
+
+    fn place_ticks(&mut self, epoch: &TimerEpoch) {
+        if let DelayedAckTimer::Fixed { granularity, .. } = &mut self.config.timer {
+            *granularity = epoch.place(*granularity);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -222,6 +228,28 @@ mod tests {
         );
         // lwIP counts every segment, small ones too.
         assert_eq!(p.on_segment(at(130), &data(10)).0, AckDecision::Now);
+    }
+
+    #[test]
+    fn lwip_fast_timer_ticks_from_the_host_timer_start() {
+        let tick = SimDuration::from_millis(250);
+        let mut p = DelayedAck::new(DelayedAckConfig {
+            segments: 2,
+            full_sized_only: false,
+            timer: DelayedAckTimer::Fixed {
+                delay: tick,
+                granularity: Granularity::ticks(tick, SimDuration::ZERO),
+            },
+        });
+        // The host's timer started at 300 ms: fast ticks at 550, 800, ...
+        p.place_ticks(&TimerEpoch {
+            start: at(300),
+            elapsed: SimDuration::ZERO,
+        });
+        assert_eq!(
+            p.on_segment(at(560), &data(10)).0,
+            AckDecision::Delay { until: at(800) }
+        );
     }
 
     #[test]

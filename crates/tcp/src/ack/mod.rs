@@ -12,6 +12,8 @@
 use core::fmt::Debug;
 
 use rtolab_time::SimTime;
+
+use crate::clock::TimerEpoch;
 use serde::Serialize;
 
 pub mod delayed;
@@ -94,6 +96,11 @@ pub trait AckPolicy: Debug + Send {
     fn ack_before_data(&mut self, _now: SimTime, _received: usize, _sending: usize) -> bool {
         false
     }
+    /// The host's tick timers run from `epoch` rather than from time zero
+    /// ([`crate::clock::TimerStart::FirstConnection`]); told once, before
+    /// any segment. A policy whose timer counts ticks moves them there.
+    /// Default: nothing to move.
+    fn place_ticks(&mut self, _epoch: &TimerEpoch) {}
 }
 
 /// Configuration of an ACK policy.
