@@ -358,6 +358,16 @@ pub struct RawSinr {
     capture_threshold_db: Option<f64>,
 }
 
+/// `field!(check, path, raw.NAME, defaults)`: the field of a `Raw*` table,
+/// or the default's, checked by `finite`, `positive` or `ratio` and named
+/// `PATH.NAME` in its error. The name is written once, so the TOML key, the
+/// raw field and the default cannot disagree.
+macro_rules! field {
+    ($check:ident, $path:ident, $raw:ident . $name:ident, $d:ident) => {
+        $check($path, stringify!($name), $raw.$name.unwrap_or($d.$name))?
+    };
+}
+
 fn finite(path: &str, field: &str, value: f64) -> Result<f64, ScenarioError> {
     if value.is_finite() {
         Ok(value)
@@ -421,7 +431,7 @@ impl UnitDisk {
     /// Checks a `unit-disk` table (`path` is the table's).
     pub fn validate(raw: RawUnitDisk, path: &str) -> Result<UnitDisk, ScenarioError> {
         let d = UnitDisk::default();
-        let tx_range = finite(path, "tx_range", raw.tx_range.unwrap_or(d.tx_range))?;
+        let tx_range = field!(finite, path, raw.tx_range, d);
         if tx_range <= 0.0 {
             return Err(ScenarioError::new(
                 format!("{path}.tx_range"),
@@ -454,16 +464,8 @@ impl UnitDisk {
             tx_range,
             interference_range,
             cca_range,
-            success_ratio_tx: ratio(
-                path,
-                "success_ratio_tx",
-                raw.success_ratio_tx.unwrap_or(d.success_ratio_tx),
-            )?,
-            success_ratio_rx: ratio(
-                path,
-                "success_ratio_rx",
-                raw.success_ratio_rx.unwrap_or(d.success_ratio_rx),
-            )?,
+            success_ratio_tx: field!(ratio, path, raw.success_ratio_tx, d),
+            success_ratio_rx: field!(ratio, path, raw.success_ratio_rx, d),
         })
     }
 }
@@ -473,42 +475,14 @@ impl LogDistance {
     pub fn validate(raw: RawLogDistance, path: &str) -> Result<LogDistance, ScenarioError> {
         let d = LogDistance::default();
         let spec = LogDistance {
-            tx_power_dbm: finite(
-                path,
-                "tx_power_dbm",
-                raw.tx_power_dbm.unwrap_or(d.tx_power_dbm),
-            )?,
-            reference_distance: finite(
-                path,
-                "reference_distance",
-                raw.reference_distance.unwrap_or(d.reference_distance),
-            )?,
-            reference_loss_db: finite(
-                path,
-                "reference_loss_db",
-                raw.reference_loss_db.unwrap_or(d.reference_loss_db),
-            )?,
-            exponent: finite(path, "exponent", raw.exponent.unwrap_or(d.exponent))?,
-            shadowing_sigma_db: finite(
-                path,
-                "shadowing_sigma_db",
-                raw.shadowing_sigma_db.unwrap_or(d.shadowing_sigma_db),
-            )?,
-            noise_floor_dbm: finite(
-                path,
-                "noise_floor_dbm",
-                raw.noise_floor_dbm.unwrap_or(d.noise_floor_dbm),
-            )?,
-            sensitivity_dbm: finite(
-                path,
-                "sensitivity_dbm",
-                raw.sensitivity_dbm.unwrap_or(d.sensitivity_dbm),
-            )?,
-            cca_threshold_dbm: finite(
-                path,
-                "cca_threshold_dbm",
-                raw.cca_threshold_dbm.unwrap_or(d.cca_threshold_dbm),
-            )?,
+            tx_power_dbm: field!(finite, path, raw.tx_power_dbm, d),
+            reference_distance: field!(finite, path, raw.reference_distance, d),
+            reference_loss_db: field!(finite, path, raw.reference_loss_db, d),
+            exponent: field!(finite, path, raw.exponent, d),
+            shadowing_sigma_db: field!(finite, path, raw.shadowing_sigma_db, d),
+            noise_floor_dbm: field!(finite, path, raw.noise_floor_dbm, d),
+            sensitivity_dbm: field!(finite, path, raw.sensitivity_dbm, d),
+            cca_threshold_dbm: field!(finite, path, raw.cca_threshold_dbm, d),
         };
         if spec.reference_distance <= 0.0 {
             return Err(ScenarioError::new(
@@ -554,48 +528,16 @@ impl Shadowing {
     pub fn validate(raw: RawShadowing, path: &str) -> Result<Shadowing, ScenarioError> {
         let d = Shadowing::default();
         let spec = Shadowing {
-            tx_power_w: positive(path, "tx_power_w", raw.tx_power_w.unwrap_or(d.tx_power_w))?,
-            frequency_hz: positive(
-                path,
-                "frequency_hz",
-                raw.frequency_hz.unwrap_or(d.frequency_hz),
-            )?,
-            system_loss: positive(
-                path,
-                "system_loss",
-                raw.system_loss.unwrap_or(d.system_loss),
-            )?,
-            antenna_gain: positive(
-                path,
-                "antenna_gain",
-                raw.antenna_gain.unwrap_or(d.antenna_gain),
-            )?,
-            path_loss_exponent: positive(
-                path,
-                "path_loss_exponent",
-                raw.path_loss_exponent.unwrap_or(d.path_loss_exponent),
-            )?,
-            std_db: finite(path, "std_db", raw.std_db.unwrap_or(d.std_db))?,
-            reference_distance: positive(
-                path,
-                "reference_distance",
-                raw.reference_distance.unwrap_or(d.reference_distance),
-            )?,
-            rx_threshold_w: positive(
-                path,
-                "rx_threshold_w",
-                raw.rx_threshold_w.unwrap_or(d.rx_threshold_w),
-            )?,
-            cs_threshold_w: positive(
-                path,
-                "cs_threshold_w",
-                raw.cs_threshold_w.unwrap_or(d.cs_threshold_w),
-            )?,
-            noise_floor_dbm: finite(
-                path,
-                "noise_floor_dbm",
-                raw.noise_floor_dbm.unwrap_or(d.noise_floor_dbm),
-            )?,
+            tx_power_w: field!(positive, path, raw.tx_power_w, d),
+            frequency_hz: field!(positive, path, raw.frequency_hz, d),
+            system_loss: field!(positive, path, raw.system_loss, d),
+            antenna_gain: field!(positive, path, raw.antenna_gain, d),
+            path_loss_exponent: field!(positive, path, raw.path_loss_exponent, d),
+            std_db: field!(finite, path, raw.std_db, d),
+            reference_distance: field!(positive, path, raw.reference_distance, d),
+            rx_threshold_w: field!(positive, path, raw.rx_threshold_w, d),
+            cs_threshold_w: field!(positive, path, raw.cs_threshold_w, d),
+            noise_floor_dbm: field!(finite, path, raw.noise_floor_dbm, d),
         };
         if spec.system_loss < 1.0 {
             return Err(ScenarioError::new(
