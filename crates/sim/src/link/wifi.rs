@@ -425,14 +425,8 @@ impl<P: Copy> WifiLink<P> {
     /// `frame` as captures record it: radiotap, then the 802.11 MPDU, the
     /// datagram as it was on air at this attempt.
     fn captured(&self, frame: &DcfFrame<u64>) -> Vec<u8> {
-        let kind = match frame.kind {
-            FrameKind::Data => ieee80211::FrameKind::Data,
-            FrameKind::Ack => ieee80211::FrameKind::Ack,
-            FrameKind::Rts => ieee80211::FrameKind::Rts,
-            FrameKind::Cts => ieee80211::FrameKind::Cts,
-        };
         let header = FrameHeader {
-            kind,
+            kind: frame.kind,
             receiver: station_addr(frame.dst),
             transmitter: station_addr(frame.src),
             bssid: station_addr(0),

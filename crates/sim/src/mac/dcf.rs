@@ -196,18 +196,8 @@ impl DcfSpec {
 /// A station's MAC address on the BSS (its index).
 pub type StationId = u16;
 
-/// The kinds of frame the DCF sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FrameKind {
-    /// A data frame carrying a packet.
-    Data,
-    /// An acknowledgement.
-    Ack,
-    /// Request to send.
-    Rts,
-    /// Clear to send.
-    Cts,
-}
+/// The kinds of frame the DCF sends: the frames its captures are written as.
+pub use rtolab_wire::ieee80211::FrameKind;
 
 /// A frame on air between DCF stations.
 #[derive(Clone, Debug, PartialEq, Eq)]
