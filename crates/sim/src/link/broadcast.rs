@@ -587,9 +587,7 @@ impl ScenarioLink for BroadcastSpec {
                 format!("must be at least tx_range ({tx_range}), got {interference_range}"),
             ));
         }
-        let raw_members = raw.members.as_ref().ok_or_else(|| {
-            ScenarioError::new(cx.at("members"), format!("required for {}", cx.what))
-        })?;
+        let raw_members = raw.members.as_ref().ok_or_else(|| cx.required("members"))?;
         if raw_members.len() < 2 {
             return Err(ScenarioError::new(
                 cx.at("members"),

@@ -56,9 +56,7 @@ pub fn two_ends(
     cx: &mut LinkCheck<'_>,
     sensing_allowed: bool,
 ) -> Result<([EndSpec; 2], [bool; 2]), ScenarioError> {
-    let raw_ends = raw
-        .as_ref()
-        .ok_or_else(|| ScenarioError::new(cx.at("ends"), format!("required for {}", cx.what)))?;
+    let raw_ends = raw.as_ref().ok_or_else(|| cx.required("ends"))?;
     let kind = cx.what.trim_end_matches(" links").to_string();
     let [first, second] = raw_ends.as_slice() else {
         return Err(ScenarioError::new(

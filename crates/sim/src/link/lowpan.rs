@@ -752,9 +752,7 @@ impl ScenarioLink for LowpanSpec {
 
     fn validate(raw: RawLowpan, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
         let i = cx.index;
-        let prefix = raw.prefix.ok_or_else(|| {
-            ScenarioError::new(cx.at("prefix"), format!("required for {}", cx.what))
-        })?;
+        let prefix = raw.prefix.ok_or_else(|| cx.required("prefix"))?;
         if !(1..=64).contains(&prefix.prefix_len) || prefix.addr.is_multicast() {
             return Err(ScenarioError::new(
                 cx.at("prefix"),
@@ -774,12 +772,7 @@ impl ScenarioLink for LowpanSpec {
         // The members: a host pattern, or a list of tables.
         let mut raw_members: Vec<(String, RawMeshMember)> = Vec::new();
         match raw.members {
-            None => {
-                return Err(ScenarioError::new(
-                    cx.at("members"),
-                    format!("required for {}", cx.what),
-                ))
-            }
+            None => return Err(cx.required("members")),
             Some(toml::Value::String(pattern)) => {
                 let Some(stem) = pattern.strip_suffix('*') else {
                     return Err(ScenarioError::new(

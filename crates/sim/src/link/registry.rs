@@ -197,6 +197,12 @@ impl LinkCheck<'_> {
     pub fn at(&self, field: &str) -> String {
         format!("link[{}].{field}", self.index)
     }
+
+    /// The error of a required field left out: `link[3].ap: required for
+    /// a wifi link`.
+    pub fn required(&self, field: &str) -> ScenarioError {
+        ScenarioError::new(self.at(field), format!("required for {}", self.what))
+    }
 }
 
 /// A link kind as a scenario file describes it.

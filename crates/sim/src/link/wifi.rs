@@ -260,13 +260,11 @@ impl ScenarioLink for WifiSpec {
     type Model = Box<WifiLink<PacketId>>;
 
     fn validate(raw: RawWifi, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
-        let raw_ap = raw
-            .ap
+        let raw_ap = raw.ap.as_ref().ok_or_else(|| cx.required("ap"))?;
+        let raw_stations = raw
+            .stations
             .as_ref()
-            .ok_or_else(|| ScenarioError::new(cx.at("ap"), format!("required for {}", cx.what)))?;
-        let raw_stations = raw.stations.as_ref().ok_or_else(|| {
-            ScenarioError::new(cx.at("stations"), format!("required for {}", cx.what))
-        })?;
+            .ok_or_else(|| cx.required("stations"))?;
         if raw_stations.is_empty() {
             return Err(ScenarioError::new(
                 cx.at("stations"),
