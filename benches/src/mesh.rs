@@ -15,15 +15,14 @@
 //! second, the segments the server received, RPL's tree (members with a
 //! parent) and the process's peak resident memory.
 
-use rtolab_benches::{peak_rss_bytes, stopwatch};
+use rtolab_benches::{peak_rss_bytes, simulator_from_toml, stopwatch};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use rtolab_sim::app::AppStats;
 use rtolab_sim::link::LinkStats;
 use rtolab_sim::node::LinkId;
-use rtolab_sim::run::build_simulator;
-use rtolab_sim::{Scenario, SimTime};
+use rtolab_sim::SimTime;
 use serde_json::json;
 
 /// Payload of every segment the clients send, as in the study.
@@ -143,14 +142,7 @@ fn main() -> ExitCode {
     };
     let text = scenario_toml(&args);
     let started = stopwatch();
-    let scenario = match Scenario::from_toml_str(&text) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: the generated scenario does not validate: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut sim = match build_simulator(&scenario, args.seed) {
+    let mut sim = match simulator_from_toml(&text, args.seed) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
