@@ -47,6 +47,22 @@ def cbr_result(tmp_path_factory: pytest.TempPathFactory):
     return rtolab.run(SCENARIOS / "p2p-cbr.toml", seed=1, out=tmp_path_factory.mktemp("cbr"))
 
 
+@pytest.fixture(scope="session")
+def loss_delay_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The output directory of a loss x delay sweep of a 2 MB transfer in
+    3 s, 2 seeds (with 5 % loss it does not finish in time), shared by the
+    tests that only read it; its spec is ``sweep.toml`` beside it."""
+    import rtolab
+
+    root = tmp_path_factory.mktemp("sweep")
+    (root / "sweep.toml").write_text(
+        'scenario = "p2p-bulk"\nseeds = 2\n[set]\nduration = "3s"\n[grid]\n'
+        '"link.ab.delay" = ["50ms", "5ms"]\n"link.ab.loss" = [0.0, 0.05]\n'
+    )
+    rtolab.sweep(root / "sweep.toml", root / "out", workers=0)
+    return root / "out"
+
+
 @pytest.fixture
 def scenarios_dir() -> Path:
     """The folder of shipped scenario files."""

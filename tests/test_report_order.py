@@ -13,27 +13,9 @@ import rtolab
 from rtolab import plots, sweeps
 from rtolab.experiments import reproduce
 
-ONE_FLOW = """
-scenario = "p2p-bulk"
-seeds = 2
-[set]
-duration = "3s"
-[grid]
-"link.ab.delay" = ["50ms", "5ms"]
-"link.ab.loss" = [0.0, 0.05]
-"""
 
-
-@pytest.fixture(scope="module")
-def one_flow_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("sweep")
-    (root / "sweep.toml").write_text(ONE_FLOW)
-    rtolab.sweep(root / "sweep.toml", root / "out", workers=0)
-    return root / "out"
-
-
-def test_sweep_figures_follow_the_parameters_and_metrics(one_flow_sweep: Path) -> None:
-    results = rtolab.load_results(one_flow_sweep)
+def test_sweep_figures_follow_the_parameters_and_metrics(loss_delay_sweep: Path) -> None:
+    results = rtolab.load_results(loss_delay_sweep)
     figures = dict(plots.sweep_figures(results))
     # One transfer: a goodput-fairness figure would put every point at 1.0.
     assert "goodput-fairness" not in figures
@@ -54,8 +36,8 @@ def test_sweep_figures_follow_the_parameters_and_metrics(one_flow_sweep: Path) -
         assert not any("no latency data" in t for t in texts)
 
 
-def test_sweep_report_puts_summary_and_figures_before_the_runs(one_flow_sweep: Path) -> None:
-    page = rtolab.report(one_flow_sweep).read_text(encoding="utf-8")
+def test_sweep_report_puts_summary_and_figures_before_the_runs(loss_delay_sweep: Path) -> None:
+    page = rtolab.report(loss_delay_sweep).read_text(encoding="utf-8")
     summary = page.index("<h2>Summary by parameters</h2>")
     figures = page.index("<h2>Figures</h2>")
     runs = page.index("<details><summary><b>Runs (8)</b>")

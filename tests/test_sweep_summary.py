@@ -74,35 +74,14 @@ def test_a_failed_run_is_counted_apart_from_unfinished_ones() -> None:
     assert list(sweeps.outcomes(frame)) == ["finished", "unfinished", "failed"]
 
 
-LOSS_DELAY = """
-scenario = "p2p-bulk"
-seeds = 2
-[set]
-duration = "3s"
-[grid]
-"link.ab.delay" = ["50ms", "5ms"]
-"link.ab.loss" = [0.0, 0.05]
-"""
-
-
-@pytest.fixture(scope="module")
-def loss_delay_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A loss x delay sweep of a 2 MB transfer in 3 s: with 5 % loss it does
-    not finish in time."""
-    root = tmp_path_factory.mktemp("sweep")
-    (root / "sweep.toml").write_text(LOSS_DELAY)
-    sweeps.sweep(root / "sweep.toml", root / "out", workers=0)
-    return root / "out"
-
-
 def test_piped_summary_is_plain_fits_80_columns_and_shows_unfinished_runs(
-    loss_delay_sweep: Path, tmp_path: Path
+    loss_delay_sweep: Path,
 ) -> None:
-    (tmp_path / "sweep.toml").write_text(LOSS_DELAY)
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    spec = loss_delay_sweep.parent / "sweep.toml"
     args = ["--out", str(loss_delay_sweep), "--workers", "0", "--no-report"]
     done = subprocess.run(
-        [sys.executable, "-m", "rtolab", "sweep", str(tmp_path / "sweep.toml"), *args],
+        [sys.executable, "-m", "rtolab", "sweep", str(spec), *args],
         capture_output=True,
         text=True,
         env=env,
