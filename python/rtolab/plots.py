@@ -880,10 +880,20 @@ def throughput_over_time(
         return _empty(ax, "no packets received")
     duration = float(_report(data).get("duration_s", 0.0)) or float(times.max() or 1.0)
     width = duration / bins
-    for label, group in received.groupby(groups):
-        index = (times.loc[group.index] // width).astype(int)
-        kbps = sizes.loc[group.index].groupby(index).sum() * 8 / width / 1e3
-        kbps = kbps.reindex(range(bins), fill_value=0)
+    bytes_per_bin = (
+        (label, sizes.loc[group.index].groupby((times.loc[group.index] // width).astype(int)).sum())
+        for label, group in received.groupby(groups)
+    )
+    return _throughput_steps(ax, bytes_per_bin, bins, width)
+
+
+def _throughput_steps(
+    ax: Axes, bytes_per_bin: Iterable[tuple[Any, pd.Series]], bins: int, width: float
+) -> Axes:
+    """One step line per group: its bytes received per bin of ``width``
+    seconds (indexed by bin number), in kbit/s."""
+    for label, received in bytes_per_bin:
+        kbps = (received * 8 / width / 1e3).reindex(range(bins), fill_value=0)
         name = " → ".join(str(x) for x in label) if isinstance(label, tuple) else str(label)
         ax.step(kbps.index * width, kbps.to_numpy(), where="post", label=name)
     ax.set_xlabel("time (s)")
@@ -910,19 +920,19 @@ def _binned_throughput(data: Any, directory: Path, bins: int, ax: Axes) -> Axes:
     width = duration / bins
     groups = [c for c in ("link_name", "node_name") if c in received] or ["link", "node"]
     duration_ns = max(1, round(duration * 1e9))
-    for label, group in received.groupby(groups):
-        # Integer arithmetic: a 10 ms bin must not fall into the figure's
-        # bin before its own through rounding (0.2 / 0.2 < 1 in floats).
-        index = group["t_ns"].astype("int64") * bins // duration_ns
-        kbps = group[size].astype("float64").groupby(index.to_numpy()).sum() * 8 / width / 1e3
-        kbps = kbps.reindex(range(bins), fill_value=0)
-        name = " → ".join(str(x) for x in label) if isinstance(label, tuple) else str(label)
-        ax.step(kbps.index * width, kbps.to_numpy(), where="post", label=name)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("received (kbit/s)")
-    ax.set_title("Throughput per link and receiver")
-    _legend(ax)
-    return ax
+    # Integer arithmetic: a 10 ms bin must not fall into the figure's bin
+    # before its own through rounding (0.2 / 0.2 < 1 in floats).
+    bytes_per_bin = (
+        (
+            label,
+            group[size]
+            .astype("float64")
+            .groupby((group["t_ns"].astype("int64") * bins // duration_ns).to_numpy())
+            .sum(),
+        )
+        for label, group in received.groupby(groups)
+    )
+    return _throughput_steps(ax, bytes_per_bin, bins, width)
 
 
 def drops_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> Axes:
