@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use common::{pattern, tcp_of, Faults, CLIENT, PORT, SERVER};
 use proptest::prelude::*;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rtolab_smoltcp::{Host, RecvError, Settings, State as SmolState};
 use rtolab_tcp::{Config, ConnId, Event, Profile, Stack, State};
@@ -81,20 +81,7 @@ impl Wire {
         if tcp_of(&datagram).is_some_and(|t| t.flags.contains(TcpFlags::RST)) {
             self.resets += 1;
         }
-        if self.rng.gen_bool(self.faults.loss) {
-            return;
-        }
-        let copies = if self.rng.gen_bool(self.faults.duplicate) {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let mut arrive = now + self.latency;
-            if self.rng.gen_bool(self.faults.reorder) {
-                let extra = self.rng.gen_range(0..=self.faults.reorder_delay.as_nanos());
-                arrive += SimDuration::from_nanos(extra);
-            }
+        for arrive in self.faults.arrivals(&mut self.rng, now, self.latency) {
             self.counter += 1;
             self.queue
                 .push(Reverse((arrive, self.counter, to_ours, datagram.clone())));

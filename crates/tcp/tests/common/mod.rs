@@ -57,6 +57,38 @@ pub struct Faults {
     pub reorder_delay: SimDuration,
 }
 
+impl Faults {
+    /// When the copies of a datagram leaving at `depart` arrive after
+    /// `latency`: none if it is lost, two if duplicated, each maybe delayed
+    /// further (reordered). Draws from `rng` in that order, so a seed gives
+    /// the same faults to every harness.
+    pub fn arrivals(
+        &self,
+        rng: &mut impl Rng,
+        depart: SimTime,
+        latency: SimDuration,
+    ) -> Vec<SimTime> {
+        if rng.gen_bool(self.loss.clamp(0.0, 1.0)) {
+            return Vec::new();
+        }
+        let copies = if rng.gen_bool(self.duplicate.clamp(0.0, 1.0)) {
+            2
+        } else {
+            1
+        };
+        (0..copies)
+            .map(|_| {
+                let mut arrive = depart + latency;
+                if rng.gen_bool(self.reorder.clamp(0.0, 1.0)) {
+                    let extra = rng.gen_range(0..=self.reorder_delay.as_nanos());
+                    arrive += SimDuration::from_nanos(extra);
+                }
+                arrive
+            })
+            .collect()
+    }
+}
+
 pub struct Pair {
     pub client: Stack,
     pub server: Stack,
@@ -171,20 +203,7 @@ impl Pair {
                 depart += SimDuration::transmission(datagram.len() as u64, bps);
                 self.link_free[index] = depart;
             }
-            if self.rng.gen_bool(self.faults.loss.clamp(0.0, 1.0)) {
-                continue;
-            }
-            let copies = if self.rng.gen_bool(self.faults.duplicate.clamp(0.0, 1.0)) {
-                2
-            } else {
-                1
-            };
-            for _ in 0..copies {
-                let mut arrive = depart + self.latency;
-                if self.rng.gen_bool(self.faults.reorder.clamp(0.0, 1.0)) {
-                    let extra = self.rng.gen_range(0..=self.faults.reorder_delay.as_nanos());
-                    arrive += SimDuration::from_nanos(extra);
-                }
+            for arrive in self.faults.arrivals(&mut self.rng, depart, self.latency) {
                 let to = match side {
                     Side::Client => Side::Server,
                     Side::Server => Side::Client,
