@@ -1012,6 +1012,11 @@ mod tests {
             },
             payload: &[],
         };
+        from_peer6(&tcp)
+    }
+
+    /// `tcp` in an IPv6 datagram from the peer to the host.
+    fn from_peer6(tcp: &TcpRepr) -> Vec<u8> {
         let ip = Ipv6Repr {
             src: PEER6,
             dst: HOST6,
@@ -1022,7 +1027,7 @@ mod tests {
             payload_len: 0,
         };
         let mut out = Vec::new();
-        ipv6::emit_tcp(&mut out, &ip, &tcp).unwrap();
+        ipv6::emit_tcp(&mut out, &ip, tcp).unwrap();
         out
     }
 
@@ -1070,18 +1075,7 @@ mod tests {
             options: rtolab_wire::tcp::TcpOptions::default(),
             payload: b"0123456789",
         };
-        let ip = Ipv6Repr {
-            src: PEER6,
-            dst: HOST6,
-            next_header: 0,
-            hop_limit: 64,
-            traffic_class: 0,
-            flow_label: 0,
-            payload_len: 0,
-        };
-        let mut datagram = Vec::new();
-        ipv6::emit_tcp(&mut datagram, &ip, &tcp).unwrap();
-        s.handle_datagram(SimTime::ZERO, &datagram).unwrap();
+        s.handle_datagram(SimTime::ZERO, &from_peer6(&tcp)).unwrap();
         let sent = sent6(&mut s);
         assert_eq!(sent.len(), 1, "{sent:?}");
         let (_, flags, seq, ack, _) = sent[0];
