@@ -6,6 +6,8 @@ from typing import Any
 __version__: str
 #: Events in a row at one instant of simulated time that stop a run as stalled.
 DEFAULT_STALL_EVENTS: int
+#: Every name a run writes in its output directory besides its captures.
+OUTPUT_NAMES: list[str]
 
 class ScenarioError(ValueError):
     """A scenario failed validation; ``args`` is ``(field_path, message)``."""

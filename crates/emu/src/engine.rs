@@ -14,8 +14,7 @@
 //! device is late, and the driver measures by how much.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rand::RngCore;
@@ -23,6 +22,7 @@ use rtolab_sim::app::AppStats;
 use rtolab_sim::link::{Frame, Link, LinkIndication, LinkModel, LinkOutput};
 use rtolab_sim::middlebox::{ChainEvent, MiddleboxChain};
 use rtolab_sim::node::NodeId;
+use rtolab_sim::out_dir::OutDir;
 use rtolab_sim::pool::{PacketId, PacketPool};
 use rtolab_sim::rng::component_stream;
 use rtolab_sim::scenario::LinkModelSpec;
@@ -283,7 +283,7 @@ fn build_link(model: &LinkModelSpec, name: &str, seed: u64) -> Option<Link> {
 impl Engine {
     /// Builds the links, bridges and rtolab hosts of `emu`, with random
     /// streams from `seed`; opens the captures in `out_dir` if given.
-    pub fn new(emu: &EmuScenario, seed: u64, out_dir: Option<&Path>) -> Result<Engine, EmuError> {
+    pub fn new(emu: &EmuScenario, seed: u64, out_dir: Option<&OutDir>) -> Result<Engine, EmuError> {
         let s = &emu.scenario;
         let host_index = |name: &str| s.hosts.iter().position(|h| h.name == name);
         let mut engine = Engine {
@@ -428,11 +428,7 @@ impl Engine {
                 ports,
             });
         }
-        if let Some(dir) = out_dir {
-            std::fs::create_dir_all(dir).map_err(|source| EmuError::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+        if let Some(out) = out_dir {
             for capture in &s.captures {
                 let Some(l) = engine.links.iter().position(|l| l.name == capture.link) else {
                     continue;
@@ -443,8 +439,8 @@ impl Engine {
                 let Some(port) = engine.links[l].ports.iter().position(|p| p.host == h) else {
                     continue;
                 };
-                let path = dir.join(&capture.file);
-                let file = File::create(&path).map_err(|source| EmuError::Io {
+                let path = out.join(&capture.file);
+                let file = out.create(&capture.file).map_err(|source| EmuError::Io {
                     path: path.clone(),
                     source,
                 })?;
@@ -923,6 +919,35 @@ impl Engine {
                 .collect(),
             indications: self.indications.clone(),
             edges: self.edges.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::device_name;
+
+    /// Link names reach `ip` (as one argument of a list, never through a
+    /// shell) only as device names: plain, short, never an option.
+    #[test]
+    fn device_names_are_plain_whatever_the_link_is_called() {
+        for link in [
+            "-rf",
+            "a;reboot",
+            "$(id)",
+            "../../x",
+            "a b\tc",
+            "é\u{1b}[31m",
+            "",
+        ] {
+            let name = device_name(3, link);
+            assert!(name.starts_with("rt3-"), "{name:?}");
+            assert!(name.len() <= 15, "{name:?}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                "{name:?}"
+            );
         }
     }
 }

@@ -188,4 +188,27 @@ mod tests {
         let long = namespace_name(1, 0, &"h".repeat(100));
         assert_eq!(long.len(), "rtolab-1-0-".len() + 32);
     }
+
+    /// Host names reach `ip` (one argument of a list, never through a
+    /// shell) only as namespace names: plain, and never an option or a path.
+    #[test]
+    fn hostile_host_names_give_plain_namespace_names() {
+        for host in [
+            "-n",
+            "a;reboot",
+            "$(id)",
+            "../../etc",
+            "a b\tc",
+            "\u{1b}[31mred",
+            "",
+        ] {
+            let name = namespace_name(7, 1, host);
+            assert!(name.starts_with("rtolab-7-1-"), "{name:?}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                "{name:?}"
+            );
+        }
+    }
 }

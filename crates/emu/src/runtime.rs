@@ -8,7 +8,7 @@
 //! device at once, noting how late that was against the model's schedule.
 //! Apps of Linux hosts run on their own threads inside their namespaces.
 
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use std::time::Duration;
 use nix::errno::Errno;
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::time::TimeSpec;
+use rtolab_sim::out_dir::OutDir;
 use rtolab_sim::scenario::{AppSpec, RouteTarget};
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
@@ -313,7 +314,16 @@ pub fn emulate(
     let s = &emu.scenario;
     let seed = opts.seed.unwrap_or(s.seed);
     let duration = opts.duration.unwrap_or(s.duration);
-    let mut engine = Engine::new(emu, seed, opts.out_dir.as_deref())?;
+    // A link at the directory is followed here, once; a link at any name
+    // inside it is replaced, never written through.
+    let out = match &opts.out_dir {
+        Some(dir) => Some(OutDir::open(dir).map_err(|source| EmuError::Io {
+            path: dir.clone(),
+            source,
+        })?),
+        None => None,
+    };
+    let mut engine = Engine::new(emu, seed, out.as_ref())?;
 
     // ----- namespaces, devices, addresses, routes -----
     let run = netns::next_run();
@@ -635,15 +645,16 @@ pub fn emulate(
         stale_namespaces_removed: stale,
         files: Vec::new(),
     };
-    if let Some(dir) = &opts.out_dir {
-        let path = dir.join(METRICS_FILE);
+    if let Some(out) = &out {
+        let path = out.join(METRICS_FILE);
         files.push(path.clone());
         report.files = files;
         let json = serde_json::to_vec_pretty(&report).map_err(|e| EmuError::Io {
             path: path.clone(),
             source: e.into(),
         })?;
-        std::fs::write(&path, json).map_err(|source| EmuError::Io { path, source })?;
+        out.write_atomic(METRICS_FILE, |file| file.write_all(&json))
+            .map_err(|source| EmuError::Io { path, source })?;
     }
     Ok(report)
 }

@@ -473,6 +473,13 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "DEFAULT_STALL_EVENTS",
         rtolab_sim::limits::DEFAULT_STALL_EVENTS,
     )?;
+    m.add(
+        "OUTPUT_NAMES",
+        rtolab_sim::scenario::OUTPUT_NAMES
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>(),
+    )?;
     m.add("ScenarioError", m.py().get_type::<NativeScenarioError>())?;
     m.add("RunError", m.py().get_type::<NativeRunError>())?;
     m.add("RunStopped", m.py().get_type::<NativeRunStopped>())?;

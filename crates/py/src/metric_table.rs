@@ -3,7 +3,6 @@
 //! the file; the columns and their types are those `rtolab.runreport`'s
 //! `metric_table` builds (large strings, nullable, NaN where no number).
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -12,6 +11,7 @@ use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
+use rtolab_sim::out_dir::OutDir;
 
 use crate::report::{self, MetricColumns};
 
@@ -38,9 +38,16 @@ pub fn write_metric_table(text: &[u8], path: &Path) -> Result<(), MetricTableErr
         .set_compression(Compression::SNAPPY)
         .set_created_by("rtolab".to_string())
         .build();
-    let mut writer = ArrowWriter::try_new(File::create(path)?, batch.schema(), Some(properties))?;
-    writer.write(&batch)?;
-    writer.close()?;
+    // Written whole or not at all, and never through a link at the name.
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let out = OutDir::open(dir.unwrap_or(Path::new(".")))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    out.write_atomic(name, |file| {
+        let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(properties))
+            .map_err(std::io::Error::other)?;
+        writer.write(&batch).map_err(std::io::Error::other)?;
+        writer.close().map(drop).map_err(std::io::Error::other)
+    })?;
     Ok(())
 }
 

@@ -31,7 +31,9 @@
 //!   each family as a Parquet table;
 //! * [`sim`]: the [`Simulator`] tying them together (IP forwarding,
 //!   demultiplexing to apps, captures);
-//! * [`scenario`] and [`run`]: TOML scenario files and running them.
+//! * [`scenario`] and [`run`]: TOML scenario files and running them;
+//! * [`out_dir`]: files made in an output directory without following a
+//!   link that stands there.
 //!
 //! # Determinism
 //!
@@ -55,6 +57,7 @@ pub mod mac;
 pub mod mesh;
 pub mod middlebox;
 pub mod node;
+pub mod out_dir;
 pub mod pool;
 pub mod position;
 pub mod queue;

@@ -1,7 +1,6 @@
 //! Running a scenario end to end: build the simulation, attach captures and
 //! the trace file, run, and collect a report.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +16,7 @@ use crate::cidr::Ipv4Cidr;
 use crate::limits::{CountingWriter, RunLimits, Stop, StopFlag};
 use crate::link::LinkStats;
 use crate::node::{LinkId, MiddleboxId, NodeId, NodeStats};
+use crate::out_dir::OutDir;
 use crate::scenario::{RouteTarget, Scenario, METRICS_FILE, TRACES_DIR, TRACES_FILE};
 use crate::sim::{BuildError, SimError, Simulator};
 use crate::tcp::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts};
@@ -437,10 +437,13 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
     let written = sim.output_counter();
     let mut files = Vec::new();
 
-    if let Some(dir) = &opts.out_dir {
-        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let out = match &opts.out_dir {
+        Some(dir) => Some(OutDir::open(dir).map_err(io_error(dir))?),
+        None => None,
+    };
+    if let Some(out) = &out {
         for capture in &scenario.captures {
-            let path = dir.join(&capture.file);
+            let path = out.join(&capture.file);
             let node = sim
                 .nodes()
                 .iter()
@@ -461,7 +464,7 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
             });
             // Validation guarantees the interface exists.
             let Some(iface) = iface else { continue };
-            let file = File::create(&path).map_err(io_error(&path))?;
+            let file = out.create(&capture.file).map_err(io_error(&path))?;
             let file = CountingWriter::new(file, written.clone());
             let writer = PcapWriter::from_writer_with(Box::new(file), sim.capture_link_type(iface))
                 .map_err(io_error(&path))?;
@@ -477,19 +480,22 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
             let selection = opts.traces.selection.clone();
             match opts.traces.format {
                 TraceFormat::Jsonl => {
-                    let path = dir.join(TRACES_FILE);
-                    let file = File::create(&path).map_err(io_error(&path))?;
+                    let path = out.join(TRACES_FILE);
+                    let file = out.create(TRACES_FILE).map_err(io_error(&path))?;
                     let file = CountingWriter::new(file, written.clone());
                     let sink = JsonlSink::new(BufWriter::new(file));
                     sim.set_trace_sink(Box::new(FilteredSink::new(sink, selection)));
                     files.push(path);
                 }
                 TraceFormat::Parquet => {
-                    let path = dir.join(TRACES_DIR);
-                    std::fs::create_dir_all(&path).map_err(io_error(&path))?;
+                    let path = out.join(TRACES_DIR);
+                    // Tables of an earlier run into the same directory
+                    // would be read as this run's.
+                    let tables = out.fresh_subdir(TRACES_DIR).map_err(io_error(&path))?;
                     let counter = written.clone();
                     let open: crate::trace_table::OpenFile = Box::new(move |file: &Path| {
-                        let file = CountingWriter::new(File::create(file)?, counter.clone());
+                        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                        let file = CountingWriter::new(tables.create(name)?, counter.clone());
                         Ok(Box::new(BufWriter::new(file)) as Box<dyn Write + Send>)
                     });
                     sim.set_trace_sink(Box::new(ParquetSink::new(&path, selection, open)));
@@ -529,10 +535,9 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
     let mut report = report(&sim, &scenario.name, files);
     // Its memory goes before metrics.json is written and the report handed on.
     drop(sim);
-    if let Some(dir) = &opts.out_dir {
-        let path = dir.join(METRICS_FILE);
-        report.files.push(path.clone());
-        write_metrics(&path, dir, &mut report, failure.as_ref())?;
+    if let Some(out) = &out {
+        report.files.push(out.join(METRICS_FILE));
+        write_metrics(out, &mut report, failure.as_ref())?;
     }
     match failure {
         Some(e) => Err(e),
@@ -540,11 +545,11 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
     }
 }
 
-/// Writes `metrics.json` with file paths relative to `dir`, so that runs
-/// into different directories give identical files.
+/// Writes `metrics.json` with file paths relative to `out`, so that runs
+/// into different directories give identical files. The file is written
+/// whole or not at all: one that exists is the run's last word.
 fn write_metrics(
-    path: &Path,
-    dir: &Path,
+    out: &OutDir,
     report: &mut RunReport,
     failure: Option<&RunError>,
 ) -> Result<(), RunError> {
@@ -553,16 +558,16 @@ fn write_metrics(
     let relative = report
         .files
         .iter()
-        .map(|f| f.strip_prefix(dir).unwrap_or(f).to_path_buf())
+        .map(|f| f.strip_prefix(out.path()).unwrap_or(f).to_path_buf())
         .collect();
     let absolute = std::mem::replace(&mut report.files, relative);
-    let written = write_metrics_file(path, report, failure);
+    let written = write_metrics_file(out, report, failure);
     report.files = absolute;
     written
 }
 
 fn write_metrics_file(
-    path: &Path,
+    out: &OutDir,
     report: &RunReport,
     failure: Option<&RunError>,
 ) -> Result<(), RunError> {
@@ -575,10 +580,12 @@ fn write_metrics_file(
         },
         error: failure.map(ToString::to_string),
     };
-    let mut out = BufWriter::new(File::create(path).map_err(io_error(path))?);
-    serde_json::to_writer_pretty(&mut out, &metrics)
-        .map_err(io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush())
-        .map_err(io_error(path))
+    out.write_atomic(METRICS_FILE, |file| {
+        let mut file = BufWriter::new(file);
+        serde_json::to_writer_pretty(&mut file, &metrics)?;
+        file.write_all(b"\n")?;
+        file.flush()
+    })
+    .map(drop)
+    .map_err(io_error(&out.join(METRICS_FILE)))
 }

@@ -17,8 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::mem::Discriminant;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -630,17 +629,10 @@ fn close<T>(family: &mut Family<T>) -> io::Result<()> {
     }
 }
 
-/// Opens files for a [`ParquetSink`] without counting them.
-pub fn plain_files() -> OpenFile {
-    Box::new(|path: &Path| {
-        let file = File::create(path)?;
-        Ok(Box::new(BufWriter::new(file)) as Box<dyn Write + Send>)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
     use std::sync::Mutex;
 
     #[derive(Serialize)]

@@ -204,6 +204,11 @@ fn capture_file_names_that_no_file_system_takes_are_rejected() {
         ("", "only dots and spaces"),
         ("sub\\\\x.pcap", "without /"),
         ("metrics.json", "the run writes them"),
+        ("scenario.toml", "the run writes them"),
+        ("metrics.parquet", "the run writes them"),
+        ("report.html", "the run writes them"),
+        ("plots", "the run writes them"),
+        ("traces", "the run writes them"),
     ] {
         let e = rejects(&with_capture_file(file));
         assert_eq!(e.path, "capture[0].file", "{file:?}");

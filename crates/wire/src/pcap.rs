@@ -62,8 +62,13 @@ pub struct PcapWriter {
     out: BufWriter<Box<dyn Write + Send>>,
 }
 
-/// Buffer of each capture: large writes keep system calls rare.
+/// Buffer of each capture: large writes keep system calls rare. It holds
+/// the longest record ([`SNAPLEN`] bytes and its header) whole.
 const BUFFER_BYTES: usize = 1 << 20;
+
+/// Bytes of a record's header: seconds, nanoseconds, captured and original
+/// lengths.
+const RECORD_HEADER_BYTES: usize = 16;
 
 impl PcapWriter {
     /// Creates (or truncates) `path` and writes the file header
@@ -125,6 +130,14 @@ impl PcapWriter {
                     ),
                 )
             })?;
+        // A record goes out whole: when it does not fit in what is left of
+        // the buffer, the buffer (whole records only) is written first. A
+        // process killed between two writes then leaves a file that ends
+        // at a record's end, never inside one.
+        let record = RECORD_HEADER_BYTES + data.len();
+        if self.out.capacity() - self.out.buffer().len() < record {
+            self.out.flush()?;
+        }
         let packet = PcapPacket::new(Duration::from_nanos(time_ns), len, data);
         packet
             .write_to::<_, LittleEndian>(&mut self.out, TsResolution::NanoSecond, SNAPLEN)
@@ -147,5 +160,49 @@ fn into_io(err: PcapError) -> io::Error {
     match err {
         PcapError::IoError(e) => e,
         other => io::Error::new(io::ErrorKind::InvalidInput, other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// Records the length of every write that reaches it.
+    struct Writes(Arc<Mutex<Vec<usize>>>);
+
+    impl Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().push(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn every_write_to_the_file_ends_at_a_record_boundary() {
+        let writes = Arc::new(Mutex::new(Vec::new()));
+        let mut pcap = PcapWriter::from_writer(Box::new(Writes(writes.clone()))).unwrap();
+        // Sizes that do not divide the buffer, so records straddle it.
+        let sizes: Vec<usize> = (0..400).map(|i| 1 + (i * 7919) % 65_000).collect();
+        let mut ends = vec![24];
+        for (i, &size) in sizes.iter().enumerate() {
+            pcap.write_packet(i as u64, &vec![0x45; size]).unwrap();
+            ends.push(ends.last().unwrap() + RECORD_HEADER_BYTES + size);
+        }
+        pcap.flush().unwrap();
+        let writes = writes.lock().unwrap();
+        assert!(writes.len() > 5, "the buffer filled several times");
+        let mut at = 0;
+        for &len in writes.iter() {
+            at += len;
+            assert!(
+                ends.contains(&at),
+                "a write ends at byte {at}, inside a record"
+            );
+        }
+        assert_eq!(at, *ends.last().unwrap());
     }
 }

@@ -197,6 +197,19 @@ pub const TRACES_FILE: &str = "traces.jsonl";
 pub const TRACES_DIR: &str = "traces";
 /// File name of the metrics written next to the captures.
 pub const METRICS_FILE: &str = "metrics.json";
+/// Every name a run writes in its output directory besides its captures:
+/// the core's traces and metrics, and what the Python package adds (the
+/// scenario's copy, the metrics table, the figures and the report). No
+/// capture may take one of them.
+pub const OUTPUT_NAMES: [&str; 7] = [
+    TRACES_FILE,
+    TRACES_DIR,
+    METRICS_FILE,
+    "scenario.toml",
+    "metrics.parquet",
+    "plots",
+    "report.html",
+];
 
 /// A validated scenario.
 #[derive(Clone, Debug, PartialEq)]

@@ -13,7 +13,7 @@ use super::profiles::{default_profile, resolve};
 use super::raw::{Destination, RawCapture, RawHost, RawRoute, RawScenario};
 use super::{
     AppSpec, CaptureSpec, HostSpec, LinkSpec, MiddleboxEntry, RouteSpec, RouteTarget, Scenario,
-    DEFAULT_SEED, METRICS_FILE, TRACES_DIR, TRACES_FILE,
+    DEFAULT_SEED, OUTPUT_NAMES,
 };
 use crate::app::{AppCheck, AppKindSpec};
 use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
@@ -493,10 +493,10 @@ fn file_name_problem(file: &str) -> Option<String> {
             file.len()
         ));
     }
-    if file == TRACES_FILE || file == TRACES_DIR || file == METRICS_FILE {
+    if OUTPUT_NAMES.contains(&file) {
         return Some(format!(
-            "must be another name than {TRACES_FILE}, {TRACES_DIR} and {METRICS_FILE} \
-             (the run writes them)"
+            "must be another name than {} (the run writes them)",
+            OUTPUT_NAMES.join(", ")
         ));
     }
     None
