@@ -1,0 +1,287 @@
+//! The IP layer: bridging, IPv4 and IPv6 input and forwarding, one
+//! routing function for both families, and handing datagrams to links.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use rtolab_wire::ipv4;
+use rtolab_wire::ipv6::Ipv6Repr;
+
+use crate::cidr::Family;
+use crate::link::{Frame, LinkModel, Port};
+use crate::node::{IfaceId, Interface, Node, NodeId, RoutingTable};
+use crate::pool::PacketId;
+use crate::trace::{DropReason, TraceEvent};
+
+use super::{Simulator, Work};
+
+impl Simulator {
+    /// A packet past the node's middleboxes: a bridge passes it on, any
+    /// other node delivers or forwards it.
+    #[inline]
+    pub(super) fn bridge_or_route(&mut self, iface: IfaceId, packet: PacketId) {
+        if self.nodes[iface.node.0 as usize].bridge {
+            self.bridge_forward(iface, packet);
+        } else {
+            self.ip_input(iface, packet);
+        }
+    }
+
+    /// A bridge passes a frame that arrived on `iface` out of its other
+    /// interface, byte for byte.
+    fn bridge_forward(&mut self, iface: IfaceId, packet: PacketId) {
+        let node = iface.node;
+        let node_ref = &self.nodes[node.0 as usize];
+        let out_index = (0..node_ref.interfaces.len() as u32).find(|&i| i != iface.index);
+        let Some(out_index) = out_index else {
+            self.drop_at(node, packet, DropReason::NoRoute);
+            return;
+        };
+        let interface = &node_ref.interfaces[out_index as usize];
+        let (link, port) = (interface.link, interface.port);
+        let slot = &self.links[link.0 as usize];
+        if slot.ports.len() != 2 {
+            self.drop_at(node, packet, DropReason::NeighbourUnknown);
+            return;
+        }
+        self.nodes[node.0 as usize].stats.bridged += 1;
+        trace!(
+            self,
+            TraceEvent::PacketBridged {
+                node: node.0,
+                in_iface: iface.index,
+                out_iface: out_index,
+                packet: self.pool.uid(packet),
+            }
+        );
+        let frame = Frame {
+            packet,
+            len: self.pool.len(packet) as u32,
+        };
+        let to = 1 - port;
+        let slot = &mut self.links[link.0 as usize];
+        slot.link
+            .transmit(self.now, port, to, frame, &mut self.link_out);
+        self.after_link_call(link.0);
+    }
+
+    /// A datagram arrived on `iface`: deliver it, forward it or drop it.
+    fn ip_input(&mut self, iface: IfaceId, packet: PacketId) {
+        let node = iface.node;
+        if ip_version(self.pool.bytes(packet)) == Some(6) {
+            self.ip6_input(iface, packet);
+            return;
+        }
+        let header = match ipv4::Packet::new_checked(self.pool.bytes(packet)) {
+            Ok(p) if p.version() == 4 && p.verify_checksum() => Some((p.dst_addr(), p.ttl())),
+            _ => None,
+        };
+        let Some((dst, ttl)) = header else {
+            self.drop_at(node, packet, DropReason::BadHeader);
+            return;
+        };
+        if self.nodes[node.0 as usize].owns(dst) {
+            self.deliver_local(node, packet);
+            return;
+        }
+        if ttl <= 1 {
+            self.drop_at(node, packet, DropReason::TtlExpired);
+            return;
+        }
+        let mut view = ipv4::Packet::new_unchecked(&mut self.pool.buf_mut(packet)[..]);
+        view.set_ttl(ttl - 1);
+        view.fill_checksum();
+        self.route_out(node, packet, dst, Some((iface.index, ttl - 1)));
+    }
+
+    /// An IPv6 datagram arrived on `iface`: deliver it, forward it with
+    /// its hop limit decremented, or drop it.
+    fn ip6_input(&mut self, iface: IfaceId, packet: PacketId) {
+        let node = iface.node;
+        let header = Ipv6Repr::parse(self.pool.bytes(packet))
+            .ok()
+            .map(|(ip, _)| (ip.dst, ip.hop_limit));
+        let Some((dst, hop_limit)) = header else {
+            self.drop_at(node, packet, DropReason::BadHeader);
+            return;
+        };
+        if self.nodes[node.0 as usize].owns6(dst) {
+            self.deliver_local(node, packet);
+            return;
+        }
+        if hop_limit <= 1 {
+            self.drop_at(node, packet, DropReason::TtlExpired);
+            return;
+        }
+        // IPv6 has no header checksum: only the hop limit changes.
+        self.pool.buf_mut(packet)[IPV6_HOP_LIMIT_OFFSET] = hop_limit - 1;
+        self.route_out(node, packet, dst, Some((iface.index, hop_limit - 1)));
+    }
+
+    /// A local app sent a datagram.
+    pub(super) fn send_local(&mut self, node: NodeId, packet: PacketId) {
+        if ip_version(self.pool.bytes(packet)) == Some(6) {
+            let Ok((ip, _)) = Ipv6Repr::parse(self.pool.bytes(packet)) else {
+                self.drop_at(node, packet, DropReason::BadHeader);
+                return;
+            };
+            self.nodes[node.0 as usize].stats.originated += 1;
+            if self.nodes[node.0 as usize].owns6(ip.dst) {
+                self.work.push_back(Work::Loopback { node, packet });
+                return;
+            }
+            self.route_out(node, packet, ip.dst, None);
+            return;
+        }
+        let dst = match ipv4::Packet::new_checked(self.pool.bytes(packet)) {
+            Ok(p) if p.version() == 4 => p.dst_addr(),
+            _ => {
+                self.drop_at(node, packet, DropReason::BadHeader);
+                return;
+            }
+        };
+        self.nodes[node.0 as usize].stats.originated += 1;
+        if self.nodes[node.0 as usize].owns(dst) {
+            self.work.push_back(Work::Loopback { node, packet });
+            return;
+        }
+        self.route_out(node, packet, dst, None);
+    }
+
+    /// Sends a datagram towards `dst`, of either family; `forwarded` is the
+    /// arrival interface and new TTL or hop limit when routing on behalf of
+    /// another node.
+    fn route_out<A: Routed>(
+        &mut self,
+        node: NodeId,
+        packet: PacketId,
+        dst: A,
+        forwarded: Option<(u32, u8)>,
+    ) {
+        let node_ref = &self.nodes[node.0 as usize];
+        let Some((out_iface, next_hop)) = A::routes(node_ref).lookup(dst) else {
+            self.drop_at(node, packet, DropReason::NoRoute);
+            return;
+        };
+        let interface = &node_ref.interfaces[out_iface as usize];
+        let (link, port) = (interface.link, interface.port);
+        let slot = &self.links[link.0 as usize];
+        // A link that routes by the datagram (a mesh) needs no next hop.
+        let to = if slot.link.reads_datagrams() {
+            Some(0)
+        } else if slot.link.addressed() {
+            slot.ports.iter().position(|p| {
+                let neighbour = &self.nodes[p.node.0 as usize].interfaces[p.index as usize];
+                A::address(neighbour) == Some(next_hop)
+            })
+        } else {
+            (slot.ports.len() == 2).then_some(1 - port as usize)
+        };
+        let Some(to) = to else {
+            self.drop_at(node, packet, DropReason::NeighbourUnknown);
+            return;
+        };
+        self.link_send(node, packet, out_iface, to as u32, forwarded);
+    }
+
+    /// Hands a datagram to the link of `node`'s interface `out_iface`,
+    /// for port `to`; traces the forwarding when it is not the node's own.
+    fn link_send(
+        &mut self,
+        node: NodeId,
+        packet: PacketId,
+        out_iface: u32,
+        to: Port,
+        forwarded: Option<(u32, u8)>,
+    ) {
+        if let Some((in_iface, ttl)) = forwarded {
+            self.nodes[node.0 as usize].stats.forwarded += 1;
+            trace!(
+                self,
+                TraceEvent::PacketForwarded {
+                    node: node.0,
+                    in_iface,
+                    out_iface,
+                    packet: self.pool.uid(packet),
+                    ttl,
+                }
+            );
+        }
+        let interface = &self.nodes[node.0 as usize].interfaces[out_iface as usize];
+        let (link, port) = (interface.link, interface.port);
+        let frame = Frame {
+            packet,
+            len: self.pool.len(packet) as u32,
+        };
+        let slot = &mut self.links[link.0 as usize];
+        if slot.link.reads_datagrams() {
+            slot.link.transmit_datagram(
+                self.now,
+                port,
+                frame,
+                self.pool.bytes(packet),
+                &mut self.link_out,
+            );
+        } else {
+            slot.link
+                .transmit(self.now, port, to, frame, &mut self.link_out);
+        }
+        self.after_link_call(link.0);
+    }
+
+    pub(super) fn drop_at(&mut self, node: NodeId, packet: PacketId, reason: DropReason) {
+        let stats = &mut self.nodes[node.0 as usize].stats;
+        match reason {
+            DropReason::NoRoute => stats.dropped_no_route += 1,
+            DropReason::NeighbourUnknown => stats.dropped_neighbour_unknown += 1,
+            DropReason::TtlExpired => stats.dropped_ttl_expired += 1,
+            DropReason::BadHeader => stats.dropped_bad_header += 1,
+            DropReason::NoListener => stats.dropped_no_listener += 1,
+            _ => {}
+        }
+        trace!(
+            self,
+            TraceEvent::PacketDropped {
+                node: node.0,
+                iface: None,
+                link: None,
+                packet: self.pool.uid(packet),
+                len: self.pool.len(packet) as u32,
+                reason,
+            }
+        );
+        self.pool.free(packet);
+    }
+}
+
+/// Offset of the hop limit in the IPv6 header (RFC 8200 §3).
+const IPV6_HOP_LIMIT_OFFSET: usize = 7;
+
+/// The IP version nibble of a datagram, `None` when it is empty.
+pub(super) fn ip_version(datagram: &[u8]) -> Option<u8> {
+    datagram.first().map(|b| b >> 4)
+}
+
+/// What routing needs of an address family: the node's table for it and
+/// an interface's address in it.
+trait Routed: Family {
+    fn routes(node: &Node) -> &RoutingTable<Self>;
+    fn address(interface: &Interface) -> Option<Self>;
+}
+
+impl Routed for Ipv4Addr {
+    fn routes(node: &Node) -> &RoutingTable<Self> {
+        &node.routes
+    }
+    fn address(interface: &Interface) -> Option<Self> {
+        Some(interface.cidr.addr)
+    }
+}
+
+impl Routed for Ipv6Addr {
+    fn routes(node: &Node) -> &RoutingTable<Self> {
+        &node.routes6
+    }
+    fn address(interface: &Interface) -> Option<Self> {
+        interface.ipv6.map(|c| c.addr)
+    }
+}
