@@ -228,6 +228,16 @@ fn bad_tables_name_the_field() {
         rejects(ONE_OUTAGE, &format!("{HOLDING}search = \"best\"\n"))
             .starts_with("middlebox[0].search:")
     );
+    assert!(rejects(ONE_OUTAGE, &format!("{HOLDING}duplicates = 3\n"))
+        .starts_with("middlebox[0].duplicates: must be 0, 1 or 2"));
+    assert!(
+        rejects(ONE_OUTAGE, &format!("{HOLDING}min_rto = \"soon\"\n"))
+            .starts_with("middlebox[0].min_rto: a duration like")
+    );
+    assert!(
+        rejects(ONE_OUTAGE, &format!("{HOLDING}samples = \"acks\"\n"))
+            .starts_with("middlebox[0].samples:")
+    );
 }
 
 #[test]
@@ -258,4 +268,61 @@ fn the_base_station_estimates_the_fixed_host_s_round_trip_from_timestamps() {
         "base station {estimate} s, fixed host {own} s"
     );
     assert!(holding_stat(&r, "rtt_samples") > 100);
+}
+
+fn schedule_field(report: &RunReport, outage: usize, field: &str) -> serde_json::Value {
+    report.middleboxes[0].stats["schedules"][outage][field].clone()
+}
+
+#[test]
+fn duplicates_of_held_acks_triple_the_releases_and_never_make_a_third() {
+    let extra = format!("{HOLDING}duplicates = 2\n");
+    let (r, _) = run(&scenario(ONE_OUTAGE, &extra, ""));
+    let acks = schedule_field(&r, 0, "acks").as_u64().expect("acks");
+    assert_eq!(schedule_field(&r, 0, "releases"), 3 * acks);
+    // Two duplicates follow each paced ACK (the last ones may be cut by
+    // the link's return).
+    let sent = holding_stat(&r, "duplicates_sent");
+    assert!(
+        sent >= 2 * (acks - 1) && sent <= 2 * acks,
+        "{sent} of {acks}"
+    );
+    let (timeouts, fast, dups, _) = fixed_host(&r);
+    assert_eq!((timeouts, fast), (0, 0));
+    assert!(dups >= sent, "the fixed host counted {dups} duplicates");
+}
+
+#[test]
+fn a_floor_aware_schedule_spares_the_fixed_host_a_timeout_with_few_acks() {
+    // A 50 ms warning leaves 5 ACKs for 10 s: the spec's model paces them
+    // 2 s apart, past the fixed host's 1 s RTO; knowing the floor, the
+    // timeout-free search stretches the first ones from it instead.
+    let outages = format!("{ONE_OUTAGE}\nwarning = \"50ms\"");
+    let (spec, _) = run(&scenario(&outages, HOLDING, ""));
+    assert!(fixed_host(&spec).0 > 0);
+    let extra = format!("{HOLDING}min_rto = \"1s\"\nsearch = \"timeout-free\"\n");
+    let (floored, _) = run(&scenario(&outages, &extra, ""));
+    assert_eq!(schedule_field(&floored, 0, "min_rto_s"), 1.0);
+    assert!(schedule_field(&floored, 0, "n").as_u64() > Some(0));
+    let gaps = schedule_field(&floored, 0, "gaps_s");
+    assert_eq!(gaps[0], 0.9, "the floor, 10 % early");
+    // No timeout while the link is out.
+    assert_eq!(fixed_host(&floored).0, 0);
+}
+
+#[test]
+fn the_floor_is_inferred_from_a_timeout_of_the_fixed_host() {
+    // The first outage is warned too late to hold anything useful, so the
+    // fixed host times out; the second schedule knows its floor.
+    let outages = r#"outages = [ { start = "8s", duration = "10s" }, { start = "24s", duration = "10s" } ]
+warning = "50ms""#;
+    let extra = format!("{HOLDING}min_rto = \"infer\"\n");
+    let (r, _) = run(&scenario(outages, &extra, ""));
+    assert_eq!(schedule_field(&r, 0, "min_rto_s"), serde_json::Value::Null);
+    let inferred = schedule_field(&r, 1, "min_rto_s")
+        .as_f64()
+        .expect("inferred");
+    // The rfc profile's floor is 1 s; the estimate is the RTO armed at the
+    // first timeout, at least that.
+    assert!((1.0..1.2).contains(&inferred), "{inferred}");
 }

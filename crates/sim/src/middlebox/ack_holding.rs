@@ -29,6 +29,25 @@
 //! before the first round trip) the link's round trip from `going_down`
 //! stands in, with half of it as deviation, as RFC 6298 starts.
 //!
+//! **The fixed host beyond the spec.** By default the schedule is the
+//! spec's (§3): an estimator with no bound whose samples are the gaps
+//! between ACKs. `min_rto` gives it the fixed host's lower bound, either
+//! configured or `"infer"`red from the timeouts the base station has
+//! seen: the time from the last ACK it forwarded to the retransmission of
+//! the first unacknowledged segment, less the wired round trip, is the RTO
+//! the fixed host had armed, and the shortest such is the best bound.
+//! `samples = "hold"` plans for a fixed host that times the segment each
+//! ACK acknowledges, as real senders do: every held ACK acknowledges data
+//! sent before the outage, so its sample is how long it was held plus a
+//! round trip ([`super::ack_schedule::Samples`]).
+//!
+//! **Duplicates.** With `duplicates = 1` or `2` each held ACK goes out
+//! once more or twice more on the schedule (the spec allows the original
+//! and two duplicates), so there are more ACKs to pace. A duplicate does
+//! not restart a standard fixed host's timer (RFC 6298 §5.3: only an ACK
+//! of new data does), which is what the comparison in docs/ack-holding.md
+//! measures.
+//!
 //! **Safety margin.** The first `n` ACKs of the schedule are each released
 //! when the fixed host's timer would fire by the model; the fixed host's
 //! real timer is only estimated, so they go `safety` (a fraction) earlier,
@@ -42,6 +61,9 @@
 //! search = "global-minimum"   # optional; or "step-forward" (the study's),
 //!                             # or "timeout-free"
 //! safety = 0.1                # optional
+//! min_rto = "1s"              # optional; or "infer"
+//! samples = "gaps"            # optional; or "hold"
+//! duplicates = 0              # optional; 0, 1 or 2
 //! ```
 
 use std::collections::VecDeque;
@@ -52,10 +74,11 @@ use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::tcp::TcpFlags;
 use serde::{Deserialize, Serialize};
 
-use super::ack_schedule::{self, PacingProblem, Search};
+use super::ack_schedule::{self, HostModel, PacingProblem, Samples, Search};
 use super::{Held, Middlebox, MiddleboxCheck, MiddleboxCx, ScenarioMiddlebox};
 use crate::config::{required, ScenarioError};
 use crate::link::LinkIndication;
+use crate::units::parse_duration;
 
 /// Default `safety`: releases come 10 % before the modelled timeout, more
 /// than the error of an estimate from a few dozen samples of a steady path.
@@ -76,6 +99,20 @@ pub struct RawAckHolding {
     mobile: Option<Ipv4Addr>,
     search: Option<Search>,
     safety: Option<f64>,
+    min_rto: Option<String>,
+    samples: Option<Samples>,
+    duplicates: Option<u8>,
+}
+
+/// Where the schedule's bound on the fixed host's RTO comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MinRto {
+    /// None: the spec's model.
+    None,
+    /// A configured value.
+    Given(SimDuration),
+    /// The shortest RTO seen armed, from the fixed host's timeouts.
+    Infer,
 }
 
 /// A validated ACK-holding base station.
@@ -87,6 +124,12 @@ pub struct AckHoldingSpec {
     pub search: Search,
     /// Fraction by which stretching releases come early.
     pub safety: f64,
+    /// The fixed host's lower bound on its RTO, as the schedule knows it.
+    pub min_rto: MinRto,
+    /// What the schedule takes each ACK to sample.
+    pub samples: Samples,
+    /// Copies of each held ACK released besides the original (0 to 2).
+    pub duplicates: u8,
 }
 
 impl ScenarioMiddlebox for AckHoldingSpec {
@@ -103,10 +146,32 @@ impl ScenarioMiddlebox for AckHoldingSpec {
                 format!("must be at least 0 and below 0.5, got {safety}"),
             ));
         }
+        let min_rto = match raw.min_rto.as_deref() {
+            None => MinRto::None,
+            Some("infer") => MinRto::Infer,
+            Some(text) => MinRto::Given(parse_duration(text).map_err(|e| {
+                ScenarioError::new(
+                    cx.at("min_rto"),
+                    format!("a duration like \"1s\" or \"infer\": {e}"),
+                )
+            })?),
+        };
+        let duplicates = raw.duplicates.unwrap_or(0);
+        if duplicates > MAX_DUPLICATES {
+            return Err(ScenarioError::new(
+                cx.at("duplicates"),
+                format!(
+                    "must be 0, 1 or 2 (a third would set off a fast retransmit), got {duplicates}"
+                ),
+            ));
+        }
         Ok(AckHoldingSpec {
             mobile,
             search: raw.search.unwrap_or_default(),
             safety,
+            min_rto,
+            samples: raw.samples.unwrap_or_default(),
+            duplicates,
         })
     }
 
@@ -146,6 +211,18 @@ pub struct ScheduleRecord {
     pub n: u32,
     /// The modelled fixed-host RTO when the mobile returns, s.
     pub final_rto_s: f64,
+    /// The bound on the fixed host's RTO the schedule used, s (none: the
+    /// spec's model).
+    pub min_rto_s: Option<f64>,
+    /// Releases planned (N, times 1 + `duplicates`).
+    pub releases: u32,
+    /// When the fixed host got its last ACK before the outage (the
+    /// schedule's start), ns.
+    pub start_ns: u64,
+    /// The gap before each release as used (safety applied), s.
+    pub gaps_s: Vec<f64>,
+    /// The modelled fixed host's RTO after each release, s.
+    pub model_rto_s: Vec<f64>,
 }
 
 /// Counters of an [`AckHolding`] base station.
@@ -168,6 +245,10 @@ pub struct AckHoldingStats {
     pub rtt_samples: u64,
     /// Outages that found no ACK to hold.
     pub outages_without_acks: u64,
+    /// Duplicates of held ACKs sent on the schedule.
+    pub duplicates_sent: u64,
+    /// The fixed host's smallest RTO inferred from its timeouts, s.
+    pub inferred_min_rto_s: Option<f64>,
     /// Every outage's schedule.
     pub schedules: Vec<ScheduleRecord>,
 }
@@ -237,6 +318,16 @@ struct Conn {
     cached_bytes: u64,
     /// Release times of the held ACKs, in order.
     releases: VecDeque<SimTime>,
+    /// Releases done on the current schedule.
+    released: usize,
+    /// The last held ACK released (datagram, ack number, window), to send
+    /// duplicates of.
+    last_released: Option<(Vec<u8>, u32, u16)>,
+    /// End of the highest data from the fixed host seen.
+    data_end: Option<u32>,
+    /// Whether the fixed host's current unacknowledged segment was already
+    /// judged a retransmission.
+    retransmission_seen: bool,
 }
 
 impl Conn {
@@ -257,6 +348,10 @@ impl Conn {
             cache: VecDeque::new(),
             cached_bytes: 0,
             releases: VecDeque::new(),
+            released: 0,
+            last_released: None,
+            data_end: None,
+            retransmission_seen: false,
         }
     }
 }
@@ -287,6 +382,7 @@ struct Segment {
     fixed: (Ipv4Addr, u16),
     mobile_port: u16,
     payload: usize,
+    seq: u32,
     pure_ack: bool,
     ack: u32,
     window: u16,
@@ -325,6 +421,7 @@ impl AckHolding {
             fixed,
             mobile_port,
             payload: tcp.payload.len(),
+            seq: tcp.seq.0,
             pure_ack: tcp.payload.is_empty()
                 && tcp.flags.contains(TcpFlags::ACK)
                 && ![TcpFlags::SYN, TcpFlags::FIN, TcpFlags::RST]
@@ -399,16 +496,76 @@ impl AckHolding {
         if copies > MAX_DUPLICATES {
             return false;
         }
-        conn.last_ack_key = Some((ack, window, copies));
-        conn.last_ack_out = Some(now);
+        Self::forwarded_ack(conn, ack, window, now);
         true
+    }
+
+    /// Records an ACK as gone to the fixed host.
+    fn forwarded_ack(conn: &mut Conn, ack: u32, window: u16, now: SimTime) {
+        conn.last_ack_key = match conn.last_ack_key {
+            Some((a, w, c)) if a == ack && w == window => Some((a, w, c.saturating_add(1))),
+            Some((a, ..)) if a == ack => Some((ack, window, 0)),
+            _ => {
+                conn.retransmission_seen = false;
+                Some((ack, window, 0))
+            }
+        };
+        conn.last_ack_out = Some(now);
+    }
+
+    /// Learns from the fixed host's data segment `segment`: the first
+    /// retransmission of the segment the last ACK asked for, with fewer
+    /// than three duplicates sent (so not a fast retransmit), came when
+    /// its timer fired; the time since that ACK went out, less the wired
+    /// round trip, is the RTO it had armed.
+    fn note_data(conn: &mut Conn, segment: &Segment, now: SimTime, stats: &mut AckHoldingStats) {
+        if segment.payload == 0 {
+            return;
+        }
+        let end = segment.seq.wrapping_add(segment.payload as u32);
+        let old = conn
+            .data_end
+            .is_some_and(|e| (segment.seq.wrapping_sub(e) as i32) < 0);
+        if !old {
+            conn.data_end = Some(end);
+            return;
+        }
+        let (Some((ack, _, copies)), Some(out)) = (conn.last_ack_key, conn.last_ack_out) else {
+            return;
+        };
+        if segment.seq != ack || copies >= 3 || conn.retransmission_seen {
+            return;
+        }
+        conn.retransmission_seen = true;
+        let wired = conn.wired.unwrap_or(SimDuration::ZERO);
+        let armed = now
+            .saturating_since(out)
+            .saturating_sub(wired)
+            .as_secs_f64();
+        if armed > 0.0 {
+            let least = stats.inferred_min_rto_s.map_or(armed, |s| s.min(armed));
+            stats.inferred_min_rto_s = Some(least);
+        }
+    }
+
+    /// The bound on the fixed host's RTO the schedule uses, seconds.
+    fn min_rto(&self) -> Option<f64> {
+        match self.spec.min_rto {
+            MinRto::None => None,
+            MinRto::Given(d) => Some(d.as_secs_f64()),
+            MinRto::Infer => self.stats.inferred_min_rto_s,
+        }
     }
 
     /// Computes each connection's schedule at `gone`.
     fn schedule(&mut self, now: SimTime, expected: SimDuration) {
         let back = now + expected;
         let link_rtt = self.link_rtt.unwrap_or(SimDuration::from_millis(100));
+        let min_rto = self.min_rto();
+        let copies = 1 + usize::from(self.spec.duplicates);
         for conn in &mut self.conns {
+            conn.releases.clear();
+            conn.released = 0;
             if conn.held.is_empty() {
                 if conn.last_ack_out.is_some() {
                     self.stats.outages_without_acks += 1;
@@ -419,59 +576,106 @@ impl AckHolding {
             let estimate = conn
                 .estimator
                 .unwrap_or(Estimator::first(link_rtt.as_secs_f64()));
+            let held_at: Vec<f64> = conn
+                .held
+                .iter()
+                .flat_map(|(held, ..)| {
+                    let at = held.since().saturating_since(start).as_secs_f64();
+                    std::iter::repeat(at).take(copies)
+                })
+                .collect();
             let problem = PacingProblem {
                 outage: back.saturating_since(start).as_secs_f64(),
-                acks: conn.held.len() as u32,
+                acks: held_at.len() as u32,
                 mean: estimate.mean,
                 deviation: estimate.deviation,
             };
+            let model = HostModel {
+                min_rto: min_rto.unwrap_or(0.0),
+                samples: self.spec.samples,
+                held_at,
+            };
+            let plans = ack_schedule::plans(&problem, &model);
             let record = ScheduleRecord {
                 at_ns: now.as_nanos(),
-                acks: problem.acks,
+                acks: conn.held.len() as u32,
                 outage_s: problem.outage,
                 mean_s: problem.mean,
                 deviation_s: problem.deviation,
-                n_step_forward: ack_schedule::step_forward(&problem),
-                n_global_minimum: ack_schedule::global_minimum(&problem),
-                n_timeout_free: ack_schedule::timeout_free_minimum(&problem),
+                n_step_forward: ack_schedule::choose(&plans, Search::StepForward),
+                n_global_minimum: ack_schedule::choose(&plans, Search::GlobalMinimum),
+                n_timeout_free: ack_schedule::choose(&plans, Search::TimeoutFree),
+                min_rto_s: min_rto,
+                releases: problem.acks,
+                start_ns: start.as_nanos(),
                 ..ScheduleRecord::default()
             };
             // With no schedule the model deems on time, the timeout-free
             // search falls back on the global minimum.
-            let plan = ack_schedule::schedule(&problem, self.spec.search)
-                .or_else(|_| ack_schedule::schedule(&problem, Search::GlobalMinimum));
-            let Ok(plan) = plan else {
+            let chosen = ack_schedule::choose(&plans, self.spec.search)
+                .or(record.n_global_minimum)
+                .and_then(|n| plans.get(n as usize));
+            let Some(plan) = chosen else {
                 // Only degenerate estimates fail (validated inputs cannot):
                 // keep holding; `up` releases everything.
                 self.stats.schedules.push(record);
                 continue;
             };
             let n = plan.n as usize;
-            let stretched: Vec<f64> = plan.gaps[..n]
+            let mut gaps: Vec<f64> = plan.gaps[..n]
                 .iter()
                 .map(|g| g * (1.0 - self.spec.safety))
                 .collect();
             let rest = plan.gaps.len() - n;
-            let used: f64 = stretched.iter().sum();
+            let used: f64 = gaps.iter().sum();
             let theta = if rest > 0 {
                 ((problem.outage - used) / rest as f64).max(0.0)
             } else {
                 0.0
             };
+            gaps.resize(plan.gaps.len(), theta);
             let mut at = start;
-            conn.releases.clear();
-            for gap in stretched
-                .into_iter()
-                .chain(std::iter::repeat(theta).take(rest))
-            {
-                at += SimDuration::from_secs_f64(gap);
+            for gap in &gaps {
+                at += SimDuration::from_secs_f64(*gap);
                 conn.releases.push_back(at.max(now));
             }
+            let (model_rto_s, _) = ack_schedule::evaluate(&problem, &model, &gaps);
             self.stats.schedules.push(ScheduleRecord {
                 n: plan.n,
-                final_rto_s: plan.rto_after.last().copied().unwrap_or(0.0),
+                final_rto_s: plan.final_rto(),
+                gaps_s: gaps,
+                model_rto_s,
                 ..record
             });
+        }
+    }
+
+    /// The next release of `conn`'s schedule: a held ACK, or a duplicate
+    /// of the last one when `copies` (1 + duplicates) says so.
+    fn release_slot(
+        conn: &mut Conn,
+        cx: &mut MiddleboxCx<'_>,
+        stats: &mut AckHoldingStats,
+        copies: usize,
+    ) {
+        let slot = conn.released;
+        conn.released += 1;
+        if slot % copies == 0 {
+            Self::release_ack(conn, cx, stats, true);
+            return;
+        }
+        let Some((bytes, number, window)) = conn.last_released.clone() else {
+            return;
+        };
+        if !Self::may_send_ack(conn, number, window, cx.now()) {
+            return;
+        }
+        let sent = cx.inject(|buf| {
+            buf.extend_from_slice(&bytes);
+            Ok::<usize, std::convert::Infallible>(bytes.len())
+        });
+        if sent.is_ok() {
+            stats.duplicates_sent += 1;
         }
     }
 
@@ -486,6 +690,7 @@ impl AckHolding {
             return;
         };
         if Self::may_send_ack(conn, number, window, cx.now()) {
+            conn.last_released = Some((cx.datagram(&ack).to_vec(), number, window));
             if paced {
                 stats.acks_paced += 1;
             } else {
@@ -494,6 +699,7 @@ impl AckHolding {
             cx.release(ack);
         } else {
             stats.duplicates_dropped += 1;
+            conn.last_released = None;
             cx.drop(ack);
         }
     }
@@ -513,22 +719,21 @@ impl Middlebox for AckHolding {
         }
         if self.phase == Phase::Normal {
             self.observe(i, &segment, now);
+            let conn = &mut self.conns[i];
             if segment.from_mobile {
                 // The mobile's own duplicates are never held back in
                 // normal operation; they count towards what the fixed host
                 // has seen.
-                let conn = &mut self.conns[i];
-                conn.last_ack_out = Some(now);
-                conn.last_ack_key = match conn.last_ack_key {
-                    Some((a, w, c)) if a == segment.ack && w == segment.window => {
-                        Some((a, w, c.saturating_add(1)))
-                    }
-                    _ => Some((segment.ack, segment.window, 0)),
-                };
+                Self::forwarded_ack(conn, segment.ack, segment.window, now);
+            } else {
+                Self::note_data(conn, &segment, now, &mut self.stats);
             }
             return Some(packet);
         }
         let conn = &mut self.conns[i];
+        if !segment.from_mobile {
+            Self::note_data(conn, &segment, now, &mut self.stats);
+        }
         if segment.from_mobile {
             if !segment.pure_ack {
                 return Some(packet);
@@ -602,10 +807,11 @@ impl Middlebox for AckHolding {
 
     fn handle_timeout(&mut self, cx: &mut MiddleboxCx<'_>) {
         let now = cx.now();
+        let copies = 1 + usize::from(self.spec.duplicates);
         for conn in &mut self.conns {
             while conn.releases.front().is_some_and(|&at| at <= now) {
                 conn.releases.pop_front();
-                Self::release_ack(conn, cx, &mut self.stats, true);
+                Self::release_slot(conn, cx, &mut self.stats, copies);
             }
         }
     }

@@ -289,40 +289,45 @@ fn feasible_values(problem: &PacingProblem) -> Option<Vec<f64>> {
 /// n = 0 and stepping forward while the next value is smaller. It can stop
 /// at a local minimum. `None` only for an invalid problem.
 pub fn step_forward(problem: &PacingProblem) -> Option<u32> {
-    let values = feasible_values(problem)?;
-    let last = values.len() - 1;
+    step_forward_index(&feasible_values(problem)?)
+}
+
+/// The first index whose value is no larger than either neighbour's;
+/// `None` for no values.
+fn step_forward_index(values: &[f64]) -> Option<u32> {
+    let last = values.len().checked_sub(1)?;
     let stop = (0..=last).find(|&n| {
         (n == 0 || values[n] <= values[n - 1]) && (n == last || values[n] <= values[n + 1])
     })?;
     u32::try_from(stop).ok()
 }
 
+/// The index of the smallest value among those `allowed` (the first on a
+/// tie); `None` when none is allowed.
+fn minimum_index(values: &[f64], allowed: impl Fn(u32) -> bool) -> Option<u32> {
+    let mut best: Option<(u32, f64)> = None;
+    for (n, &value) in (0..).zip(values) {
+        let better = best.map_or(true, |(_, least)| value < least);
+        if better && allowed(n) {
+            best = Some((n, value));
+        }
+    }
+    best.map(|(n, _)| n)
+}
+
 /// The feasible n with the smallest RTO_N (the smallest such n on a tie).
 /// `None` only for an invalid problem.
 pub fn global_minimum(problem: &PacingProblem) -> Option<u32> {
-    let values = feasible_values(problem)?;
-    let mut best = 0;
-    for (n, value) in values.iter().enumerate() {
-        if *value < values[best] {
-            best = n;
-        }
-    }
-    u32::try_from(best).ok()
+    minimum_index(&feasible_values(problem)?, |_| true)
 }
 
 /// The feasible n with the smallest RTO_N among those whose schedule keeps
 /// the FH from timing out ([`timeout_free`]); `None` for an invalid problem
 /// or when there is no such n (S(N) < T).
 pub fn timeout_free_minimum(problem: &PacingProblem) -> Option<u32> {
-    let values = feasible_values(problem)?;
-    let mut best: Option<(u32, f64)> = None;
-    for (n, value) in (0..).zip(values) {
-        let better = best.map_or(true, |(_, least)| value < least);
-        if better && timeout_free(problem, n) == Some(true) {
-            best = Some((n, value));
-        }
-    }
-    best.map(|(n, _)| n)
+    minimum_index(&feasible_values(problem)?, |n| {
+        timeout_free(problem, n) == Some(true)
+    })
 }
 
 /// How n is chosen.
@@ -405,6 +410,189 @@ pub fn schedule_with(problem: &PacingProblem, n: u32) -> Result<Schedule, Pacing
         gaps,
         rto_after,
     })
+}
+
+// ----- A fixed host beyond the spec's model -----
+
+/// What the FH takes as a round-trip sample when a released ACK arrives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Samples {
+    /// The gap before the ACK, the spec's model (§3).
+    #[default]
+    Gaps,
+    /// The age of the segment the ACK acknowledges: how long the base
+    /// station held the ACK plus a round trip. This is what a sender that
+    /// times the acknowledged segment measures (RFC 6298 hosts, Linux,
+    /// ns-2), since every held ACK acknowledges data sent before the
+    /// outage.
+    Hold,
+}
+
+/// The FH's retransmission timer as the base station models it when it
+/// plans a schedule step by step: the spec's estimator, with a lower
+/// bound on the RTO and a choice of what each ACK samples.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostModel {
+    /// Lowest RTO the FH arms, seconds (0: no bound, the spec's model).
+    pub min_rto: f64,
+    /// What each ACK samples.
+    pub samples: Samples,
+    /// For [`Samples::Hold`]: when each held ACK reached the base station,
+    /// in seconds after the schedule's start (the FH's last ACK); an ACK
+    /// past the end of the list counts as held from the start.
+    pub held_at: Vec<f64>,
+}
+
+impl HostModel {
+    /// The RTO the FH arms with estimator `e`.
+    fn rto(&self, e: Estimate) -> f64 {
+        e.rto.max(self.min_rto)
+    }
+
+    /// The sample of ACK `i` (from 0), released `at` seconds after the
+    /// start after a gap of `gap`, on a path of round trip `mean`.
+    fn sample(&self, i: usize, at: f64, gap: f64, mean: f64) -> f64 {
+        match self.samples {
+            Samples::Gaps => gap,
+            Samples::Hold => (at - self.held_at.get(i).copied().unwrap_or(0.0)).max(0.0) + mean,
+        }
+    }
+}
+
+/// The FH's timer through a schedule, one ACK at a time.
+struct Tracker<'a> {
+    model: &'a HostModel,
+    mean: f64,
+    state: Estimate,
+    at: f64,
+    released: usize,
+}
+
+impl<'a> Tracker<'a> {
+    fn new(problem: &PacingProblem, model: &'a HostModel) -> Self {
+        Tracker {
+            model,
+            mean: problem.mean,
+            state: Estimate::new(problem.mean, problem.deviation),
+            at: 0.0,
+            released: 0,
+        }
+    }
+
+    /// The RTO in force.
+    fn rto(&self) -> f64 {
+        self.model.rto(self.state)
+    }
+
+    /// Releases the next ACK after `gap`; returns whether it came on time
+    /// and the RTO the FH arms after it.
+    fn release(&mut self, gap: f64) -> (bool, f64) {
+        let on_time = gap <= self.rto();
+        self.at += gap;
+        let sample = self.model.sample(self.released, self.at, gap, self.mean);
+        self.state = self.state.after(sample);
+        self.released += 1;
+        (on_time, self.rto())
+    }
+}
+
+/// A schedule planned step by step under a [`HostModel`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    /// How many ACKs are stretched.
+    pub n: u32,
+    /// The gap of the other ACKs, in seconds.
+    pub theta: f64,
+    /// x_1 … x_N, seconds; they add up to T.
+    pub gaps: Vec<f64>,
+    /// The modelled FH's RTO just after each ACK (bounded below), seconds.
+    pub rto_after: Vec<f64>,
+    /// The first ACK (from 1) that would come after the modelled FH timed
+    /// out; `None` when every one is on time.
+    pub first_timeout: Option<u32>,
+}
+
+impl Plan {
+    /// The modelled RTO when the mobile is back.
+    pub fn final_rto(&self) -> f64 {
+        self.rto_after.last().copied().unwrap_or(0.0)
+    }
+}
+
+/// The modelled FH's RTO after each of `gaps`, and the first ACK that
+/// would come late.
+pub fn evaluate(
+    problem: &PacingProblem,
+    model: &HostModel,
+    gaps: &[f64],
+) -> (Vec<f64>, Option<u32>) {
+    let mut tracker = Tracker::new(problem, model);
+    let mut late = None;
+    let rto_after = (1..)
+        .zip(gaps)
+        .map(|(i, &gap)| {
+            let (on_time, rto) = tracker.release(gap);
+            if !on_time && late.is_none() {
+                late = Some(i);
+            }
+            rto
+        })
+        .collect();
+    (rto_after, late)
+}
+
+/// The schedule that stretches `n` ACKs under `model`: each of them
+/// released when the modelled FH's timer is due, the rest at a constant
+/// gap; `None` when `n` is not feasible (n ≥ N, or the stretched ACKs
+/// outlast T).
+pub fn plan(problem: &PacingProblem, model: &HostModel, n: u32) -> Option<Plan> {
+    problem.validate().ok()?;
+    if n >= problem.acks {
+        return None;
+    }
+    let mut tracker = Tracker::new(problem, model);
+    let mut gaps = Vec::with_capacity(problem.acks as usize);
+    for _ in 0..n {
+        let gap = tracker.rto();
+        if tracker.at + gap > problem.outage {
+            return None;
+        }
+        tracker.release(gap);
+        gaps.push(gap);
+    }
+    let theta = ((problem.outage - tracker.at) / f64::from(problem.acks - n)).max(0.0);
+    gaps.resize(problem.acks as usize, theta);
+    let (rto_after, first_timeout) = evaluate(problem, model, &gaps);
+    Some(Plan {
+        n,
+        theta,
+        gaps,
+        rto_after,
+        first_timeout,
+    })
+}
+
+/// Every feasible plan under `model`, from n = 0: the feasible n are 0 up
+/// to some largest one, since each stretched ACK adds a positive gap.
+pub fn plans(problem: &PacingProblem, model: &HostModel) -> Vec<Plan> {
+    (0..problem.acks.min(MAX_ACKS))
+        .map_while(|n| plan(problem, model, n))
+        .collect()
+}
+
+/// The n `search` picks among `plans` (as [`step_forward`],
+/// [`global_minimum`] and [`timeout_free_minimum`] do with the spec's
+/// model); `None` when there is none.
+pub fn choose(plans: &[Plan], search: Search) -> Option<u32> {
+    let values: Vec<f64> = plans.iter().map(Plan::final_rto).collect();
+    match search {
+        Search::StepForward => step_forward_index(&values),
+        Search::GlobalMinimum => minimum_index(&values, |_| true),
+        Search::TimeoutFree => {
+            minimum_index(&values, |n| plans[n as usize].first_timeout.is_none())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -803,6 +991,128 @@ mod tests {
                 assert!(final_rto(&p, s.n).unwrap().is_finite());
             }
         }
+    }
+
+    #[test]
+    fn plans_under_the_spec_model_are_the_closed_forms_and_searches() {
+        let spec = HostModel::default();
+        let mut compared = 0;
+        for p in grid() {
+            let plans = plans(&p, &spec);
+            let feasible = last_feasible(&p).unwrap() as usize + 1;
+            if plans.len() != feasible {
+                // S(n) within rounding of T: the float sum and the closed
+                // form may disagree on the last n.
+                assert!(
+                    (stretch_time(&p, plans.len() as u32) - p.outage).abs() < 1e-9 * p.outage,
+                    "{p:?}"
+                );
+                continue;
+            }
+            for plan in &plans {
+                let closed = final_rto(&p, plan.n).unwrap();
+                let scale = (p.outage + closed + p.mean + p.deviation) * cancellation(&p);
+                assert!(close(plan.final_rto(), closed, scale), "{p:?} {plan:?}");
+                assert_eq!(
+                    plan.first_timeout.is_none(),
+                    timeout_free(&p, plan.n).unwrap(),
+                    "{p:?} n={}",
+                    plan.n
+                );
+            }
+            assert_eq!(
+                choose(&plans, Search::StepForward),
+                step_forward(&p),
+                "{p:?}"
+            );
+            assert_eq!(
+                choose(&plans, Search::GlobalMinimum),
+                global_minimum(&p),
+                "{p:?}"
+            );
+            assert_eq!(
+                choose(&plans, Search::TimeoutFree),
+                timeout_free_minimum(&p),
+                "{p:?}"
+            );
+            compared += 1;
+        }
+        assert!(compared > 1_500, "only {compared}");
+    }
+
+    /// Our steady path: 15 ACKs over 10.5 s, μ0 = 0.1 s, σ0 = 0.
+    const STEADY: PacingProblem = PacingProblem {
+        outage: 10.5,
+        acks: 15,
+        mean: 0.1,
+        deviation: 0.0,
+    };
+
+    #[test]
+    fn a_floor_makes_an_even_gap_below_it_on_time() {
+        let spec = plans(&STEADY, &HostModel::default());
+        // With σ0 = 0 the model's RTO is μ0 = 0.1 s: every schedule is late.
+        assert!(spec.iter().all(|p| p.first_timeout.is_some()), "{spec:?}");
+        let floored = HostModel {
+            min_rto: 1.0,
+            ..HostModel::default()
+        };
+        let plans = plans(&STEADY, &floored);
+        // Each stretched ACK waits at least the floor.
+        let last = plans.last().unwrap();
+        assert!(
+            last.gaps[..last.n as usize].iter().all(|&g| g >= 1.0),
+            "{last:?}"
+        );
+        assert!(plans.len() <= 11, "{}", plans.len());
+        // Even 0.7 s gaps are on time under a 1 s floor.
+        let even = &plans[0];
+        assert_eq!(even.first_timeout, None);
+        assert!((even.theta - 0.7).abs() < 1e-12);
+        assert!(even.rto_after.iter().all(|&r| r >= 1.0), "{even:?}");
+        let on_time = choose(&plans, Search::TimeoutFree).unwrap();
+        assert_eq!(plans[on_time as usize].first_timeout, None);
+    }
+
+    #[test]
+    fn hold_samples_let_few_acks_cover_a_long_outage() {
+        // Six ACKs, held from 0.1 s to 0.6 s after the FH's last one, over
+        // 10.5 s; a Linux-like RTO of at least 0.345 s.
+        let problem = PacingProblem {
+            outage: 10.5,
+            acks: 6,
+            mean: 0.145,
+            deviation: 0.0002,
+        };
+        let gaps_model = HostModel {
+            min_rto: 0.345,
+            ..HostModel::default()
+        };
+        assert_eq!(
+            choose(&plans(&problem, &gaps_model), Search::TimeoutFree),
+            None
+        );
+        let hold = HostModel {
+            samples: Samples::Hold,
+            held_at: vec![0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+            ..gaps_model
+        };
+        let plans = plans(&problem, &hold);
+        let n = choose(&plans, Search::TimeoutFree).expect("an on-time schedule");
+        let plan = &plans[n as usize];
+        assert_eq!(plan.first_timeout, None);
+        // Each ACK samples its age, so the RTO grows with the hold: the
+        // first gap is the floor and every later one is longer.
+        assert_eq!(plan.gaps[0], 0.345);
+        assert!(
+            plan.gaps.windows(2).take(n as usize).all(|w| w[1] > w[0]),
+            "{plan:?}"
+        );
+        assert!((plan.gaps.iter().sum::<f64>() - 10.5).abs() < 1e-9);
+        // The sample of the k-th ACK is its age: its release less its
+        // arrival, plus the round trip (checked by hand for the first).
+        let first = Estimate::new(0.145, 0.0002).after(0.345 - 0.1 + 0.145);
+        assert!((plan.rto_after[0] - first.rto.max(0.345)).abs() < 1e-12);
     }
 
     proptest::proptest! {
