@@ -74,6 +74,18 @@ def test_list_policies_json_parses_and_matches_the_api() -> None:
     assert next(p for p in listed if p["name"] == "fixed")["defaults"] == FIXED_DEFAULTS
 
 
+def test_lims_readings_are_listed_with_what_they_mean() -> None:
+    done = rtolab_cli("list", "policies", "--json", "--family", "rto")
+    assert done.returncode == 0, done.stderr
+    lim = next(p for p in json.loads(done.stdout) if p["name"] == "lim2024")
+    assert lim["defaults"]["weak_samples"] == "at_most_two"
+    assert lim["defaults"]["initial_mdev"] == "2s"
+    assert '"any"' in lim["meanings"]["weak_samples"]
+    assert "RTO" in lim["meanings"]["subtract_compares"]
+    table = rtolab_cli("list", "policies", "--family", "rto")
+    assert "weak_samples" in table.stdout and "CoCoA" in table.stdout
+
+
 def test_list_policies_rejects_an_unknown_family_in_one_line() -> None:
     done = rtolab_cli("list", "policies", "--family", "[bold]x")
     assert done.returncode == 2

@@ -19,7 +19,7 @@ a scenario file or :class:`rtolab.Host` accepts::
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rtolab import _rtolab
@@ -41,6 +41,9 @@ class Policy:
     #: Every parameter with its default, as a scenario file writes it
     #: (durations as strings with a unit, ``None`` for an unset option).
     defaults: dict[str, Any]
+    #: What each parameter means (the first sentence of its documentation),
+    #: for the parameters that are documented.
+    meanings: dict[str, str] = field(default_factory=dict)
 
 
 def policies(family: str | None = None) -> list[Policy]:

@@ -516,7 +516,10 @@ def list_policies(family: str | None, as_json: bool) -> None:
         table.add_column(name)
     for p in found:
         # Text cells: descriptions and values are data, never rich markup.
-        parameters = "\n".join(f"{k} = {_toml_value(v)}" for k, v in p.defaults.items())
+        parameters = "\n".join(
+            f"{k} = {_toml_value(v)}" + (f": {p.meanings[k]}" if k in p.meanings else "")
+            for k, v in p.defaults.items()
+        )
         table.add_row(Text(p.family), Text(p.name), Text(parameters), Text(p.description))
     out_console.print(table)
 

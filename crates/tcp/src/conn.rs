@@ -1809,6 +1809,7 @@ impl Connection {
             correction: None,
             segment_len: s.len as usize,
             retransmitted: s.retransmits > 0,
+            retransmissions: s.retransmits,
             source: SampleSource::SegmentTiming,
         };
         if s.retransmits > 0 && self.ts_enabled {

@@ -12,8 +12,11 @@
 //! * its arm of the family's `factory()`;
 //! * its entry in the family's `NAMES`;
 //! * its entry in [`policy_catalog`]: the name, the first sentence of the
-//!   module's documentation as description, and the serialized
-//!   [`Default`] configuration as parameters with their defaults.
+//!   module's documentation as description, the serialized [`Default`]
+//!   configuration as parameters with their defaults, and each
+//!   parameter's meaning, the first sentence of its field's documentation
+//!   (in the module, or for fields of a configuration shared with another
+//!   policy, in [`SHARED_CONFIG_SOURCES`]).
 
 use std::sync::Arc;
 
@@ -61,7 +64,15 @@ pub struct PolicyInfo {
     /// Every parameter with its default value, as written in a profile
     /// (durations as strings with a unit).
     pub defaults: serde_json::Value,
+    /// What each parameter means: the first sentence of its field's
+    /// documentation, for the parameters that have one.
+    pub meanings: serde_json::Map<String, serde_json::Value>,
 }
+
+/// Sources of configuration types that several policies share (Lim's,
+/// which `lim2024` and `link_aware` take too), searched for a parameter's
+/// documentation after the policy's own module.
+const SHARED_CONFIG_SOURCES: &[&str] = &[include_str!("rto/lim2020.rs")];
 
 impl PolicyInfo {
     fn new<C: Serialize>(
@@ -75,11 +86,23 @@ impl PolicyInfo {
             // The tag selects the policy; it is not a parameter.
             fields.remove("policy");
         }
+        let mut meanings = serde_json::Map::new();
+        if let Some(fields) = defaults.as_object() {
+            for key in fields.keys() {
+                let found = std::iter::once(module_source)
+                    .chain(SHARED_CONFIG_SOURCES.iter().copied())
+                    .find_map(|source| field_summary(source, key));
+                if let Some(text) = found {
+                    meanings.insert(key.clone(), serde_json::Value::String(text));
+                }
+            }
+        }
         PolicyInfo {
             family,
             name,
             description: module_summary(module_source),
             defaults,
+            meanings,
         }
     }
 }
@@ -103,6 +126,36 @@ fn module_summary(source: &str) -> String {
     }
     let paragraph = words.join(" ").replace("[`", "`").replace("`]", "`");
     first_sentence(&paragraph).to_string()
+}
+
+/// The first sentence of the `///` documentation of the first struct field
+/// called `field` in `source`, on one line and without link brackets.
+fn field_summary(source: &str, field: &str) -> Option<String> {
+    let mut docs: Vec<&str> = Vec::new();
+    let mut in_attribute = false;
+    for line in source.lines() {
+        let line = line.trim();
+        if let Some(text) = line.strip_prefix("///") {
+            docs.push(text.trim());
+            continue;
+        }
+        // Attributes between the documentation and the field, some over
+        // several lines.
+        if in_attribute || line.starts_with("#[") {
+            in_attribute = !line.ends_with(']');
+            continue;
+        }
+        let named = line
+            .strip_prefix("pub ")
+            .and_then(|rest| rest.split_once(':'))
+            .is_some_and(|(name, _)| name.trim() == field);
+        if named && !docs.is_empty() {
+            let paragraph = docs.join(" ").replace("[`", "`").replace("`]", "`");
+            return Some(first_sentence(&paragraph).to_string());
+        }
+        docs.clear();
+    }
+    None
 }
 
 /// `text` up to the first full stop followed by a space, ignoring those
@@ -315,6 +368,47 @@ mod tests {
         assert!(newreno
             .description
             .starts_with("NewReno congestion control, RFC 6582"));
+    }
+
+    #[test]
+    fn the_catalog_says_what_lims_readings_mean() {
+        let catalog = policy_catalog();
+        for name in ["lim2020", "lim2024"] {
+            let lim = catalog.iter().find(|p| p.name == name).expect("registered");
+            for key in [
+                "initial_mdev",
+                "srtt_start",
+                "mdev_error",
+                "weak_samples",
+                "cap_sampled_timer",
+                "subtract_compares",
+                "subtract_counts_this_retransmission",
+                "dither_ends",
+            ] {
+                let text = lim.meanings[key].as_str().expect("text");
+                assert!(
+                    text.len() > 20 && !text.contains('\n'),
+                    "{name}.{key}: {text}"
+                );
+            }
+            assert!(lim.meanings["weak_samples"]
+                .as_str()
+                .is_some_and(|t| t.contains("\"at_most_two\"") && t.contains("\"any\"")));
+        }
+        let fixed = catalog
+            .iter()
+            .find(|p| p.name == "fixed")
+            .expect("registered");
+        assert!(fixed.meanings.contains_key("rto"), "{:?}", fixed.meanings);
+    }
+
+    #[test]
+    fn field_summaries_skip_attributes_and_need_the_exact_name() {
+        let source = "struct C {\n    /// The gain. More.\n    #[serde(default)]\n    pub gain: u32,\n    pub gains: u32,\n    /// The loss.\n    #[serde(\n        with = \"x\"\n    )]\n    pub loss: u32,\n}\n";
+        assert_eq!(field_summary(source, "gain").as_deref(), Some("The gain."));
+        assert_eq!(field_summary(source, "loss").as_deref(), Some("The loss."));
+        assert_eq!(field_summary(source, "gains"), None);
+        assert_eq!(field_summary(source, "lost"), None);
     }
 
     #[test]

@@ -19,24 +19,37 @@
 //!   `d` uniform in `[0, timer·0.25)` when `timer > 12`, `[0, timer·0.5)`
 //!   when `timer > 4`, else `[0, timer]`.
 //!
-//! Readings of the published table, each documented where it is coded:
+//! Readings of the published table. Where the paper allows more than one,
+//! each is a field of [`LimRtoConfig`] and the default is the one its own
+//! evidence supports best (docs/uip-rto.md, "Readings", says why):
 //!
 //! * The table bounds the doublings and the 48 s cap with `max`; its text
 //!   describes bounds, which only `min` gives (uip-rto spec §2.2), so this is `min`.
-//! * `MDEV` starts at 16 s as published and the first sample sets `SRTT`
-//!   to the sample and leaves `MDEV` alone (the RFC 6298 shape, first
-//!   sample initialises and later ones update, with the published `MDEV`
-//!   in place of `R/2`). So the first estimate is `RTT + 64 s`, which the
-//!   samples then pull down by a quarter of `MDEV` each.
-//!   [`LimRtoConfig::half_rtt_first_mdev`] sets `MDEV = RTT/2` instead, as
-//!   RFC 6298 and CoCoA do.
+//! * `MDEV = 16` is read as uIP's own `sv = 16`: 16 pulses of 500 ms
+//!   holding four deviations, so `MDEV = 2 s`
+//!   ([`LimRtoConfig::initial_mdev`]; `"16s"` reads it as seconds, and
+//!   CoCoA's reading is `initial = "2s"` with
+//!   [`LimRtoConfig::half_rtt_first_mdev`]). `SRTT` starts at 0 as uIP's
+//!   `sa` does, so the first sample goes through the update
+//!   ([`LimRtoConfig::srtt_start`]).
+//! * `MDEV` follows `|Err|` as in uIP and CoCoA; the table prints `Err`
+//!   ([`LimRtoConfig::mdev_error`]).
+//! * Weak samples come from segments retransmitted at most twice,
+//!   CoCoA's rule ([`LimRtoConfig::weak_samples`]); the timer armed
+//!   after a sample is not held to the 48 s ceiling
+//!   ([`LimRtoConfig::cap_sampled_timer`]).
+//! * The 2024 condition compares the backed-off timer with 15 s and counts
+//!   the retransmissions sent before this one
+//!   ([`LimRtoConfig::subtract_compares`],
+//!   [`LimRtoConfig::subtract_counts_this_retransmission`]).
 //! * Before any sample the timer is [`LimRtoConfig::initial`], 3 s: the
 //!   study's `UIP_RTO`, the fixed RTO its stock uIP runs with. It is not
 //!   dithered (the table dithers on a sample).
 //! * `nrtx` counts as uIP counts it (uip-rto spec §2.1): retransmissions sent before
 //!   the one the expiry triggers, so the first retransmission is timed by
 //!   `RTO·2^0`. The SYN counts like any segment.
-//! * Dithering draws whole milliseconds (the expiry bands too), from a
+//! * Dithering draws whole milliseconds (the expiry bands too), with the
+//!   upper ends as printed ([`LimRtoConfig::dither_ends`]), from a
 //!   ChaCha8 stream seeded by the connection's seed: the same seed gives
 //!   the same timers.
 //! * No timer is ever below 1 ms ([`crate::profile::MIN_TIMER`]), so a zero
@@ -73,12 +86,27 @@ pub struct LimRtoConfig {
     /// Timer before the first RTT sample: 3 s, the study's `UIP_RTO`.
     #[serde(with = "serde_duration")]
     pub initial: SimDuration,
-    /// `MDEV` before the first sample: 16 s, as published.
+    /// `MDEV` before the first sample: 2 s, the published `MDEV = 16` read
+    /// as uIP's `sv = 16` (500 ms pulses, four deviations); `"16s"` reads it
+    /// as seconds (docs/uip-rto.md, "Readings").
     #[serde(with = "serde_duration")]
     pub initial_mdev: SimDuration,
-    /// Let the first sample set `MDEV` to half of it (RFC 6298 (2.2), as
-    /// CoCoA does) instead of keeping `initial_mdev`.
+    /// Let the first sample set `SRTT` to it and `MDEV` to half of it (RFC
+    /// 6298 (2.2), as CoCoA does), whatever `srtt_start` and `initial_mdev`
+    /// say.
     pub half_rtt_first_mdev: bool,
+    /// Where `SRTT` starts: `"zero"` (uIP's `sa = 0`: the first sample goes
+    /// through the update) or `"first_sample"` (the first sample sets it).
+    pub srtt_start: SrttStart,
+    /// The error `MDEV` follows: `"absolute"` (`|Err|`, as uIP and CoCoA)
+    /// or `"signed"` (`Err`, as the table prints it; `MDEV` stays at least 0).
+    pub mdev_error: MdevError,
+    /// Which retransmitted segments give weak samples: `"at_most_two"`
+    /// (CoCoA's rule for its weak estimator) or `"any"`.
+    pub weak_samples: WeakSamples,
+    /// Hold the timer armed after a sample to `max` (before its dithering)
+    /// as well; the table caps only backed-off timers.
+    pub cap_sampled_timer: bool,
     /// The newest sample moves `SRTT` by `1/srtt_gain` of the error (8).
     pub srtt_gain: u32,
     /// The newest sample moves `MDEV` by `1/mdev_gain` (4).
@@ -105,8 +133,12 @@ pub struct LimRtoConfig {
     #[serde(with = "duration_array")]
     pub expiry_dither_thresholds: [SimDuration; 2],
     /// Percentages of the backed-off timer the expiry dithering draws up to
-    /// in each band (100, 50, 25); the lowest band includes its end.
+    /// in each band (100, 50, 25).
     pub expiry_dither_percents: [u32; 3],
+    /// Upper ends of the dithering ranges: `"as_printed"` (the lowest expiry
+    /// band includes its end, every other range excludes it),
+    /// `"inclusive"` or `"exclusive"` (all ranges alike).
+    pub dither_ends: DitherEnds,
     /// Lim 2024: after more than `subtract_after` retransmissions, with a
     /// backed-off timer above `subtract_above`, subtract the expiry
     /// dithering instead of adding it with probability `subtract_percent` %.
@@ -118,14 +150,91 @@ pub struct LimRtoConfig {
     pub subtract_above: SimDuration,
     /// Chance of subtracting, in percent (50).
     pub subtract_percent: u32,
+    /// What `subtract_above` is compared with: `"backed_off_timer"` (the
+    /// timer after the backoff and the 48 s ceiling) or `"rto"` (the `RTO`
+    /// variable before the backoff, as printed).
+    pub subtract_compares: SubtractCompares,
+    /// Count the retransmission the expiry is about to send among the
+    /// segment's retransmissions for `subtract_after` (false: uIP's
+    /// `nrtx`, the ones sent before).
+    pub subtract_counts_this_retransmission: bool,
+}
+
+/// Where `SRTT` starts ([`LimRtoConfig::srtt_start`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SrttStart {
+    /// `SRTT = 0` until the first sample, which goes through the update
+    /// (uIP's `sa = 0`): the first sample gives `SRTT = RTT/8`.
+    Zero,
+    /// The first sample sets `SRTT` to itself.
+    FirstSample,
+}
+
+/// Which retransmitted segments give weak samples
+/// ([`LimRtoConfig::weak_samples`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WeakSamples {
+    /// Those retransmitted at most twice (CoCoA); later ones are discarded.
+    AtMostTwo,
+    /// Any, however many times it was retransmitted.
+    Any,
+}
+
+impl WeakSamples {
+    /// Whether a segment retransmitted `retransmissions` times gives one.
+    pub fn accepts(self, retransmissions: u32) -> bool {
+        match self {
+            WeakSamples::AtMostTwo => retransmissions <= 2,
+            WeakSamples::Any => true,
+        }
+    }
+}
+
+/// The error `MDEV` follows ([`LimRtoConfig::mdev_error`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MdevError {
+    /// `MDEV += (|Err| − MDEV)/4`.
+    Absolute,
+    /// `MDEV += (Err − MDEV)/4`, never below zero.
+    Signed,
+}
+
+/// Upper ends of the dithering ranges ([`LimRtoConfig::dither_ends`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DitherEnds {
+    /// `[0, x)` everywhere but the lowest expiry band, `[0, timer]`.
+    AsPrinted,
+    /// `[0, x]` everywhere.
+    Inclusive,
+    /// `[0, x)` everywhere.
+    Exclusive,
+}
+
+/// What the 2024 threshold is compared with
+/// ([`LimRtoConfig::subtract_compares`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubtractCompares {
+    /// The backed-off timer, after the ceiling, before its dithering.
+    BackedOffTimer,
+    /// The `RTO` variable, before the backoff.
+    Rto,
 }
 
 impl Default for LimRtoConfig {
     fn default() -> Self {
         LimRtoConfig {
             initial: SimDuration::from_secs(3),
-            initial_mdev: SimDuration::from_secs(16),
+            initial_mdev: SimDuration::from_secs(2),
             half_rtt_first_mdev: false,
+            srtt_start: SrttStart::Zero,
+            mdev_error: MdevError::Absolute,
+            weak_samples: WeakSamples::AtMostTwo,
+            cap_sampled_timer: false,
             srtt_gain: 8,
             mdev_gain: 4,
             k: 4,
@@ -140,10 +249,13 @@ impl Default for LimRtoConfig {
             max: SimDuration::from_secs(48),
             expiry_dither_thresholds: [SimDuration::from_secs(4), SimDuration::from_secs(12)],
             expiry_dither_percents: [100, 50, 25],
+            dither_ends: DitherEnds::AsPrinted,
             modified_dithering: false,
             subtract_after: 2,
             subtract_above: SimDuration::from_secs(15),
             subtract_percent: 50,
+            subtract_compares: SubtractCompares::BackedOffTimer,
+            subtract_counts_this_retransmission: false,
         }
     }
 }
@@ -292,10 +404,11 @@ impl LimRto {
     }
 }
 
-/// `base + (value − base) / gain`, in signed nanoseconds, never below zero.
-fn smooth(base: SimDuration, value: SimDuration, gain: u32) -> SimDuration {
-    let (b, v) = (base.as_nanos() as i128, value.as_nanos() as i128);
-    let next = b + (v - b) / i128::from(gain.max(1));
+/// `base + (value − base) / gain`, `value` in signed nanoseconds, never
+/// below zero.
+fn smooth(base: SimDuration, value: i128, gain: u32) -> SimDuration {
+    let b = base.as_nanos() as i128;
+    let next = b + (value - b) / i128::from(gain.max(1));
     SimDuration::from_nanos(next.clamp(0, u64::MAX as i128) as u64)
 }
 
@@ -305,29 +418,44 @@ impl RtoPolicy for LimRto {
     }
 
     fn on_rtt_sample(&mut self, _now: SimTime, sample: &RttSample) {
-        // Weak estimation: every sample counts, timed from the segment's
-        // first transmission whether or not it was retransmitted.
-        let rtt = sample.corrected_since_first();
         let c = self.config;
+        // Weak estimation: samples of retransmitted segments count too
+        // (up to the configured number of retransmissions), timed from the
+        // segment's first transmission.
+        if !c.weak_samples.accepts(sample.retransmissions) {
+            return;
+        }
+        let rtt = sample.corrected_since_first();
         match self.srtt {
-            None => {
-                // The first sample sets SRTT; MDEV keeps its published
-                // initial value unless configured to start at RTT/2.
+            None if c.half_rtt_first_mdev => {
                 self.srtt = Some(rtt);
-                if c.half_rtt_first_mdev {
-                    self.mdev = SimDuration::from_nanos(rtt.as_nanos() / 2);
-                }
+                self.mdev = SimDuration::from_nanos(rtt.as_nanos() / 2);
             }
-            Some(srtt) => {
-                let err = srtt.as_nanos().abs_diff(rtt.as_nanos());
-                self.srtt = Some(smooth(srtt, rtt, c.srtt_gain));
-                self.mdev = smooth(self.mdev, SimDuration::from_nanos(err), c.mdev_gain);
+            None if c.srtt_start == SrttStart::FirstSample => {
+                // The first sample sets SRTT; MDEV keeps its initial value.
+                self.srtt = Some(rtt);
+            }
+            srtt => {
+                let srtt = srtt.unwrap_or(SimDuration::ZERO);
+                let err = rtt.as_nanos() as i128 - srtt.as_nanos() as i128;
+                let err = match c.mdev_error {
+                    MdevError::Absolute => err.abs(),
+                    MdevError::Signed => err,
+                };
+                self.srtt = Some(smooth(srtt, rtt.as_nanos() as i128, c.srtt_gain));
+                self.mdev = smooth(self.mdev, err, c.mdev_gain);
             }
         }
         let srtt = self.srtt.unwrap_or(rtt);
         self.rto = (srtt + self.mdev.saturating_mul(u64::from(c.k))).max(MIN_TIMER);
-        let percent = c.dither_percents[usize::from(self.rto > c.dither_threshold)];
-        self.fresh = self.rto + self.draw(self.rto, percent, false);
+        let timer = if c.cap_sampled_timer {
+            self.rto.min(c.max)
+        } else {
+            self.rto
+        };
+        let percent = c.dither_percents[usize::from(timer > c.dither_threshold)];
+        let inclusive = c.dither_ends == DitherEnds::Inclusive;
+        self.fresh = (timer + self.draw(timer, percent, inclusive)).max(MIN_TIMER);
         self.backed_off = self.fresh;
         self.doublings = 0;
     }
@@ -343,11 +471,21 @@ impl RtoPolicy for LimRto {
         let factor = 1u64.checked_shl(n).unwrap_or(u64::MAX);
         let timer = self.rto.saturating_mul(factor).min(c.max);
         let band = Self::band(timer, &c.expiry_dither_thresholds);
-        let d = self.draw(timer, c.expiry_dither_percents[band], band == 0);
+        let inclusive = match c.dither_ends {
+            DitherEnds::AsPrinted => band == 0,
+            DitherEnds::Inclusive => true,
+            DitherEnds::Exclusive => false,
+        };
+        let d = self.draw(timer, c.expiry_dither_percents[band], inclusive);
         // Lim 2024: trim the long waits of a segment lost again and again.
+        let count = nrtx + u32::from(c.subtract_counts_this_retransmission);
+        let compared = match c.subtract_compares {
+            SubtractCompares::BackedOffTimer => timer,
+            SubtractCompares::Rto => self.rto,
+        };
         let subtract = c.modified_dithering
-            && nrtx > c.subtract_after
-            && timer > c.subtract_above
+            && count > c.subtract_after
+            && compared > c.subtract_above
             && self.rng.gen_range(0..100u32) < c.subtract_percent;
         self.backed_off = if subtract {
             // With the published values d < timer/4 here (timer > 15 s is in
@@ -399,6 +537,7 @@ pub(crate) mod tests {
     pub(crate) fn rto_is_first_sample() -> LimRtoConfig {
         LimRtoConfig {
             initial_mdev: SimDuration::ZERO,
+            srtt_start: SrttStart::FirstSample,
             ..LimRtoConfig::default()
         }
     }
@@ -437,7 +576,7 @@ pub(crate) mod tests {
         let mut p = policy(LimRtoConfig::default(), 1);
         assert_eq!(fresh(&mut p), 3000);
         assert_eq!(p.estimate().srtt, None);
-        assert_eq!(p.estimate().rttvar, Some(ns(16_000)));
+        assert_eq!(p.estimate().rttvar, Some(ns(2000)));
         let mut q = policy(
             LimRtoConfig {
                 initial: ns(1500),
@@ -448,9 +587,18 @@ pub(crate) mod tests {
         assert_eq!(fresh(&mut q), 1500);
     }
 
+    /// `MDEV = 16` read as seconds, the first sample setting `SRTT`.
+    fn printed_seconds() -> LimRtoConfig {
+        LimRtoConfig {
+            initial_mdev: ns(16_000),
+            srtt_start: SrttStart::FirstSample,
+            ..LimRtoConfig::default()
+        }
+    }
+
     #[test]
     fn first_sample_sets_srtt_and_keeps_the_published_mdev() {
-        let mut p = policy(LimRtoConfig::default(), 1);
+        let mut p = policy(printed_seconds(), 1);
         feed(&mut p, 1000, 1000);
         assert_eq!(p.estimate().srtt, Some(ns(1000)));
         assert_eq!(p.estimate().rttvar, Some(ns(16_000)));
@@ -462,7 +610,7 @@ pub(crate) mod tests {
         let mut q = policy(
             LimRtoConfig {
                 half_rtt_first_mdev: true,
-                ..LimRtoConfig::default()
+                ..printed_seconds()
             },
             1,
         );
@@ -473,7 +621,7 @@ pub(crate) mod tests {
 
     #[test]
     fn later_samples_update_srtt_by_an_eighth_and_mdev_by_a_quarter() {
-        let mut p = policy(LimRtoConfig::default(), 1);
+        let mut p = policy(printed_seconds(), 1);
         feed(&mut p, 1000, 1000);
         // Err = 1 s: SRTT = 1 + 1/8, MDEV = 16 + (1 − 16)/4 = 12.25.
         feed(&mut p, 4000, 2000);
@@ -609,9 +757,9 @@ pub(crate) mod tests {
             series(capped, 40_000),
             s([40_000, big, big, big, big, big, big, big])
         );
-        // The first estimate after the published MDEV exceeds the ceiling;
-        // its retransmission is timed by 48 s plus up to a quarter.
-        let mut p = policy(LimRtoConfig::default(), 3);
+        // The first estimate after MDEV = 16 s exceeds the ceiling; its
+        // retransmission is timed by 48 s plus up to a quarter.
+        let mut p = policy(printed_seconds(), 3);
         feed(&mut p, 0, 1000);
         let t = expire(&mut p, 0);
         assert!((48_000..60_000).contains(&t), "{t}");
@@ -724,5 +872,283 @@ pub(crate) mod tests {
         let err = toml::from_str::<LimRtoConfig>("backoff_thresholds = [\"1s\"]").unwrap_err();
         assert!(err.to_string().contains("expected 3 durations"), "{err}");
         assert!(toml::from_str::<LimRtoConfig>("mdev = \"1s\"").is_err());
+    }
+
+    // ----- the readings (docs/uip-rto.md, "Readings") -----
+
+    #[test]
+    fn the_default_reads_mdev_16_as_uips_sv_and_matches_uips_first_update() {
+        // uIP, 500 ms pulses: sa = 0, sv = 16; a 2-pulse (1 s) sample gives
+        // sa = 2 (SRTT = 2/8 pulse), sv = 14 (four deviations: 7 s), the
+        // values the uip policy's own test computes.
+        let mut p = policy(LimRtoConfig::default(), 1);
+        feed(&mut p, 1000, 1000);
+        assert_eq!(p.estimate().srtt, Some(ns(125)));
+        assert_eq!(p.estimate().rttvar, Some(ns(1750)));
+        assert_eq!(p.rto(), ns(125 + 4 * 1750));
+        let mut uip = crate::rto::uip::UipRto::new(
+            crate::rto::UipRtoConfig::default(),
+            &ctx(Granularity::ticks(
+                crate::rto::uip::PULSE,
+                SimDuration::ZERO,
+            )),
+        );
+        let seg = tx(1, 100, 0);
+        uip.on_transmit(SimTime::from_millis(100), &seg);
+        uip.on_ack(
+            SimTime::from_millis(1100),
+            &crate::rto::AckProgress {
+                acked_to: 101,
+                newly_acked: 100,
+                syn_acked: false,
+                outstanding: false,
+                correction: SimDuration::ZERO,
+            },
+        );
+        let (sa, sv, _, _) = uip.raw();
+        assert_eq!(ns(u64::from(sa) * 500 / 8), p.estimate().srtt.unwrap());
+        assert_eq!(ns(u64::from(sv) * 500 / 4), p.estimate().rttvar.unwrap());
+    }
+
+    #[test]
+    fn srtt_from_zero_or_from_the_first_sample() {
+        let zero = LimRtoConfig {
+            initial_mdev: ns(16_000),
+            ..LimRtoConfig::default()
+        };
+        let mut p = policy(zero, 1);
+        // Err = 2 s: SRTT = 2/8, MDEV = 16 + (2 − 16)/4 = 12.5.
+        feed(&mut p, 0, 2000);
+        assert_eq!(p.estimate().srtt, Some(ns(250)));
+        assert_eq!(p.estimate().rttvar, Some(ns(12_500)));
+        assert_eq!(p.rto(), ns(250 + 50_000));
+        let mut q = policy(printed_seconds(), 1);
+        feed(&mut q, 0, 2000);
+        assert_eq!(q.estimate().srtt, Some(ns(2000)));
+        assert_eq!(q.estimate().rttvar, Some(ns(16_000)));
+    }
+
+    #[test]
+    fn cocoas_reading_starts_at_2s_and_sets_mdev_to_half_the_first_sample() {
+        let cocoa = LimRtoConfig {
+            initial: ns(2000),
+            half_rtt_first_mdev: true,
+            ..LimRtoConfig::default()
+        };
+        let mut p = policy(cocoa, 1);
+        assert_eq!(fresh(&mut p), 2000);
+        // Whatever srtt_start says, RFC 6298's first sample: SRTT = R.
+        feed(&mut p, 0, 1000);
+        assert_eq!(p.estimate().srtt, Some(ns(1000)));
+        assert_eq!(p.estimate().rttvar, Some(ns(500)));
+        assert_eq!(p.rto(), ns(3000));
+    }
+
+    #[test]
+    fn mdev_follows_the_absolute_or_the_signed_error() {
+        let run = |mdev_error| {
+            let mut p = policy(
+                LimRtoConfig {
+                    mdev_error,
+                    ..printed_seconds()
+                },
+                1,
+            );
+            feed(&mut p, 0, 2000);
+            // Err = −1.6 s.
+            feed(&mut p, 5000, 400);
+            p.estimate()
+        };
+        let abs = run(MdevError::Absolute);
+        let signed = run(MdevError::Signed);
+        assert_eq!(abs.srtt, Some(ns(1800)));
+        assert_eq!(signed.srtt, Some(ns(1800)));
+        // 16 + (1.6 − 16)/4 = 12.4; 16 + (−1.6 − 16)/4 = 11.6.
+        assert_eq!(abs.rttvar, Some(ns(12_400)));
+        assert_eq!(signed.rttvar, Some(ns(11_600)));
+        // A signed MDEV stops at zero.
+        let mut p = policy(
+            LimRtoConfig {
+                mdev_error: MdevError::Signed,
+                ..rto_is_first_sample()
+            },
+            1,
+        );
+        feed(&mut p, 0, 2000);
+        feed(&mut p, 1000, 100);
+        assert_eq!(p.estimate().rttvar, Some(SimDuration::ZERO));
+        // RTO = SRTT = 2 − 1.9/8 s.
+        assert_eq!(p.rto(), SimDuration::from_micros(1_762_500));
+    }
+
+    fn retransmitted(rtt_ms: u64, retransmissions: u32) -> RttSample {
+        RttSample {
+            retransmitted: retransmissions > 0,
+            retransmissions,
+            ..sample(rtt_ms)
+        }
+    }
+
+    #[test]
+    fn weak_samples_after_at_most_two_retransmissions_or_after_any() {
+        let cocoa_rule = rto_is_first_sample();
+        assert_eq!(cocoa_rule.weak_samples, WeakSamples::AtMostTwo);
+        let mut p = policy(cocoa_rule, 1);
+        p.on_rtt_sample(SimTime::ZERO, &retransmitted(9000, 3));
+        assert_eq!(p.estimate().srtt, None);
+        assert_eq!(fresh(&mut p), 3000);
+        p.on_rtt_sample(SimTime::ZERO, &retransmitted(4000, 2));
+        assert_eq!(p.estimate().srtt, Some(ns(4000)));
+        // A discarded sample leaves the timers and the backoff alone.
+        let before = fresh(&mut p);
+        let backed = expire(&mut p, 0);
+        p.on_rtt_sample(SimTime::ZERO, &retransmitted(60_000, 5));
+        assert_eq!(fresh(&mut p), before);
+        assert_eq!(
+            p.timeout_for(SimTime::ZERO, &tx(1, 100, 1)).as_millis(),
+            backed
+        );
+        let mut any = policy(
+            LimRtoConfig {
+                weak_samples: WeakSamples::Any,
+                ..rto_is_first_sample()
+            },
+            1,
+        );
+        any.on_rtt_sample(SimTime::ZERO, &retransmitted(9000, 7));
+        assert_eq!(any.estimate().srtt, Some(ns(9000)));
+    }
+
+    #[test]
+    fn the_timer_armed_after_a_sample_may_be_held_to_48s() {
+        let draws = |cap_sampled_timer| {
+            (0..SEEDS)
+                .map(|seed| {
+                    let mut p = policy(
+                        LimRtoConfig {
+                            cap_sampled_timer,
+                            ..printed_seconds()
+                        },
+                        seed,
+                    );
+                    // RTO = 1 + 64 s.
+                    feed(&mut p, 0, 1000);
+                    fresh(&mut p)
+                })
+                .collect::<Vec<_>>()
+        };
+        let open = draws(false);
+        assert!(
+            open.iter().all(|t| (65_000..97_500).contains(t)),
+            "{open:?}"
+        );
+        // 48 s, then dithered by up to half of it.
+        let capped = draws(true);
+        assert!(
+            capped.iter().all(|t| (48_000..72_000).contains(t)),
+            "{capped:?}"
+        );
+        assert!(capped.iter().any(|&t| t < 49_000) && capped.iter().any(|&t| t > 71_000));
+    }
+
+    /// How often out of `SEEDS` the 2024 dithering shortens the timer of
+    /// the retransmission after `nrtx` earlier ones, with an RTO of `rto_ms`.
+    fn shortened(config: LimRtoConfig, rto_ms: u64, nrtx: u32, floor_ms: u64) -> usize {
+        let config = LimRtoConfig {
+            modified_dithering: true,
+            ..config
+        };
+        (0..SEEDS)
+            .filter(|&seed| {
+                let mut p = policy(config, seed);
+                feed(&mut p, 0, rto_ms);
+                expire(&mut p, nrtx) < floor_ms
+            })
+            .count()
+    }
+
+    #[test]
+    fn the_2024_condition_on_the_backed_off_timer_or_on_the_rto() {
+        let timer = rto_is_first_sample();
+        let rto = LimRtoConfig {
+            subtract_compares: SubtractCompares::Rto,
+            ..timer
+        };
+        // RTO 5 s, three earlier retransmissions: 5 · 2^3 = 40 s > 15 s, but
+        // the RTO itself is below 15 s.
+        let by_timer = shortened(timer, 5000, 3, 40_000);
+        assert!((800..1200).contains(&by_timer), "{by_timer}");
+        assert_eq!(shortened(rto, 5000, 3, 40_000), 0);
+        // RTO 20 s: both readings subtract half the time.
+        let both = shortened(rto, 20_000, 3, 40_000);
+        assert!((800..1200).contains(&both), "{both}");
+    }
+
+    #[test]
+    fn the_2024_count_may_include_the_retransmission_about_to_be_sent() {
+        let before = rto_is_first_sample();
+        let including = LimRtoConfig {
+            subtract_counts_this_retransmission: true,
+            ..before
+        };
+        // Two earlier retransmissions: 2 > 2 is false, 2 + 1 > 2 is true.
+        // RTO 20 s, one doubling: 40 s.
+        assert_eq!(shortened(before, 20_000, 2, 40_000), 0);
+        let n = shortened(including, 20_000, 2, 40_000);
+        assert!((800..1200).contains(&n), "{n}");
+        // One earlier retransmission: neither.
+        assert_eq!(shortened(including, 20_000, 1, 40_000), 0);
+    }
+
+    #[test]
+    fn dither_ends_as_printed_inclusive_or_exclusive() {
+        let ends = |dither_ends, rto_ms: u64, expiry: bool| {
+            let mut seen = std::collections::BTreeSet::new();
+            for seed in 0..200 {
+                let mut p = policy(
+                    LimRtoConfig {
+                        dither_ends,
+                        ..rto_is_first_sample()
+                    },
+                    seed,
+                );
+                feed(&mut p, 0, rto_ms);
+                seen.insert(if expiry {
+                    expire(&mut p, 0)
+                } else {
+                    fresh(&mut p)
+                });
+            }
+            seen.into_iter().collect::<Vec<_>>()
+        };
+        // Fresh 2 ms timer: [0, 2) as printed and exclusive, [0, 2] inclusive.
+        assert_eq!(ends(DitherEnds::AsPrinted, 2, false), [2, 3]);
+        assert_eq!(ends(DitherEnds::Exclusive, 2, false), [2, 3]);
+        assert_eq!(ends(DitherEnds::Inclusive, 2, false), [2, 3, 4]);
+        // Expiry, lowest band, 2 ms: [0, 2] as printed and inclusive.
+        assert_eq!(ends(DitherEnds::AsPrinted, 2, true), [2, 3, 4]);
+        assert_eq!(ends(DitherEnds::Inclusive, 2, true), [2, 3, 4]);
+        assert_eq!(ends(DitherEnds::Exclusive, 2, true), [2, 3]);
+    }
+
+    #[test]
+    fn readings_read_from_toml_by_name() {
+        let c: LimRtoConfig = toml::from_str(
+            "srtt_start = \"first_sample\"\nmdev_error = \"signed\"\n\
+             cap_sampled_timer = true\nsubtract_compares = \"rto\"\n\
+             subtract_counts_this_retransmission = true\ndither_ends = \"inclusive\"\n\
+             weak_samples = \"any\"",
+        )
+        .expect("reads");
+        assert_eq!(c.srtt_start, SrttStart::FirstSample);
+        assert_eq!(c.mdev_error, MdevError::Signed);
+        assert_eq!(c.weak_samples, WeakSamples::Any);
+        assert!(c.cap_sampled_timer && c.subtract_counts_this_retransmission);
+        assert_eq!(c.subtract_compares, SubtractCompares::Rto);
+        assert_eq!(c.dither_ends, DitherEnds::Inclusive);
+        let text = toml::to_string(&c).expect("writes");
+        assert_eq!(toml::from_str::<LimRtoConfig>(&text), Ok(c));
+        let err = toml::from_str::<LimRtoConfig>("srtt_start = \"one\"").unwrap_err();
+        assert!(err.to_string().contains("first_sample"), "{err}");
     }
 }

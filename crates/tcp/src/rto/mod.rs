@@ -140,6 +140,9 @@ pub struct RttSample {
     /// Whether that segment was retransmitted (the sample is ambiguous under
     /// Karn's rule unless it came from a timestamp).
     pub retransmitted: bool,
+    /// How many times that segment was retransmitted (0 when it was not),
+    /// for policies that take weak samples only after a few (CoCoA).
+    pub retransmissions: u32,
     /// How the sample was measured.
     pub source: SampleSource,
 }
@@ -271,6 +274,7 @@ pub(crate) mod test_util {
             correction: None,
             segment_len: 1000,
             retransmitted: false,
+            retransmissions: 0,
             source: SampleSource::SegmentTiming,
         }
     }
