@@ -5,14 +5,16 @@ one clear line and exit status 2, or a bounded run."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import rtolab
-from rtolab import cli, plots
+from rtolab import cli, comparison, plots, sweeps
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -308,3 +310,101 @@ def test_usage_errors_are_one_line_with_exit_2(args: list[str], expected: str) -
     done = rtolab_cli(*args)
     assert done.returncode == 2, done.stderr
     assert one_line_error(done).startswith(expected)
+
+
+def test_deep_dotted_keys_never_reach_pythons_toml_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 50 000 levels in 100 kB: Python's reader took 9.8 GB and two minutes
+    # before failing; the core's reader refuses it at once.
+    path = tmp_path / "deep.toml"
+    path.write_text("a" + ".a" * 50_000 + " = 1\n")
+
+    def refuse(text: str) -> None:
+        raise AssertionError("Python's TOML reader was given the deep file")
+
+    monkeypatch.setattr(cli.tomllib, "loads", refuse)
+    assert cli._is_sweep_file(str(path)) is False
+    with pytest.raises(rtolab.SweepError, match=r"^sweep: nested 50000 levels deep"):
+        sweeps.Sweep.load(path)
+    # A sweep file as written still is one.
+    monkeypatch.undo()
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text('scenario = "p2p-cbr"\n[grid]\n"link.ab.loss" = [0.0, 0.5]\n')
+    assert cli._is_sweep_file(str(sweep)) is True
+
+
+def test_validate_refuses_deep_dotted_keys_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "deep.toml"
+    path.write_text("a" + ".a" * 50_000 + " = 1\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "rtolab", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    one_line_error(done)
+
+
+def test_compare_refuses_a_fifo_instead_of_waiting_on_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "capture.pcap"
+    os.mkfifo(fifo)
+    table = tmp_path / "table.csv"
+    table.write_text("no.,time (s),from → to,flags,TCP len\n1,0.0,a → b,SYN,0\n")
+    for args in ([str(fifo), str(table)], [str(table), str(fifo)]):
+        done = subprocess.run(
+            [sys.executable, "-m", "rtolab", "compare", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert f"{fifo}: not a regular file" in one_line_error(done)
+
+
+def test_a_table_too_large_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(comparison, "MAX_TABLE_BYTES", 1000)
+    path = tmp_path / "big.csv"
+    path.write_text("no.,time (s),from → to,flags,TCP len\n" + "1,0.0,a → b,ACK,0\n" * 1000)
+    read: list[int] = []
+    real_open = open
+
+    class Counted:
+        def __init__(self, *args: Any) -> None:
+            self.file = real_open(*args)
+
+        def __enter__(self) -> Counted:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def read(self, size: int = -1) -> bytes:
+            data = self.file.read(size)
+            read.append(len(data))
+            return data
+
+    monkeypatch.setattr(comparison, "open", Counted, raising=False)
+    with pytest.raises(comparison.CompareError, match="larger than the 1000 bytes a table"):
+        comparison.read_packets(path)
+    assert sum(read) <= 4  # the magic number, to tell a capture from a table
+
+
+def test_a_table_with_too_many_rows_is_refused_before_its_packets_are_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(comparison, "MAX_PACKETS", 10)
+    built: list[object] = []
+    real = comparison._row_packet
+
+    def counted(*args: Any) -> Any:
+        built.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(comparison, "_row_packet", counted)
+    path = tmp_path / "long.csv"
+    path.write_text("no.,time (s),from → to,flags,TCP len\n" + "1,0.0,a → b,ACK,0\n" * 1000)
+    with pytest.raises(comparison.CompareError, match="more than 10 packets"):
+        comparison.read_packets(path)
+    assert not built

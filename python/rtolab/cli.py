@@ -27,7 +27,14 @@ from rich.text import Text
 
 from rtolab import api
 from rtolab._rtolab import DEFAULT_STALL_EVENTS
-from rtolab.errors import RtolabError, RunError, RunStopped, ScenarioError
+from rtolab.errors import (
+    MAX_TOML_NESTING,
+    RtolabError,
+    RunError,
+    RunStopped,
+    ScenarioError,
+    toml_nesting,
+)
 from rtolab.runreport import Report
 
 if TYPE_CHECKING:
@@ -424,7 +431,12 @@ def _is_large(path: str) -> bool:
 
 def _is_sweep_file(path: str) -> bool:
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
+        # Python's TOML reader costs far more than the text's size on deep
+        # nesting: the core's own reader refuses it instead.
+        if toml_nesting(text) > MAX_TOML_NESTING:
+            return False
+        data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         # Not readable as a sweep: the scenario check says what is wrong.
         return False

@@ -28,6 +28,7 @@ import io
 import math
 import os
 import re
+import stat
 import statistics
 import struct
 from collections.abc import Mapping, Sequence
@@ -312,19 +313,39 @@ def _plain(value: Any) -> Any:
 # ----- reading files -----
 
 
-def _read_bytes(path: Path, limit: int, what: str) -> bytes:
+def _read_file(path: Path) -> bytes:
+    """The bytes of a capture or a table, refused by size before they are
+    read: a capture may have up to :data:`MAX_CAPTURE_BYTES`, anything else
+    (a table) :data:`MAX_TABLE_BYTES`."""
     try:
         if path.is_dir():
             pcaps = sorted(p.name for p in path.glob("*.pcap"))
             hint = f"; give one of its captures: {', '.join(pcaps)}" if pcaps else ""
             raise CompareError(str(path), f"is a directory{hint}")
-        size = path.stat().st_size
-        if size > limit:
-            raise CompareError(
-                str(path), f"{size} bytes: larger than the {limit} bytes a {what} may have"
-            )
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):
+            # A FIFO or a device would block, or never end.
+            raise CompareError(str(path), "not a regular file: give a capture or a table")
+        size = status.st_size
         with open(path, "rb") as f:
-            return f.read(limit + 1)
+            magic = f.read(4)
+            if magic in _PCAP_MAGICS or magic == _PCAPNG_MAGIC:
+                if size > MAX_CAPTURE_BYTES:
+                    raise CompareError(
+                        str(path),
+                        f"{size} bytes: larger than the {MAX_CAPTURE_BYTES} bytes "
+                        "a capture may have",
+                    )
+                limit = MAX_CAPTURE_BYTES
+            else:
+                if size > MAX_TABLE_BYTES:
+                    raise CompareError(
+                        str(path),
+                        f"not a pcap, and larger than the {MAX_TABLE_BYTES} bytes a table may have",
+                    )
+                limit = MAX_TABLE_BYTES
+            # At most one byte past the limit: a file that grew is still caught.
+            return magic + f.read(limit + 1 - len(magic))
     except FileNotFoundError:
         raise CompareError(str(path), "no such file") from None
     except OSError as err:
@@ -349,7 +370,7 @@ def read_packets(path: str | os.PathLike[str], table: str | None = None) -> Capt
     line, row or packet when something is wrong.
     """
     path = Path(path)
-    head = _read_bytes(path, MAX_CAPTURE_BYTES, "capture")
+    head = _read_file(path)
     if head[:4] in _PCAP_MAGICS:
         return _read_pcap(path, head)
     if head[:4] == _PCAPNG_MAGIC:
@@ -819,8 +840,14 @@ def _read_csv(path: Path, text: str) -> Capture:
     first = text.split("\n", 1)[0]
     delimiter = max((",", ";", "\t"), key=first.count)
     reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    rows: list[tuple[int, list[str]]] = []
     try:
-        rows = [(reader.line_num, row) for row in reader if any(c.strip() for c in row)]
+        for row in reader:
+            if any(c.strip() for c in row):
+                rows.append((reader.line_num, row))
+                # The header and one row too many say enough: stop reading.
+                if len(rows) > MAX_PACKETS + 1:
+                    break
     except csv.Error as err:
         raise CompareError(str(path), f"line {reader.line_num}: not CSV ({err})") from None
     if not rows:
@@ -834,12 +861,12 @@ def _table_capture(
     path: Path, columns: dict[str, int], rows: Sequence[tuple[int, list[str]]]
 ) -> Capture:
     """The packets of a table's rows (line number, cells), either format."""
+    if len(rows) > MAX_PACKETS:
+        raise CompareError(str(path), f"more than {MAX_PACKETS} packets")
     packets = [
         _row_packet(path, columns, cells, f"line {number}", i)
         for i, (number, cells) in enumerate(rows, start=1)
     ]
-    if len(packets) > MAX_PACKETS:
-        raise CompareError(str(path), f"more than {MAX_PACKETS} packets")
     has_seq = "seqack" in columns or "seq" in columns
     return Capture(str(path), packets, has_seq=has_seq)
 

@@ -69,7 +69,13 @@ import pyarrow.parquet as pq
 import tomllib
 
 from rtolab import api, frames
-from rtolab.errors import RtolabError, ScenarioError, SweepError
+from rtolab.errors import (
+    MAX_TOML_NESTING,
+    RtolabError,
+    ScenarioError,
+    SweepError,
+    toml_nesting,
+)
 from rtolab.scenario import set_path
 
 #: Keys a sweep file may have.
@@ -150,6 +156,11 @@ class Sweep:
         source: Path | None = None,
     ) -> Sweep:
         """Parses sweep TOML; scenario paths are relative to ``base_dir``."""
+        nesting = toml_nesting(text)
+        if nesting > MAX_TOML_NESTING:
+            raise SweepError(
+                "sweep", f"nested {nesting} levels deep, more than the {MAX_TOML_NESTING} read"
+            )
         try:
             data = tomllib.loads(text)
         except (tomllib.TOMLDecodeError, RecursionError) as err:
