@@ -31,6 +31,7 @@
 //! variant name is the one the app's `stats()` reports under.
 
 mod cbr;
+mod cooking_session;
 mod exchange;
 mod message_series;
 pub mod pattern;
@@ -43,6 +44,9 @@ mod tcp_on_off;
 pub use cbr::{
     CbrApp, CbrConfig, CbrSpec, CbrStats, DEFAULT_SOURCE_PORT_BASE, MAX_UDP_PAYLOAD,
     MIN_CBR_INTERVAL, PAYLOAD_HEADER_LEN,
+};
+pub use cooking_session::{
+    CookingSessionApp, CookingSessionConfig, CookingSessionSpec, SessionShape, Span,
 };
 pub use exchange::{
     ExchangeApp, ExchangeConfig, ExchangeServerApp, ExchangeServerConfig, ExchangeServerSpec,
@@ -95,6 +99,8 @@ app_registry! {
     MessageSeries => MessageSeriesSpec,
     /// TCP sender alternating bursts and idle periods.
     TcpOnOff => TcpOnOffSpec,
+    /// The bridge study's long session: runs of small messages, then a large one.
+    CookingSession => CookingSessionSpec,
 }
 
 pub use crate::node::AppId;

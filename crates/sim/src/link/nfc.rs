@@ -614,6 +614,8 @@ pub struct RawNfc {
     mcu_buffer: Option<u32>,
     uart_queue: Option<Vec<usize>>,
     slot_phase: Option<Duration>,
+    uart_baud: Option<u64>,
+    mcu: Option<bool>,
 }
 
 /// `kind = "nfc"`: a time-slotted [`NfcLink`] (bridge spec §1.1).
@@ -634,7 +636,18 @@ pub struct NfcSpec {
     pub uart_queue: [usize; 2],
     /// Fixed slot phase, or `None` to draw it from the seed.
     pub slot_phase: Option<SimDuration>,
+    /// UART baud rate between each stack and its MCU (the study's 115 200;
+    /// its recommendation of a faster link raises it).
+    pub uart_baud: u64,
+    /// Whether an MCU sits between the stack and the NFC module; without
+    /// it (the study's other bandwidth recommendation) a packet loses the
+    /// MCU's 8 bytes of framing and the stack writes to the module over
+    /// the same serial stage.
+    pub mcu: bool,
 }
+
+/// Bytes of MCU packet framing (bridge spec §1.2), gone without the MCU.
+pub const MCU_FRAMING: u32 = 8;
 
 impl ScenarioLink for NfcSpec {
     const KIND: &'static str = "nfc";
@@ -673,6 +686,13 @@ impl ScenarioLink for NfcSpec {
                 ))
             }
         };
+        let uart_baud = raw.uart_baud.unwrap_or(defaults.uart_baud);
+        if !(1_200..=100_000_000).contains(&uart_baud) {
+            return Err(ScenarioError::new(
+                cx.at("uart_baud"),
+                format!("must be between 1200 and 100000000 baud, got {uart_baud}"),
+            ));
+        }
         Ok(NfcSpec {
             ends,
             rate_bps: rate,
@@ -681,6 +701,8 @@ impl ScenarioLink for NfcSpec {
             mcu_buffer,
             uart_queue,
             slot_phase: raw.slot_phase.map(|d| d.0),
+            uart_baud,
+            mcu: raw.mcu.unwrap_or(true),
         })
     }
 
@@ -702,6 +724,12 @@ impl ScenarioLink for NfcSpec {
                 mcu_buffer: self.mcu_buffer,
                 uart_queue: self.uart_queue,
                 slot_phase: self.slot_phase,
+                uart_baud: self.uart_baud,
+                framing: if self.mcu {
+                    mode.framing
+                } else {
+                    mode.framing - MCU_FRAMING
+                },
                 ..mode
             },
             rng,

@@ -21,6 +21,7 @@ pub mod ack_holding;
 pub mod ack_schedule;
 pub mod chain;
 pub mod drop_list;
+pub mod ptx_filter;
 #[macro_use]
 mod registry;
 pub mod snoop;
@@ -33,6 +34,7 @@ use serde::Serialize;
 pub use ack_holding::AckHoldingSpec;
 pub use chain::{ChainEvent, MiddleboxChain};
 pub use drop_list::DropListSpec;
+pub use ptx_filter::PtxFilterSpec;
 pub use registry::{MiddleboxCheck, ScenarioMiddlebox};
 pub use snoop::SnoopSpec;
 pub use stall::StallSpec;
@@ -260,4 +262,7 @@ middlebox_registry! {
     /// Caches data to a mobile and retransmits it locally on the wireless
     /// hop, hiding its losses from the sender (Snoop).
     Snoop => SnoopSpec,
+    /// Drops segments to the appliance that would cross the NFC link for
+    /// nothing (bridge spec §5).
+    PtxFilter => PtxFilterSpec,
 }
