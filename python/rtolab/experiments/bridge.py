@@ -9,10 +9,15 @@ over a time-slotted NFC link through a bridge, its two fixes, and Algorithm 1.
   ``optimum_rto``, ``sensing+optimum_rto``) and several seeds;
 * ``initial_rto_sweep.csv``: the single exchange without sensing for a
   range of initial RTOs;
+* ``single_exchange_counts.csv`` and ``initial_rto_sweep_counts.csv``:
+  retransmissions, duplicate ACKs and keep-alives in the study's form
+  (``"2R+1DA"``);
 * ``long_session.csv`` and ``long_session_packets.csv``: one connection
-  carrying a series of messages of varying size, Van Jacobson's estimator
-  (lwIP's) against Algorithm 1, with and without the modified delayed ACK;
-  ``long_session_sweep.csv``: the same over a range of message mixes;
+  carrying the study's session (runs of small messages, then a recipe; the
+  ``cooking-session`` app), Van Jacobson's estimator (lwIP's) against
+  Algorithm 1, with and without the modified delayed ACK;
+  ``long_session_sweep.csv``: the same with one parameter of the session
+  changed at a time;
 * ``figures/*.png``; every run's captures of both sides are in
   ``DIR/bridge/<experiment>/<run>/`` (``nfc.pcap``: the appliance's NFC
   interface, ``ethernet.pcap``: the end-user device's Ethernet interface).
@@ -26,8 +31,7 @@ from __future__ import annotations
 
 import math
 import os
-import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,16 +88,63 @@ SEEDS = (1, 2, 3, 4, 5)
 #: Initial RTOs of the sweep, by rate (seconds).
 SWEEP = {11.2: (1.0, 2.0, 3.0, 3.5, 4.0, 5.0), 24.0: (1.0, 1.5, 2.0, 2.5, 3.0)}
 SWEEP_SEEDS = (1, 2, 3)
-LONG_MESSAGES = 68
-LONG_SIZES_SEED = 7
-#: The long session's mix (the study gives none): the share of messages
-#: that are recipe uploads (1001-1024 bytes, one full segment each; the rest
-#: are 8-9 byte control messages) and the share the end-user device answers
-#: with a short reply (8-9 bytes).
-LONG_LARGE_SHARE = 0.25
-LONG_REPLY_SHARE = 0.5
-#: The sweep over the mix: (share of uploads, share of replies).
-LONG_SWEEP = tuple((large, reply) for large in (0.1, 0.25, 0.5) for reply in (0.0, 0.5, 1.0))
+
+
+@dataclass(frozen=True)
+class LongShape:
+    """The long session's shape (bridge spec §4.3, the ``cooking-session``
+    app): ``rounds`` rounds of a run of small control messages followed by
+    one recipe upload; run lengths and sizes are ``[lo, hi]`` ranges drawn
+    from uniformly by the run's seed, and ``reply`` is what the end-user
+    device answers each message with (0: nothing).
+
+    The defaults are the study's text: messages under 10 bytes (8-9, the
+    request header being 8) for long enough that the estimator adapts its
+    RTO down to its floor, then a recipe over 1 kB; three rounds of 20 give
+    about 68 data packets from the appliance, as in the study's session."""
+
+    small_run: tuple[int, int] = (20, 20)
+    small: tuple[int, int] = (8, 9)
+    large: tuple[int, int] = (1025, 3072)
+    reply: int = 0
+    rounds: int = 3
+
+    @property
+    def label(self) -> str:
+        def span(s: tuple[int, int]) -> str:
+            return f"{s[0]}" if s[0] == s[1] else f"{s[0]}-{s[1]}"
+
+        return (
+            f"run{span(self.small_run)}-small{span(self.small)}-large{span(self.large)}"
+            f"-reply{self.reply}-rounds{self.rounds}"
+        )
+
+    def app(self) -> str:
+        """The appliance's ``[[app]]`` table."""
+        return (
+            f'[[app]]\nkind = "cooking-session"\nname = "client"\nhost = "appliance"\n'
+            f'peer = "{END_USER}:{SERVER_PORT}"\nsource_port = {CLIENT_PORT}\n'
+            f"connect_first = true\nrounds = {self.rounds}\n"
+            f"small_run = {list(self.small_run)}\nsmall = {list(self.small)}\n"
+            f"large = {list(self.large)}\nreply = {self.reply}\n"
+        )
+
+    @property
+    def messages(self) -> int:
+        """The most messages a session of this shape has."""
+        return self.rounds * (self.small_run[1] + 1)
+
+
+LONG_SHAPE = LongShape()
+LONG_SEEDS = (1, 2, 3, 4, 5)
+#: The sweep: one parameter at a time around the study's shape.
+LONG_SWEEP: tuple[LongShape, ...] = (
+    *(LongShape(small_run=(n, n)) for n in (5, 10, 40)),
+    LongShape(large=(1025, 2048)),
+    LongShape(large=(2049, 4096)),
+    LongShape(reply=8),
+)
+LONG_SWEEP_SEEDS = (1, 2, 3)
 
 SINGLE_COLUMNS = (
     "rate_kbps",
@@ -104,17 +155,29 @@ SINGLE_COLUMNS = (
     "retx_end_user",
     "dup_acks",
     "keepalives",
+    "retx_seen",
+    "counts",
     "nfc_drops",
     "latency_s",
     "throughput_kbps",
     "goodput_kbps",
     "bw_utilization",
+    "bw_utilization_with_headers",
     "theoretical_min_latency_s",
 )
 SWEEP_COLUMNS = (*SINGLE_COLUMNS, "initial_rto_s")
-LONG_COLUMNS = ("estimator", "modified_delayed_ack", "spurious_retx", "dup_acks", "session_s")
-LONG_SWEEP_COLUMNS = ("large_share", "reply_share", *LONG_COLUMNS)
-PACKET_COLUMNS = ("estimator", "seq", "size", "rto_s", "measured_rtt_s")
+LONG_COLUMNS = (
+    "estimator",
+    "modified_delayed_ack",
+    "seed",
+    "data_packets",
+    "retx_appliance",
+    "spurious_retx",
+    "dup_acks",
+    "session_s",
+)
+LONG_SWEEP_COLUMNS = ("shape", "small_run", "large_max", "reply", *LONG_COLUMNS)
+PACKET_COLUMNS = ("estimator", "modified_delayed_ack", "seq", "size", "rto_s", "measured_rtt_s")
 
 APPLIANCE = "192.168.1.102"
 END_USER = "192.168.1.202"
@@ -312,45 +375,14 @@ def ethernet_exchange_scenario(nfc_bytes: int = 1080) -> str:
     )
 
 
-def long_session_sizes(
-    count: int = LONG_MESSAGES,
-    large_share: float = LONG_LARGE_SHARE,
-    reply_share: float = LONG_REPLY_SHARE,
-) -> tuple[list[int], list[int]]:
-    """Message and answer sizes of the long session, drawn once from a fixed
-    seed: each message is a recipe upload of 1001-1024 bytes with
-    probability ``large_share``, else a control message of 8 or 9 bytes (the
-    request header is 8); the end-user device answers a message with a
-    reply of 8 or 9 bytes with probability ``reply_share``, else not at all
-    (0)."""
-    rng = random.Random(LONG_SIZES_SEED)
-    messages, answers = [], []
-    for _ in range(count):
-        large = rng.random() < large_share
-        messages.append(rng.randint(1001, 1024) if large else rng.randint(8, 9))
-        answers.append(rng.randint(8, 9) if rng.random() < reply_share else 0)
-    return messages, answers
-
-
-def long_session_scenario(
-    estimator: str,
-    modified_ack: bool,
-    count: int = LONG_MESSAGES,
-    large_share: float = LONG_LARGE_SHARE,
-    reply_share: float = LONG_REPLY_SHARE,
-) -> str:
-    """The long session at 11.2 kbps with channel sensing: the appliance
-    writes its messages back to back, each the moment the previous one is
-    acknowledged and answered; ``estimator`` is ``vj`` (lwIP's Van Jacobson
-    estimator, optimum initial RTO) or ``algorithm1`` (the per-packet
-    estimator); ``modified_ack`` switches to the size-aware delayed ACK."""
+def long_session_scenario(estimator: str, modified_ack: bool, shape: LongShape = LONG_SHAPE) -> str:
+    """The long session at 11.2 kbps with channel sensing: the appliance's
+    ``cooking-session`` of ``shape``, each message written the moment the
+    previous one is acknowledged (and answered); ``estimator`` is ``vj``
+    (lwIP's Van Jacobson estimator, optimum initial RTO) or ``algorithm1``
+    (the per-packet estimator); ``modified_ack`` switches to the size-aware
+    delayed ACK."""
     rate = 11.2
-    messages, answers = long_session_sizes(count, large_share, reply_share)
-    app = (
-        f'[[app]]\nkind = "message-series"\nname = "client"\nhost = "appliance"\n'
-        f'peer = "{END_USER}:{SERVER_PORT}"\nsource_port = {CLIENT_PORT}\n'
-        f"connect_first = true\nafter_ack = true\nsizes = {messages}\nresponses = {answers}\n"
-    )
     if estimator == "vj":
         rto = _lwip_rto(optimum_initial_rto(rate))
     else:
@@ -361,8 +393,10 @@ def long_session_scenario(
     )
     ack = f'{{ policy = "size_aware", delayed = {lwip_delayed} }}' if modified_ack else None
     # Generous: every message crossing with its worst retransmissions.
-    duration = count * 20.0 + 180.0
-    return scenario("bridge-long-session", rate, True, app, rto=rto, ack=ack, duration_s=duration)
+    duration = shape.messages * 20.0 + 180.0
+    return scenario(
+        "bridge-long-session", rate, True, shape.app(), rto=rto, ack=ack, duration_s=duration
+    )
 
 
 # ----- the plan -----
@@ -438,51 +472,64 @@ def sweep_cells(reduced: bool | None = None) -> list[Cell]:
 
 
 LONG_RUNS = (("vj", False), ("vj", True), ("algorithm1", False), ("algorithm1", True))
+ESTIMATOR_NAMES = {"vj": "Van Jacobson (lwIP)", "algorithm1": "Algorithm 1"}
 
 
-def _long_label(estimator: str, modified: bool) -> str:
-    return f"{estimator}-{'modified' if modified else 'plain'}-ack"
+def _long_label(estimator: str, modified: bool, seed: int) -> str:
+    return f"{estimator}-{'modified' if modified else 'plain'}-ack-seed{seed}"
 
 
-def _sweep_label(estimator: str, modified: bool, large: float, reply: float) -> str:
-    return f"mix-large{large:g}-reply{reply:g}-{_long_label(estimator, modified)}"
+def _sweep_label(estimator: str, modified: bool, shape: LongShape, seed: int) -> str:
+    return f"{shape.label}-{_long_label(estimator, modified, seed)}"
 
 
-def long_sweep_points(reduced: bool | None = None) -> tuple[tuple[float, float], ...]:
-    """The mixes of the long session's sweep."""
+def long_sweep_shapes(reduced: bool | None = None) -> tuple[LongShape, ...]:
+    """The shapes of the long session's sweep."""
     reduced = quick() if reduced is None else reduced
-    return ((0.1, 0.0), (0.5, 1.0)) if reduced else LONG_SWEEP
+    return (LongShape(small_run=(3, 3), rounds=2, reply=8),) if reduced else LONG_SWEEP
+
+
+def long_session_shape(reduced: bool | None = None) -> LongShape:
+    """The long session's shape: the study's, or a short one for the
+    reduced plan."""
+    reduced = quick() if reduced is None else reduced
+    return LongShape(small_run=(6, 6), rounds=2) if reduced else LONG_SHAPE
+
+
+def _long_run(
+    estimator: str, modified: bool, shape: LongShape, seed: int, label: str
+) -> ExperimentRun:
+    return ExperimentRun(
+        label,
+        long_session_scenario(estimator, modified, shape),
+        seed,
+        params={
+            "estimator": estimator,
+            "modified_delayed_ack": modified,
+            "small_run": shape.small_run[1],
+            "large_max": shape.large[1],
+            "reply": shape.reply,
+        },
+    )
 
 
 def long_session_runs(reduced: bool | None = None) -> list[ExperimentRun]:
-    """The long session's four runs with the documented mix, then the same
-    four for every mix of the sweep."""
+    """The long session's four runs per seed with the study's shape, then
+    the same for every shape of the sweep."""
     reduced = quick() if reduced is None else reduced
-    count = 12 if reduced else LONG_MESSAGES
+    shape = long_session_shape(reduced)
+    seeds = LONG_SEEDS[:1] if reduced else LONG_SEEDS
     runs = [
-        ExperimentRun(
-            _long_label(estimator, modified),
-            long_session_scenario(estimator, modified, count),
-            1,
-            params={"estimator": estimator, "modified_delayed_ack": modified},
-        )
+        _long_run(estimator, modified, shape, seed, _long_label(estimator, modified, seed))
         for estimator, modified in LONG_RUNS
+        for seed in seeds
     ]
-    for large, reply in long_sweep_points(reduced):
+    sweep_seeds = LONG_SWEEP_SEEDS[:1] if reduced else LONG_SWEEP_SEEDS
+    for point in long_sweep_shapes(reduced):
         for estimator, modified in LONG_RUNS:
-            runs.append(
-                ExperimentRun(
-                    _sweep_label(estimator, modified, large, reply),
-                    long_session_scenario(estimator, modified, count, large, reply),
-                    1,
-                    params={
-                        "estimator": estimator,
-                        "modified_delayed_ack": modified,
-                        "large_share": large,
-                        "reply_share": reply,
-                    },
-                )
-            )
+            for seed in sweep_seeds:
+                label = _sweep_label(estimator, modified, point, seed)
+                runs.append(_long_run(estimator, modified, point, seed, label))
     return runs
 
 
@@ -521,16 +568,19 @@ class Session:
 
 
 def tcp_analysis_counts(frame: pd.DataFrame) -> dict[str, int]:
-    """Duplicate ACKs and keep-alives as tshark's TCP analysis labels them
-    (``tcp.analysis.duplicate_ack``, ``tcp.analysis.keep_alive``) in one
-    capture, by the same rules: per direction it tracks the highest next
-    sequence number, the last ACK number and the last window. A keep-alive
-    carries 0 or 1 byte at one less than the next sequence number; a
-    duplicate ACK carries no data, repeats the last ACK number and window
-    (non-zero) at the next sequence number, and does not answer a
-    keep-alive; neither has SYN, FIN or RST."""
+    """Retransmissions, duplicate ACKs and keep-alives as tshark's TCP
+    analysis labels them (``tcp.analysis.retransmission`` and its fast and
+    spurious kinds, ``tcp.analysis.duplicate_ack``,
+    ``tcp.analysis.keep_alive``) in one capture, by the same rules: per
+    direction it tracks the highest next sequence number, the last ACK
+    number and the last window. A keep-alive carries 0 or 1 byte at one less
+    than the next sequence number; a duplicate ACK carries no data, repeats
+    the last ACK number and window (non-zero) at the next sequence number,
+    and does not answer a keep-alive; neither has SYN, FIN or RST. A
+    retransmission carries data, SYN or FIN, starts below the next sequence
+    number and is no keep-alive."""
     state: dict[tuple[Any, ...], dict[str, Any]] = {}
-    counts = {"dup_acks": 0, "keepalives": 0}
+    counts = {"retransmissions": 0, "dup_acks": 0, "keepalives": 0}
     tcp = frame[frame["protocol"] == "tcp"]
     for row in tcp.itertuples(index=False):
         fwd_key = (row.src, row.src_port, row.dst, row.dst_port)
@@ -555,6 +605,10 @@ def tcp_analysis_counts(frame: pd.DataFrame) -> dict[str, int]:
             keepalive = repeats = False
         if keepalive:
             counts["keepalives"] += 1
+        carries = seglen > 0 or "SYN" in flags or "FIN" in flags
+        behind = fwd["nextseq"] != 0 and (seq - fwd["nextseq"]) % 2**32 >= 2**31
+        if carries and behind and not keepalive:
+            counts["retransmissions"] += 1
         if repeats and not rev["ka"]:
             counts["dup_acks"] += 1
         nextseq = (seq + seglen + (1 if ("SYN" in flags or "FIN" in flags) else 0)) % 2**32
@@ -567,24 +621,61 @@ def tcp_analysis_counts(frame: pd.DataFrame) -> dict[str, int]:
     return counts
 
 
+def _rel(values: pd.Series, isn: int) -> pd.Series:
+    """Sequence or acknowledgement numbers relative to ``isn`` (they wrap
+    at 2^32; distances from the ISN in a session do not)."""
+    return (values.astype("int64") - isn) % 2**32
+
+
+def resends(session: Session, sender: str) -> pd.DataFrame:
+    """The segments ``sender`` handed to its interface that carry data, SYN
+    or FIN a second time or more (same sequence number and length as an
+    earlier one): their time (s), relative sequence number, end and whether
+    they were spurious, i.e. the receiver had already acknowledged all of
+    their data, an ACK covering their end having left the receiver before
+    they left the sender (both captures share the run's clock)."""
+    receiver = END_USER if sender == APPLIANCE else APPLIANCE
+    sent = session.sent_by(sender)
+    sent = sent[(sent["payload_len"].fillna(0) > 0) | sent["flags"].str.contains("SYN|FIN")]
+    columns = ["time_s", "seq", "end", "spurious"]
+    if sent.empty:
+        return pd.DataFrame(columns=columns)
+    isn = _u32(sent["seq"].iloc[0])
+    acks = session.sent_by(receiver)
+    acks = acks[acks["flags"].str.contains("ACK") & acks["ack"].notna()]
+    ack_times = acks["time_ns"].to_numpy()
+    # The highest acknowledgement the receiver had sent by each of its ACKs.
+    acked = _rel(acks["ack"], isn).cummax().to_numpy()
+    rows, seen = [], set()
+    for row in sent.itertuples(index=False):
+        seq = (_u32(row.seq) - isn) % 2**32
+        flags = str(row.flags)
+        end = seq + int(row.payload_len or 0) + ("SYN" in flags or "FIN" in flags)
+        key = (seq, end)
+        if key in seen:
+            k = int(ack_times.searchsorted(int(row.time_ns), side="right"))
+            spurious = k > 0 and int(acked[k - 1]) >= end
+            rows.append((int(row.time_ns) / 1e9, seq, end, spurious))
+        seen.add(key)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def study_form(counts: dict[str, int]) -> str:
+    """Retransmissions (R), duplicate ACKs (DA) and keep-alives (KA) of a
+    session written as the study writes them: ``"3R+1DA"``,
+    ``"2R+1DA+2KA"``, ``"0R"`` (DA and KA only when there are some)."""
+    text = f"{counts['retransmissions']}R"
+    if counts["dup_acks"]:
+        text += f"+{counts['dup_acks']}DA"
+    if counts["keepalives"]:
+        text += f"+{counts['keepalives']}KA"
+    return text
+
+
 def spurious_retransmissions(session: Session) -> int:
-    """Retransmissions whose data had already got through: for each sending
-    host, a resend of a segment (same sequence number, data, SYN or FIN) is
-    spurious when an earlier copy of it reached the other host (matched by
-    IP identification in the receiver's capture)."""
-    count = 0
-    for sender, receiver in ((APPLIANCE, END_USER), (END_USER, APPLIANCE)):
-        sent = session.sent_by(sender)
-        sent = sent[(sent["payload_len"].fillna(0) > 0) | sent["flags"].str.contains("SYN|FIN")]
-        arrived = set(session.arrived_at(receiver)["ip_id"].dropna().astype(int))
-        copies: dict[tuple[int, int], list[int]] = {}
-        for row in sent.itertuples(index=False):
-            key = (_u32(row.seq), int(row.payload_len or 0))
-            earlier = copies.setdefault(key, [])
-            if any(ip_id in arrived for ip_id in earlier):
-                count += 1
-            earlier.append(int(row.ip_id))
-    return count
+    """Retransmissions, by either host, of data the receiver had already
+    acknowledged (see :func:`resends`)."""
+    return sum(int(resends(session, host)["spurious"].sum()) for host in (APPLIANCE, END_USER))
 
 
 def _flows(result: Result) -> dict[str, dict[str, Any]]:
@@ -619,6 +710,7 @@ def exchange_row(result: Result, cell: Cell) -> dict[str, Any]:
     counts = tcp_analysis_counts(session.eth)
     latency = session_latency(result)
     carried = sum(int(d["nfc_payload_bytes"]) for d in stats["directions"])
+    slots = sum(int(d["slots"]) for d in stats["directions"])
     payload = cell.nfc_bytes - HEADERS - FRAMING
     goodput = 2 * payload * 8 / latency / 1e3 if latency > 0 else math.nan
     throughput = carried * 8 / latency / 1e3 if latency > 0 else math.nan
@@ -633,18 +725,25 @@ def exchange_row(result: Result, cell: Cell) -> dict[str, Any]:
         "retx_end_user": int(flows.get("enduser", {}).get("retransmissions", 0)),
         "dup_acks": counts["dup_acks"],
         "keepalives": counts["keepalives"],
+        "retx_seen": counts["retransmissions"],
+        "counts": study_form(counts),
         "nfc_drops": sum(int(d["dropped_mcu_busy"]) for d in stats["directions"]),
         "latency_s": latency,
         "throughput_kbps": throughput,
         "goodput_kbps": goodput,
         "bw_utilization": throughput / cell.rate_kbps,
+        "bw_utilization_with_headers": (
+            (carried + SLOT_HEADER * slots) * 8 / latency / 1e3 / cell.rate_kbps
+            if latency > 0
+            else math.nan
+        ),
         "theoretical_min_latency_s": theoretical_min_latency(
             payload, payload, cell.rate_kbps, phase, start
         ),
     }
 
 
-def packet_rows(result: Result, estimator: str) -> list[dict[str, Any]]:
+def packet_rows(result: Result, estimator: str, modified: bool) -> list[dict[str, Any]]:
     """Rows of ``long_session_packets.csv``: each data segment the appliance
     sent once or more, the RTO its sender armed for it (the first timer
     armed to guard it) and its RTT measured in the appliance's capture (first
@@ -676,6 +775,7 @@ def packet_rows(result: Result, estimator: str) -> list[dict[str, Any]]:
         rows.append(
             {
                 "estimator": estimator,
+                "modified_delayed_ack": modified,
                 "seq": (_u32(seq) - isn) % 2**32,
                 "size": int(length) + HEADERS + FRAMING,
                 "rto_s": rto_of.get(_u32(seq), math.nan),
@@ -685,12 +785,17 @@ def packet_rows(result: Result, estimator: str) -> list[dict[str, Any]]:
     return rows
 
 
-def long_row(result: Result, estimator: str, modified: bool) -> dict[str, Any]:
+def long_row(result: Result, estimator: str, modified: bool, seed: int) -> dict[str, Any]:
     """One row of ``long_session.csv``."""
     session = Session.of(result)
+    sent = session.sent_by(APPLIANCE)
+    data = sent[sent["payload_len"].fillna(0) > 0]
     return {
         "estimator": estimator,
         "modified_delayed_ack": modified,
+        "seed": seed,
+        "data_packets": int(data.groupby(["seq", "payload_len"]).ngroups),
+        "retx_appliance": len(resends(session, APPLIANCE)),
         "spurious_retx": spurious_retransmissions(session),
         "dup_acks": tcp_analysis_counts(session.eth)["dup_acks"],
         "session_s": session_latency(result),
@@ -717,10 +822,39 @@ def sweep_table(results: dict[str, Result], cells: Iterable[Cell]) -> pd.DataFra
     return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
 
 
+def study_form_table(table: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The study's own table: a row per rate and NFC payload, a column per
+    value of ``column`` (the configuration, or the initial RTO), each cell
+    the session's retransmissions, duplicate ACKs and keep-alives in the
+    study's form (:func:`study_form`) over the seeds: the one form when every
+    seed gave it, else each form with the seeds that gave it
+    (``"3R+1DA (4 seeds), 4R+1DA (1 seed)"``)."""
+    rows = []
+    for (rate, size), group in table.groupby(["rate_kbps", "nfc_payload_bytes"], sort=False):
+        row: dict[str, Any] = {"rate_kbps": rate, "nfc_payload_bytes": size}
+        # Configurations in the study's order, initial RTOs ascending.
+        for value, cell in group.groupby(column, sort=column != "config"):
+            forms = cell["counts"].value_counts()
+            row[f"{value:g}" if isinstance(value, float) else str(value)] = (
+                str(forms.index[0])
+                if len(forms) == 1
+                else ", ".join(
+                    f"{form} ({n} seed{'s' if n > 1 else ''})" for form, n in forms.items()
+                )
+            )
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if column != "config":
+        values = sorted(frame.columns[2:], key=float)
+        frame = frame[["rate_kbps", "nfc_payload_bytes", *values]]
+    return frame
+
+
 def single_exchange_figures(table: pd.DataFrame) -> list[tuple[str, Figure]]:
     """Latency per size and configuration (both rates, with the channel's
-    limit), the retransmission table, and throughput, goodput and
-    bandwidth utilisation per size."""
+    limit), and throughput, goodput and bandwidth utilisation (both bases)
+    per size; legends outside the axes. The retransmission counts are a
+    table of the report (:func:`study_form_table`), not a figure."""
     import matplotlib.pyplot as plt
 
     from rtolab.plots import PALETTE
@@ -756,24 +890,11 @@ def single_exchange_figures(table: pd.DataFrame) -> list[tuple[str, Figure]]:
         ax.set_xlabel("NFC payload (bytes)")
         ax.set_ylabel("session latency (s)")
         ax.set_title(f"{rate:g} kbps")
-        ax.legend(fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels))
     figures.append(("latency", fig))
 
-    shown = seed_table(
-        table,
-        ["rate_kbps", "nfc_payload_bytes", "config"],
-        ["retx_appliance", "retx_end_user", "dup_acks", "nfc_drops"],
-        digits=2,
-    ).astype(str)
-    fig, ax = plt.subplots(figsize=(10, 0.3 * len(shown) + 1), layout="constrained")
-    ax.axis("off")
-    tab = ax.table(cellText=shown.values, colLabels=list(shown.columns), loc="center")
-    tab.auto_set_font_size(False)
-    tab.set_fontsize(7)
-    ax.set_title(
-        "Retransmissions, duplicate ACKs and NFC drops (n runs; mean over seeds, min..max)"
-    )
-    figures.append(("retransmissions", fig))
+    from matplotlib.lines import Line2D
 
     fig, axes = plt.subplots(
         2, len(rates), figsize=(6 * len(rates), 7), layout="constrained", squeeze=False
@@ -782,99 +903,144 @@ def single_exchange_figures(table: pd.DataFrame) -> list[tuple[str, Figure]]:
         part = mean.loc[rate].reset_index()
         for i, config in enumerate(CONFIGS):
             rows = part[part["config"] == config]
-            axes[0][col].plot(
-                rows["nfc_payload_bytes"],
-                rows["throughput_kbps"],
-                "o-",
-                color=PALETTE[i],
-                label=f"{config} throughput",
-            )
-            axes[0][col].plot(
-                rows["nfc_payload_bytes"],
-                rows["goodput_kbps"],
-                "s--",
-                color=PALETTE[i],
-                label=f"{config} goodput",
-            )
-            axes[1][col].plot(
-                rows["nfc_payload_bytes"],
-                rows["bw_utilization"],
-                "o-",
-                color=PALETTE[i],
-                label=config,
-            )
+            x = rows["nfc_payload_bytes"]
+            axes[0][col].plot(x, rows["throughput_kbps"], "o-", color=PALETTE[i])
+            axes[0][col].plot(x, rows["goodput_kbps"], "s--", color=PALETTE[i])
+            axes[1][col].plot(x, rows["bw_utilization"], "o-", color=PALETTE[i])
+            axes[1][col].plot(x, rows["bw_utilization_with_headers"], "^:", color=PALETTE[i])
+        chunk = MODES[rate]
+        axes[1][col].axhline(chunk / (chunk + SLOT_HEADER), color="grey", lw=0.8, ls="-.")
         axes[0][col].set_title(f"{rate:g} kbps")
         axes[0][col].set_ylabel("kbit/s")
-        axes[1][col].set_ylabel("bandwidth utilisation")
+        axes[1][col].set_ylabel(f"bandwidth utilisation (of {rate:g} kbit/s)")
         axes[1][col].set_xlabel("NFC payload (bytes)")
-        axes[0][col].legend(fontsize=6)
-        axes[1][col].legend(fontsize=7)
+    handles = [Line2D([], [], color=PALETTE[i], lw=2) for i in range(len(CONFIGS))]
+    labels = list(CONFIGS)
+    styles = (
+        ("o", "-", "throughput (NFC payload)"),
+        ("s", "--", "goodput (TCP payload)"),
+        ("o", "-", "utilisation: NFC payload over the rate (the study's)"),
+        ("^", ":", "utilisation with the 4 B slot headers counted"),
+        ("", "-.", "ceiling without slot headers"),
+    )
+    for marker, ls, label in styles:
+        handles.append(Line2D([], [], color="grey", marker=marker or None, ls=ls))
+        labels.append(label)
+    fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=8)
     figures.append(("throughput", fig))
     return figures
 
 
 def sweep_figures(table: pd.DataFrame) -> list[tuple[str, Figure]]:
-    """Retransmissions and latency against the initial RTO, per rate."""
+    """Retransmissions (bars: whole counts, each size beside the others so
+    none hides another) and latency against the initial RTO, per rate."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    from rtolab.plots import PALETTE
 
     if table.empty:
         return []
     rates = sorted(table["rate_kbps"].unique())
+    sizes = sorted(table["nfc_payload_bytes"].unique())
+    markers = "osD^v"
     fig, axes = plt.subplots(
         2, len(rates), figsize=(6 * len(rates), 7), layout="constrained", squeeze=False
     )
     for col, rate in enumerate(rates):
         part = table[table["rate_kbps"] == rate]
-        for size, rows in part.groupby("nfc_payload_bytes"):
-            m = rows.groupby("initial_rto_s").mean(numeric_only=True)
-            axes[0][col].plot(
-                m.index, m["retx_appliance"] + m["retx_end_user"], "o-", label=f"{size} B"
+        rtos = sorted(part["initial_rto_s"].unique())
+        width = 0.8 / len(sizes)
+        for i, size in enumerate(sizes):
+            rows = part[part["nfc_payload_bytes"] == size]
+            m = rows.groupby("initial_rto_s").mean(numeric_only=True).reindex(rtos)
+            positions = [k + (i - (len(sizes) - 1) / 2) * width for k in range(len(rtos))]
+            axes[0][col].bar(
+                positions,
+                m["retx_appliance"] + m["retx_end_user"],
+                width,
+                color=PALETTE[i],
+                label=f"{size} B",
             )
-            axes[1][col].plot(m.index, m["latency_s"], "o-", label=f"{size} B")
-        axes[0][col].axvline(optimum_initial_rto(rate), color="k", ls=":", lw=1)
-        axes[1][col].axvline(optimum_initial_rto(rate), color="k", ls=":", lw=1)
+            axes[1][col].plot(
+                range(len(rtos)),
+                m["latency_s"],
+                marker=markers[i % len(markers)],
+                ls="-",
+                color=PALETTE[i],
+                label=f"{size} B",
+            )
+        optimum = optimum_initial_rto(rate)
+        for ax in axes[:, col]:
+            ax.set_xticks(range(len(rtos)), [f"{r:g}" for r in rtos])
+            if optimum in rtos:
+                ax.axvline(rtos.index(optimum), color="k", ls=":", lw=1)
+        axes[0][col].yaxis.set_major_locator(MaxNLocator(integer=True))
         axes[0][col].set_title(f"{rate:g} kbps, no sensing (dotted: optimum initial RTO)")
-        axes[0][col].set_ylabel("retransmissions (both hosts)")
+        axes[0][col].set_ylabel("retransmissions, both hosts")
         axes[1][col].set_ylabel("session latency (s)")
         axes[1][col].set_xlabel("initial RTO (s)")
-        axes[0][col].legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), title="NFC payload")
     return [("initial-rto-sweep", fig)]
 
 
 def long_session_figures(
     packets: pd.DataFrame, results: dict[str, Result]
 ) -> list[tuple[str, Figure]]:
-    """RTO chosen against measured RTT per packet for both estimators, and a
-    time-sequence plot of the session per estimator."""
+    """RTO chosen against measured RTT per packet, and the time-sequence
+    (stream) diagram of the session with its retransmissions marked, per
+    estimator and delayed ACK (seed 1)."""
     import matplotlib.pyplot as plt
 
     from rtolab.plots import PALETTE, time_sequence
 
     figures: list[tuple[str, Figure]] = []
-    estimators = ["vj", "algorithm1"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained", sharey=True)
-    for ax, estimator in zip(axes, estimators, strict=True):
-        part = packets[packets["estimator"] == estimator].reset_index(drop=True)
+    runs = [(e, m) for e, m in LONG_RUNS]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7), layout="constrained", sharey=True)
+    for ax, (estimator, modified) in zip(axes.flat, runs, strict=True):
+        part = packets[
+            (packets["estimator"] == estimator) & (packets["modified_delayed_ack"] == modified)
+        ].reset_index(drop=True)
         ax.plot(part.index, part["rto_s"], "o", ms=3, color=PALETTE[0], label="RTO chosen")
         ax.plot(
             part.index, part["measured_rtt_s"], "x", ms=4, color=PALETTE[1], label="measured RTT"
         )
-        ax.set_title({"vj": "Van Jacobson (lwIP)", "algorithm1": "Algorithm 1"}[estimator])
-        ax.set_xlabel("data packet")
+        ack = "modified delayed ACK" if modified else "plain delayed ACK"
+        ax.set_title(f"{ESTIMATOR_NAMES[estimator]}, {ack}")
+        ax.set_xlabel("data packet (in sending order)")
         ax.set_ylabel("seconds")
-        ax.legend(fontsize=8)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=2)
     figures.append(("rto-vs-rtt", fig))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
-    for ax, estimator in zip(axes, estimators, strict=True):
-        label = f"{estimator}-modified-ack"
-        if label in results:
-            time_sequence(
-                results[label],
-                capture="nfc",
-                flow=(APPLIANCE, CLIENT_PORT, END_USER, SERVER_PORT),
-                ax=ax,
-            )
-            ax.set_title(f"{estimator}: appliance → end-user device (NFC side)")
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8), layout="constrained")
+    for ax, (estimator, modified) in zip(axes.flat, runs, strict=True):
+        label = _long_label(estimator, modified, LONG_SEEDS[0])
+        if label not in results:
+            continue
+        time_sequence(
+            results[label],
+            capture="nfc",
+            flow=(APPLIANCE, CLIENT_PORT, END_USER, SERVER_PORT),
+            ax=ax,
+        )
+        ack = "modified delayed ACK" if modified else "plain delayed ACK"
+        ax.set_title(f"{ESTIMATOR_NAMES[estimator]}, {ack}")
+        legend = ax.get_legend()
+        if legend is not None:
+            legend.remove()
+        spurious = resends(Session.of(results[label]), APPLIANCE)
+        spurious = spurious.loc[spurious["spurious"].astype(bool)]
+        ax.plot(
+            spurious["time_s"],
+            spurious["end"] / 1e3,
+            "v",
+            color="crimson",
+            ms=7,
+            label=f"spurious retransmission ({len(spurious)})",
+        )
+        ax.legend(loc="upper left", fontsize=8)
+    fig.suptitle("Long session, appliance → end-user device, NFC side (seed 1)")
     figures.append(("time-sequence", fig))
     return figures
 
@@ -923,6 +1089,7 @@ def single_exchange_checks(results: dict[str, Result]) -> list[Check | Claim]:
         return [Check("runs completed", False, "no results")]
     table = single_exchange_table(results, cells)
     write_table(table, out / "single_exchange.csv")
+    write_table(study_form_table(table, "config"), out / "single_exchange_counts.csv")
     for name, fig in single_exchange_figures(table):
         save_figure(fig, out / "figures" / f"single-exchange-{name}.png")
     fixed = table[table["config"] == "sensing+optimum_rto"]
@@ -966,6 +1133,7 @@ def sweep_checks(results: dict[str, Result]) -> list[Check]:
         return [Check("runs completed", False, "no results")]
     table = sweep_table(results, cells)
     write_table(table, out / "initial_rto_sweep.csv")
+    write_table(study_form_table(table, "initial_rto_s"), out / "initial_rto_sweep_counts.csv")
     for name, fig in sweep_figures(table):
         save_figure(fig, out / "figures" / f"{name}.png")
     return [
@@ -977,40 +1145,84 @@ def sweep_checks(results: dict[str, Result]) -> list[Check]:
     ]
 
 
-def long_session_checks(results: dict[str, Result]) -> list[Check]:
-    """Writes ``long_session.csv``, ``long_session_packets.csv`` and the
-    per-packet and time-sequence figures."""
+def long_session_tables(
+    results: dict[str, Result],
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``long_session.csv`` (the study's shape, every seed),
+    ``long_session_packets.csv`` (seed 1 of each estimator and delayed ACK)
+    and ``long_session_sweep.csv`` (every shape of the sweep), from the runs
+    that completed."""
+    shape = long_session_shape()
+    rows, packets = [], []
+    for estimator, modified in LONG_RUNS:
+        for seed in LONG_SEEDS:
+            label = _long_label(estimator, modified, seed)
+            if label not in results:
+                continue
+            rows.append(long_row(results[label], estimator, modified, seed))
+            if seed == LONG_SEEDS[0]:
+                packets.extend(packet_rows(results[label], estimator, modified))
+    sweep = []
+    for point in (shape, *long_sweep_shapes()):
+        for estimator, modified in LONG_RUNS:
+            for seed in LONG_SEEDS:
+                label = (
+                    _long_label(estimator, modified, seed)
+                    if point == shape
+                    else _sweep_label(estimator, modified, point, seed)
+                )
+                if label in results:
+                    row = long_row(results[label], estimator, modified, seed)
+                    sweep.append(
+                        {
+                            "shape": point.label,
+                            "small_run": point.small_run[1],
+                            "large_max": point.large[1],
+                            "reply": point.reply,
+                            **row,
+                        }
+                    )
+    return (
+        pd.DataFrame(rows, columns=list(LONG_COLUMNS)),
+        pd.DataFrame(packets, columns=list(PACKET_COLUMNS)),
+        pd.DataFrame(sweep, columns=list(LONG_SWEEP_COLUMNS)),
+    )
+
+
+def long_session_checks(results: dict[str, Result]) -> list[Check | Claim]:
+    """Writes ``long_session.csv``, ``long_session_packets.csv``,
+    ``long_session_sweep.csv`` and the per-packet and time-sequence
+    figures."""
     out = system_dir(results)
     if out is None:
         return [Check("runs completed", False, "no results")]
-    rows, packets = [], []
-    for estimator, modified in LONG_RUNS:
-        label = _long_label(estimator, modified)
-        if label not in results:
-            continue
-        rows.append(long_row(results[label], estimator, modified))
-        if modified:
-            packets.extend(packet_rows(results[label], estimator))
-    table = pd.DataFrame(rows, columns=list(LONG_COLUMNS))
-    packet_table = pd.DataFrame(packets, columns=list(PACKET_COLUMNS))
-    sweep = []
-    for large, reply in long_sweep_points():
-        for estimator, modified in LONG_RUNS:
-            label = _sweep_label(estimator, modified, large, reply)
-            if label in results:
-                row = long_row(results[label], estimator, modified)
-                sweep.append({"large_share": large, "reply_share": reply, **row})
-    sweep_table = pd.DataFrame(sweep, columns=list(LONG_SWEEP_COLUMNS))
+    table, packet_table, sweep_table = long_session_tables(results)
     write_table(sweep_table, out / "long_session_sweep.csv")
     write_table(table, out / "long_session.csv")
     write_table(packet_table, out / "long_session_packets.csv")
     for name, fig in long_session_figures(packet_table, results):
         save_figure(fig, out / "figures" / f"long-session-{name}.png")
+    expected = len(LONG_RUNS) * len(LONG_SEEDS[:1] if quick() else LONG_SEEDS)
+    vj = table[table["estimator"] == "vj"]
+    fixed = table[(table["estimator"] == "algorithm1") & table["modified_delayed_ack"]]
+    vj_spurious, fixed_spurious = int(vj["spurious_retx"].sum()), int(fixed["spurious_retx"].sum())
+    swept = sweep_table["session_s"].notna().sum()
     return [
+        Claim(
+            "On a long session of small messages then a large one, Van Jacobson's "
+            "estimator retransmits spuriously (bridge spec §4.3)",
+            f"{vj_spurious} spurious retransmissions in {len(vj)} VJ runs",
+            vj_spurious > 0 if len(vj) else None,
+        ),
+        Claim(
+            "Algorithm 1 with the modified delayed ACK avoids them (bridge spec §3.3, §3.4)",
+            f"{fixed_spurious} spurious retransmissions in {len(fixed)} runs",
+            fixed_spurious == 0 if len(fixed) else None,
+        ),
         Check(
             "every session completed",
-            len(table) == len(LONG_RUNS) and _nan_free(table, "session_s"),
-            f"{int(table['session_s'].notna().sum())} of {len(LONG_RUNS)}",
+            len(table) == expected and _nan_free(table, "session_s"),
+            f"{int(table['session_s'].notna().sum())} of {expected}",
         ),
         Check(
             "an RTO was recorded for every data packet",
@@ -1018,43 +1230,62 @@ def long_session_checks(results: dict[str, Result]) -> list[Check]:
             f"{int(packet_table['rto_s'].notna().sum())} of {len(packet_table)}",
         ),
         Check(
-            "every session of the mix sweep completed",
-            len(sweep_table) == len(LONG_RUNS) * len(long_sweep_points())
-            and _nan_free(sweep_table, "session_s"),
-            f"{int(sweep_table['session_s'].notna().sum())} of "
-            f"{len(LONG_RUNS) * len(long_sweep_points())}",
+            "every session of the sweep completed",
+            bool(_nan_free(sweep_table, "session_s")) and swept > 0,
+            f"{int(swept)} of {len(sweep_table)}",
         ),
     ]
 
 
+#: Per experiment: the tables the report shows (file, the keys its rows are
+#: grouped by over seeds) and the prefix of its figures.
+REPORT_FILES: dict[str, tuple[tuple[tuple[str, tuple[str, ...]], ...], str]] = {
+    "single_exchange": (
+        (
+            ("single_exchange_counts.csv", ()),
+            ("single_exchange.csv", ("rate_kbps", "nfc_payload_bytes", "config")),
+        ),
+        "single-exchange-",
+    ),
+    "initial_rto_sweep": (
+        (
+            ("initial_rto_sweep_counts.csv", ()),
+            ("initial_rto_sweep.csv", ("rate_kbps", "nfc_payload_bytes", "initial_rto_s")),
+        ),
+        "initial-rto-sweep",
+    ),
+    "long_session": (
+        (
+            ("long_session.csv", ("estimator", "modified_delayed_ack")),
+            ("long_session_sweep.csv", ("shape", "estimator", "modified_delayed_ack")),
+        ),
+        "long-session-",
+    ),
+}
+
+
 def report_sections(directory: Path, experiment: str) -> list[str]:
-    """HTML for the reproduction report: the experiment's table (means over
+    """HTML for the reproduction report: the experiment's tables (means over
     seeds) and figures, from the reproduction's output ``directory``."""
     from rtolab.reports import table_html
 
     bridge_dir = directory / SYSTEM
-    files = {
-        "single_exchange": ("single_exchange.csv", "single-exchange-"),
-        "initial_rto_sweep": ("initial_rto_sweep.csv", "initial-rto-sweep"),
-        "long_session": ("long_session.csv", "long-session-"),
-    }
-    csv, prefix = files[experiment]
+    tables, prefix = REPORT_FILES[experiment]
     parts: list[str] = []
-    path = bridge_dir / csv
-    if path.is_file():
+    for csv, keys in tables:
+        path = bridge_dir / csv
+        if not path.is_file():
+            continue
         frame = pd.read_csv(path)
-        keys: Sequence[str] = (
-            ["rate_kbps", "nfc_payload_bytes", "config"]
-            if "config" in frame and experiment == "single_exchange"
-            else ["rate_kbps", "nfc_payload_bytes", "initial_rto_s"]
-            if experiment == "initial_rto_sweep"
-            else []
-        )
         if keys:
             shown = seed_table(frame, keys)
             heading = f"{csv} (n runs; mean over seeds, min..max where they differ)"
         else:
-            shown, heading = frame.drop(columns="seed", errors="ignore"), csv
+            shown = frame
+            heading = (
+                f"{csv}: retransmissions (R), duplicate ACKs (DA) and keep-alives (KA) "
+                "seen on the Ethernet side, in the study's form, over seeds"
+            )
         parts.append(f"<h3>{heading}</h3>" + table_html(shown))
     for png in sorted((bridge_dir / "figures").glob(f"{prefix}*.png")):
         parts.append(figure_html(png, directory))
@@ -1100,11 +1331,12 @@ register(
         name="long_session",
         title="Long session: Van Jacobson's estimator against Algorithm 1",
         description=(
-            "One connection at 11.2 kbps with channel sensing carries a series of "
-            "requests of varying size (8-9 byte control messages and 1-2 kB recipe "
-            "uploads), each answered by the end-user device; lwIP's estimator against "
-            "the per-packet Algorithm 1, with and without the modified delayed ACK. "
-            "Writes long_session.csv and long_session_packets.csv."
+            "One connection at 11.2 kbps with channel sensing carries the study's "
+            "session: runs of 20 control messages under 10 bytes, each followed by a "
+            "recipe over 1 kB, three rounds (about 68 data packets); lwIP's estimator "
+            "against the per-packet Algorithm 1, with and without the modified delayed "
+            "ACK, then one parameter at a time swept (run length, recipe size, replies). "
+            "Writes long_session.csv, long_session_packets.csv and long_session_sweep.csv."
         ),
         runs=long_session_runs,
         checks=long_session_checks,
