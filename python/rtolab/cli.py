@@ -793,6 +793,11 @@ def _print_sweep(
     type=click.IntRange(min=0),
     help="Local Dask workers for experiments run in parallel (default: one per core; 0: no Dask).",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="The full design, for experiments whose default is reduced (uip-rto readings).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def reproduce(
     target: str | None,
@@ -801,6 +806,7 @@ def reproduce(
     seeds: int | None,
     duration: float | None,
     workers: int | None,
+    full: bool,
     as_json: bool,
 ) -> None:
     """Run every registered experiment of a system and report on them.
@@ -835,7 +841,7 @@ def reproduce(
             out_console.print(table)
             out_console.print("run one with: rtolab reproduce SYSTEM (or all)")
             return
-        options = {"seeds": seeds, "duration": duration}
+        options = {"seeds": seeds, "duration": duration, "full": full or None}
         # Unknown names and options fail here, before any output.
         registry.check_options(registry.select(target), options)
         with _progress(as_json) as progress:

@@ -712,6 +712,11 @@ def _positions(data: Any, names: Sequence[str]) -> dict[str, tuple[float, float]
     return placed
 
 
+#: Radius of a node's marker in a routing tree, in points: room for a name
+#: such as ``n16`` inside it.
+_NODE_RADIUS_PT = 11
+
+
 def routing_tree(
     data: Result | pd.DataFrame, *, at: float | None = None, ax: Axes | None = None
 ) -> Axes:
@@ -732,11 +737,20 @@ def routing_tree(
         if parent is None:
             continue
         (x0, y0), (x1, y1) = where[child], where[parent]
+        # Each arrow runs between the markers' edges (both ends shrunk by
+        # the marker's radius), and each name is written inside its
+        # marker, so no arrow crosses a name.
         ax.annotate(
             "",
             xy=(x1, y1),
             xytext=(x0, y0),
-            arrowprops={"arrowstyle": "->", "color": PALETTE[0], "lw": 1.2, "shrinkB": 9},
+            arrowprops={
+                "arrowstyle": "->",
+                "color": PALETTE[0],
+                "lw": 1.2,
+                "shrinkA": _NODE_RADIUS_PT,
+                "shrinkB": _NODE_RADIUS_PT + 1,
+            },
         )
     for name in names:
         x, y = where[name]
@@ -745,13 +759,22 @@ def routing_tree(
         ax.scatter(
             [x],
             [y],
-            s=180,
+            s=(2 * _NODE_RADIUS_PT) ** 2,
             marker="s" if root else "o",
             color=PALETTE[1] if root else "white",
             edgecolors="red" if orphan else "black",
+            linewidths=1.5 if orphan else 1.0,
             zorder=3,
         )
-        ax.annotate(_label(name), (x, y), textcoords="offset points", xytext=(0, 11), ha="center")
+        ax.annotate(
+            _label(name),
+            (x, y),
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white" if root else "black",
+            zorder=4,
+        )
     depth = _depths(tree)
     deepest = max(depth.values(), default=0)
     when = "end of run" if at is None else f"t = {at:g} s"

@@ -95,6 +95,7 @@ RUN_COLUMNS = (
     "tree_class",
     "duty_cycle_mean",
     "bytes_corrupt",
+    "start_tree",
 )
 NODE_COLUMNS = (
     "scheme",
@@ -109,6 +110,16 @@ NODE_COLUMNS = (
     "connections",
     "connections_failed",
     "longest_stall_s",
+)
+#: One row per segment a client retransmitted (``segments.csv``).
+SEGMENT_COLUMNS = (
+    "scheme",
+    "seed",
+    "node",
+    "hops",
+    "retransmissions",
+    "acked",
+    "wait_s",
 )
 #: Tree classes, best placed first (see :func:`tree_class`).
 TREE_CLASSES = (
@@ -129,22 +140,33 @@ def sending_s() -> float:
     return float(option("duration", DEFAULT_SENDING_S))
 
 
-def scenario(scheme: str, sending: float | None = None) -> str:
+def scenario(
+    scheme: str,
+    sending: float | None = None,
+    tcp: dict[str, Any] | None = None,
+    name: str | None = None,
+) -> str:
     """The TOML of one scheme's runs: the shipped study network with the
-    scheme's ``tcp`` table on the clients, ``reconnect`` on every client,
-    ``sending`` seconds after the formation, and no captures."""
+    scheme's ``tcp`` table (or ``tcp`` when given) on the clients,
+    ``reconnect`` on every client, ``sending`` seconds after the formation,
+    and no captures. Nothing that differs between schemes acts before the
+    clients start, so every scheme of a seed reaches them with the same
+    mesh (the medium, each MAC and each RPL node draw from their own
+    seeded streams, ``crates/sim/src/rng.rs``)."""
     from rtolab.api import shipped_scenarios
     from rtolab.sweeps import _dump
 
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme: one of {', '.join(SCHEMES)}, got {scheme!r}")
+    if tcp is None:
+        if scheme not in SCHEMES:
+            raise ValueError(f"scheme: one of {', '.join(SCHEMES)}, got {scheme!r}")
+        tcp = SCHEMES[scheme]
     sending = sending_s() if sending is None else sending
     data = tomllib.loads(shipped_scenarios()[BASE_SCENARIO])
-    data["name"] = f"uip-rto-{scheme}"
+    data["name"] = f"uip-rto-{name or scheme}"
     data["duration"] = f"{FORMATION_S + sending:g}s"
     data.pop("capture", None)
     for group in data["host_group"]:
-        group["tcp"] = {**group.get("tcp", {}), **SCHEMES[scheme]}
+        group["tcp"] = {**group.get("tcp", {}), **tcp}
     for app in data["app"]:
         if app["kind"] == "tcp-bulk":
             app["reconnect"] = RECONNECT
@@ -205,6 +227,49 @@ def tree_class(root_children: int, off_shortest: int, orphans: int) -> str:
     return TREE_CLASSES[1] if off_shortest else TREE_CLASSES[0]
 
 
+def tree_text(tree: dict[str, str | None]) -> str:
+    """A tree as one comparable string, ``child>parent`` pairs in node order
+    (``-`` for a node without parent)."""
+    from rtolab.plots import _natural
+
+    return " ".join(f"{c}>{tree[c] or '-'}" for c in sorted(tree, key=_natural))
+
+
+def segment_waits(
+    retx: pd.DataFrame, armed: pd.DataFrame, samples: pd.DataFrame
+) -> list[dict[str, Any]]:
+    """For every segment a node retransmitted, how many times, and the time
+    from its first transmission (the first timer armed for it) to its
+    acknowledgement (the node's first RTT sample on that connection after
+    the last retransmission), the time the node could send nothing new
+    with uIP's one segment in flight; ``acked`` is false when no sample
+    came (the connection gave up or the run ended) and the wait is then
+    unknown."""
+    out: list[dict[str, Any]] = []
+    if retx.empty:
+        return out
+    first_armed = armed.groupby(["node_name", "flow", "seq"])["t_s"].min()
+    by_flow = {
+        key: np.sort(group["t_s"].to_numpy(dtype=float))
+        for key, group in samples.groupby(["node_name", "flow"])
+    }
+    for (node, flow, seq), group in retx.groupby(["node_name", "flow", "seq"]):
+        last = float(group["t_s"].max())
+        start = first_armed.get((node, flow, seq), math.nan)
+        acks = by_flow.get((node, flow), np.empty(0))
+        after = acks[acks > last]
+        acked = bool(len(after)) and not math.isnan(start)
+        out.append(
+            {
+                "node": str(node),
+                "retransmissions": len(group),
+                "acked": acked,
+                "wait_s": round(float(after[0]) - float(start), 3) if acked else None,
+            }
+        )
+    return out
+
+
 def _longest_stall(times: np.ndarray, start: float, end: float) -> float:
     """The longest time without an acknowledged segment between ``start``
     and ``end``, given the acknowledgement times."""
@@ -241,8 +306,16 @@ def summarise(result: Result, params: dict[str, Any]) -> dict[str, Any]:
             return None
         return round((abs(at["x"] - root_at["x"]) + abs(at["y"] - root_at["y"])) / SPACING_M)
 
-    samples = events(traces, "rtt_sample", ["t_s", "node_name"])
+    samples = events(traces, "rtt_sample", ["t_s", "node_name", "flow"])
     retx = events(traces, "retransmission", ["t_s", "node_name", "flow", "seq"])
+    armed = events(traces, "rto_armed", ["t_s", "node_name", "flow", "seq"])
+    hosts = {a["host"] for a in clients}
+    segments = [
+        {"scheme": scheme, "seed": seed, **row, "hops": hops.get(row["node"])}
+        for row in segment_waits(
+            *(frame[frame["node_name"].isin(hosts)] for frame in (retx, armed, samples))
+        )
+    ]
     nodes = []
     for app in clients:
         host = app["host"]
@@ -303,8 +376,9 @@ def summarise(result: Result, params: dict[str, Any]) -> dict[str, Any]:
         if members
         else math.nan,
         "bytes_corrupt": int(sink.get("bytes_corrupt", 0)),
+        "start_tree": tree_text(tree_at(traces, FORMATION_S)),
     }
-    return {"run": run, "nodes": nodes}
+    return {"run": run, "nodes": nodes, "segments": segments}
 
 
 def analyse(result: Result, params: dict[str, Any]) -> None:
@@ -324,27 +398,44 @@ def _summary_of(result: Result, params: dict[str, Any]) -> dict[str, Any]:
 # ----- tables -----
 
 
-def tables(results: dict[str, Result]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``runs.csv`` and ``per_node.csv``: every planned run, in plan order;
-    a run that failed has its scheme, seed and status only."""
+def tables(
+    results: dict[str, Result], plan: Sequence[ExperimentRun] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``runs.csv``, ``per_node.csv`` and ``segments.csv`` of the runs of
+    ``plan`` (default: this experiment's), in plan order; a run that failed
+    has its scheme, seed and status only. A run planned with a ``reading``
+    parameter has it in a column of its own, first."""
+    plan = runs() if plan is None else plan
     run_rows: list[dict[str, Any]] = []
     node_rows: list[dict[str, Any]] = []
-    for spec in runs():
+    segment_rows: list[dict[str, Any]] = []
+    for spec in plan:
         scheme = str(spec.params["scheme"])
+        extra = {"reading": spec.params["reading"]} if "reading" in spec.params else {}
         result = results.get(spec.label)
         if result is None:
             run_rows.append(
-                {"scheme": scheme, "seed": spec.seed, "status": "failed", "complete": False}
+                {
+                    **extra,
+                    "scheme": scheme,
+                    "seed": spec.seed,
+                    "status": "failed",
+                    "complete": False,
+                }
             )
             continue
         data = _summary_of(result, spec.params)
-        run_rows.append(data["run"])
-        node_rows += data["nodes"]
-    frame = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
-    nodes = pd.DataFrame(node_rows, columns=list(NODE_COLUMNS))
+        run_rows.append({**extra, **data["run"]})
+        node_rows += [{**extra, **row} for row in data["nodes"]]
+        segment_rows += [{**extra, **row} for row in data.get("segments", [])]
+    first = ["reading"] if any("reading" in spec.params for spec in plan) else []
+    frame = pd.DataFrame(run_rows, columns=[*first, *RUN_COLUMNS])
+    nodes = pd.DataFrame(node_rows, columns=[*first, *NODE_COLUMNS])
     for name in ("hops", "min_hops"):
         nodes[name] = nodes[name].astype("Int64")
-    return frame, nodes
+    segments = pd.DataFrame(segment_rows, columns=[*first, *SEGMENT_COLUMNS])
+    segments["hops"] = segments["hops"].astype("Int64")
+    return frame, nodes, segments
 
 
 SUMMARY_METRICS = (
@@ -602,47 +693,197 @@ def rto_figure(result: Result, node: str, row: pd.Series) -> Figure:
 # ----- checks, report -----
 
 
-def _difference(summary_rows: pd.DataFrame, metric: str, a: str, b: str) -> tuple[float, float]:
-    """Mean of ``metric`` under scheme ``a`` minus under ``b``, and the 95 %
-    half-width of that difference (the two CIs combined)."""
-    row_a = summary_rows.loc[a]
-    row_b = summary_rows.loc[b]
-    diff = float(row_a[f"{metric}_mean"] - row_b[f"{metric}_mean"])
-    width = math.hypot(float(row_a[f"{metric}_ci95"]), float(row_b[f"{metric}_ci95"]))
-    return diff, width
+#: Jain's-index difference the paired intervals are meant to resolve.
+RESOLUTION = 0.02
+#: Scheme pairs compared seed by seed (first minus second).
+PAIRS = (
+    ("lim2024", "lim2020"),
+    ("lim2020", "uip"),
+    ("lim2024", "uip"),
+    ("link_aware", "lim2024"),
+)
+PAIRED_METRICS = ("fairness", "goodput_segments")
+PAIRED_COLUMNS = (
+    "a",
+    "b",
+    "metric",
+    "n",
+    "mean",
+    "sd",
+    "ci95",
+    "min",
+    "max",
+    "seeds_to_resolve",
+)
+
+
+def seeds_to_resolve(sd: float, resolution: float = RESOLUTION) -> float:
+    """Seeds whose paired differences, spread by ``sd``, give a 95 % interval
+    of half-width ``resolution`` (normal approximation, as :func:`spread`)."""
+    if math.isnan(sd):
+        return math.nan
+    return float(math.ceil((1.96 * sd / resolution) ** 2))
+
+
+def paired(frame: pd.DataFrame, metric: str, a: str, b: str) -> dict[str, float]:
+    """:func:`spread` of ``metric`` under scheme ``a`` minus under ``b``, seed
+    by seed, over the seeds where both runs are complete: the schemes of a
+    seed share the mesh's random draws and its state when the clients
+    start, so the difference is the timer's."""
+    done = frame[frame["status"].eq("ok") & frame["complete"].eq(True)]
+    wide = done.pivot_table(index="seed", columns="scheme", values=metric, aggfunc="first")
+    if a not in wide or b not in wide:
+        return spread(pd.Series(dtype=float))
+    return spread((wide[a] - wide[b]).dropna())
+
+
+def paired_table(frame: pd.DataFrame, pairs: Sequence[tuple[str, str]] = PAIRS) -> pd.DataFrame:
+    """``paired.csv``: per pair and metric, the per-seed differences' n,
+    mean, sd, 95 % CI half-width, min and max, and (fairness) the seeds
+    that would resolve :data:`RESOLUTION`."""
+    rows = []
+    schemes = set(frame["scheme"])
+    for a, b in pairs:
+        if not {a, b} <= schemes:
+            continue
+        for metric in PAIRED_METRICS:
+            stats = paired(frame, metric, a, b)
+            row: dict[str, Any] = {"a": a, "b": b, "metric": metric}
+            row.update({k: round(stats[k], 4) for k in ("n", "mean", "sd", "ci95", "min", "max")})
+            row["seeds_to_resolve"] = (
+                seeds_to_resolve(stats["sd"]) if metric == "fairness" else math.nan
+            )
+            rows.append(row)
+    return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
+
+
+def _bounds(stats: dict[str, float]) -> tuple[float, float]:
+    return stats["mean"] - stats["ci95"], stats["mean"] + stats["ci95"]
+
+
+def claim_verdicts(frame: pd.DataFrame) -> list[tuple[str, str, bool | None]]:
+    """The study's claims, each judged on paired per-seed differences with
+    95 % intervals: (statement, our numbers, holds). A claim of an
+    improvement holds when the interval lies above 0; it does not when the
+    interval lies below 0, or when it is narrow enough to resolve
+    :data:`RESOLUTION` and stays below it (no improvement that large); the
+    runs cannot tell otherwise."""
+    out: list[tuple[str, str, bool | None]] = []
+
+    def text(stats: dict[str, float], digits: int) -> str:
+        return f"{stats['mean']:+.{digits}f} ± {stats['ci95']:.{digits}f} (n = {stats['n']})"
+
+    def improves(stats: dict[str, float], resolution: float) -> bool | None:
+        low, high = _bounds(stats)
+        if any(math.isnan(x) for x in (low, high)):
+            return None
+        if low > 0:
+            return True
+        if high < 0 or (stats["ci95"] <= resolution and high < resolution):
+            return False
+        return None
+
+    schemes = set(frame["scheme"])
+    if {"lim2020", "lim2024"} <= schemes:
+        fair = paired(frame, "fairness", "lim2024", "lim2020")
+        good = paired(frame, "goodput_segments", "lim2024", "lim2020")
+        better = improves(fair, RESOLUTION)
+        _, good_high = _bounds(good)
+        lower = not math.isnan(good_high) and good_high < 0
+        holds = False if lower or better is False else better
+        out.append(
+            (
+                "Lim 2024 improves fairness between nodes over Lim 2020 without lowering "
+                "the total goodput (uip-rto spec §2.3)",
+                f"Lim 2024 minus Lim 2020, per seed: fairness {text(fair, 3)}, goodput "
+                f"{text(good, 0)} segments (95 % intervals)",
+                holds,
+            )
+        )
+    for lim in ("lim2020", "lim2024"):
+        if not {lim, "uip"} <= schemes:
+            continue
+        good = paired(frame, "goodput_segments", lim, "uip")
+        fair = paired(frame, "fairness", lim, "uip")
+        name = "Lim 2020" if lim == "lim2020" else "Lim 2024"
+        out.append(
+            (
+                f"{name} delivers more total goodput than stock uIP's fixed RTO "
+                "(the premise of Lim's timers, uip-rto spec §1-2)",
+                f"{name} minus uip, per seed: goodput {text(good, 0)} segments",
+                improves(good, 0.0),
+            )
+        )
+        out.append(
+            (
+                f"{name} is fairer than stock uIP's fixed RTO",
+                f"{name} minus uip, per seed: fairness {text(fair, 3)}",
+                improves(fair, RESOLUTION),
+            )
+        )
+    return out
 
 
 def claims(frame: pd.DataFrame) -> list[Claim]:
-    """The study's claim about Lim 2024 (uip-rto spec §2.3) beside the means
-    of the complete runs: it holds when fairness is higher beyond the 95 %
-    intervals and goodput not lower beyond them, does not hold when either
-    moves the other way beyond them, and cannot be told apart otherwise."""
-    table = summary(frame).set_index("scheme")
-    if not {"lim2020", "lim2024"} <= set(table.index):
-        return []
-    fair, fair_w = _difference(table, "fairness", "lim2024", "lim2020")
-    good, good_w = _difference(table, "goodput_segments", "lim2024", "lim2020")
-    if any(math.isnan(x) for x in (fair, fair_w, good, good_w)):
-        holds = None
-    elif fair < -fair_w or good < -good_w:
-        holds = False
-    elif fair > fair_w:
-        holds = True
-    else:
-        holds = None
-    ours = (
-        f"Lim 2024 minus Lim 2020: fairness {fair:+.3f} ± {fair_w:.3f}, goodput "
-        f"{good:+.0f} ± {good_w:.0f} segments (means of {int(table.loc['lim2024', 'n'])} "
-        f"and {int(table.loc['lim2020', 'n'])} complete runs, 95 % intervals)"
+    """:func:`claim_verdicts` as the reproduction's claims."""
+    return [Claim(statement, ours, holds) for statement, ours, holds in claim_verdicts(frame)]
+
+
+def same_start(frame: pd.DataFrame, keys: Sequence[str] = ("seed",)) -> tuple[int, int]:
+    """How many groups (seeds, by default) have every scheme's run start
+    sending on the same tree, of the groups with a tree recorded."""
+    ok = frame[frame["status"].eq("ok")]
+    if ok.empty:
+        return 0, 0
+    counts = ok.groupby(list(keys))["start_tree"].nunique()
+    return int((counts == 1).sum()), len(counts)
+
+
+#: Total goodput under which the study calls a run poor (uip-rto spec §3).
+LOW_GOODPUT = 500
+#: Tree classes where a node that hears the root is not its child.
+MISPLACED = (TREE_CLASSES[2], TREE_CLASSES[3])
+
+
+def fisher_greater(a: int, b: int, c: int, d: int) -> float:
+    """One-sided p of Fisher's exact test that the table [[a, b], [c, d]]
+    has more in ``a`` than independence gives: P(X ≥ a) for the
+    hypergeometric count of the first row in the first column."""
+    row, col, total = a + b, a + c, a + b + c + d
+    denominator = math.comb(total, col)
+    if denominator == 0:
+        return math.nan
+    top = min(row, col)
+    return sum(math.comb(row, k) * math.comb(total - row, col - k) for k in range(a, top + 1)) / (
+        denominator
     )
-    return [
-        Claim(
-            "Lim 2024 improves fairness between nodes over Lim 2020 without lowering "
-            "the total goodput (uip-rto spec §2.3)",
-            ours,
-            holds,
+
+
+def tree_relation(frame: pd.DataFrame) -> pd.DataFrame:
+    """``low-goodput.csv``: per scheme and over all, the complete runs under
+    :data:`LOW_GOODPUT` segments and the others, how many of each ended on a
+    tree where a node that hears the root is not its child (class C or D),
+    and the one-sided p of Fisher's exact test that poor runs have such
+    trees more often."""
+    done = frame[frame["status"].eq("ok") & frame["complete"].eq(True)]
+    rows = []
+    groups = [(str(k), g) for k, g in done.groupby("scheme", sort=False)] + [("all", done)]
+    for name, group in groups:
+        low = group["goodput_segments"] < LOW_GOODPUT
+        bad = group["tree_class"].isin(MISPLACED)
+        a, b = int((low & bad).sum()), int((low & ~bad).sum())
+        c, d = int((~low & bad).sum()), int((~low & ~bad).sum())
+        rows.append(
+            {
+                "scheme": name,
+                "low_runs": a + b,
+                "low_misplaced": a,
+                "other_runs": c + d,
+                "other_misplaced": c,
+                "p_one_sided": round(fisher_greater(a, b, c, d), 4),
+            }
         )
-    ]
+    return pd.DataFrame(rows)
 
 
 def checks(results: dict[str, Result]) -> list[Check | Claim]:
@@ -651,11 +892,14 @@ def checks(results: dict[str, Result]) -> list[Check | Claim]:
     out = system_dir(results)
     if out is None:
         return [Check("runs completed", False, "no results")]
-    frame, nodes = tables(results)
+    frame, nodes, segments = tables(results)
     write_table(frame, out / "runs.csv")
     write_table(nodes, out / "per_node.csv")
+    write_table(segments, out / "segments.csv")
     write_table(summary(frame), out / "summary.csv")
     write_table(tree_table(frame), out / "trees.csv")
+    write_table(paired_table(frame), out / "paired.csv")
+    write_table(tree_relation(frame), out / "low-goodput.csv")
     figures = out / "figures"
     save_figure(scatter_figure(frame), figures / "goodput-vs-fairness.png")
     save_figure(cdf_figure(frame), figures / "cdf.png")
@@ -690,9 +934,15 @@ def checks(results: dict[str, Result]) -> list[Check | Claim]:
         )
     done = int((frame["status"].eq("ok") & frame["complete"].eq(True)).sum())
     corrupt = int(frame["bytes_corrupt"].fillna(0).sum())
+    same, seeds_with_tree = same_start(frame)
     return [
         *claims(frame),
         Check("every planned run completed", done == len(frame), f"{done} of {len(frame)}"),
+        Check(
+            "every scheme of a seed starts sending on the same tree",
+            same == seeds_with_tree,
+            f"{same} of {seeds_with_tree} seeds",
+        ),
         Check("the server received every byte intact", corrupt == 0, f"{corrupt} corrupt bytes"),
     ]
 
@@ -713,6 +963,19 @@ def report_sections(directory: Path) -> list[str]:
         parts.append(
             "<h3>Per scheme (complete runs: median, min, max, mean, 95 % CI of the mean)</h3>"
             + table_html(frame[[c for c in cols if c in frame]])
+        )
+    path = base / "paired.csv"
+    if path.is_file():
+        parts.append(
+            "<h3>Paired differences (a minus b, per seed; n, mean, sd, 95 % CI half-width, "
+            f"min, max; seeds that would resolve {RESOLUTION} in Jain's index)</h3>"
+            + table_html(pd.read_csv(path))
+        )
+    path = base / "low-goodput.csv"
+    if path.is_file():
+        parts.append(
+            f"<h3>Runs under {LOW_GOODPUT} segments and tree shape (classes C and D: a node "
+            "that hears the root is not its child)</h3>" + table_html(pd.read_csv(path))
         )
     path = base / "trees.csv"
     if path.is_file():
