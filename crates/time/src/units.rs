@@ -6,8 +6,9 @@
 //! Rates (bits per second): `bps`, `kbps`, `Mbps`, `Gbps` and the spelled-out
 //! `bit/s`, `kbit/s`, `Mbit/s`, `Gbit/s`. Prefixes are decimal (k = 1000)
 //! and case-insensitive, because nobody means "millibits": `10mbps` is
-//! 10 Mbit/s. Bytes per second are deliberately not accepted (`B/s` vs `b/s`
-//! is too easy to get wrong).
+//! 10 Mbit/s. Bytes per second are refused, with the rate in bits the text
+//! would mean: a capital `B` is a byte everywhere else (`10MB/s`, `10MBps`
+//! are 80 Mbit/s), so reading it as a bit would silently give 8x less.
 //!
 //! Durations: `ns`, `us` (or `µs`), `ms`, `s`, case-sensitive. A bare number
 //! is rejected because its unit would be a guess.
@@ -66,6 +67,12 @@ fn scale_decimal(number: &str, scale: u64) -> Option<u128> {
 /// Zero and negative rates are rejected.
 pub fn parse_rate(text: &str) -> Result<u64, String> {
     let (negative, number, unit) = split(text)?;
+    let symbol = unit
+        .strip_prefix(['k', 'K', 'm', 'M', 'g', 'G'])
+        .unwrap_or(unit);
+    if symbol.starts_with('B') && !symbol.to_ascii_lowercase().starts_with("bit") {
+        return Err(bytes_refused(text, number, unit));
+    }
     let scale = match unit.to_ascii_lowercase().as_str() {
         "bps" | "bit/s" | "b/s" => 1,
         "kbps" | "kbit/s" | "kb/s" => 1_000,
@@ -83,6 +90,38 @@ pub fn parse_rate(text: &str) -> Result<u64, String> {
         return Err(format!("must be positive, got {text:?}"));
     }
     u64::try_from(value).map_err(|_| format!("too large: {text:?}"))
+}
+
+/// The error for a rate written in bytes per second (`"10MB/s"`), naming
+/// the rate in bits it stands for when that is plain (`"80Mbps"`).
+fn bytes_refused(text: &str, number: &str, unit: &str) -> String {
+    let prefix = &unit[..unit.find('B').unwrap_or(0)];
+    let scale = match prefix.to_ascii_lowercase().as_str() {
+        "" => Some(1),
+        "k" => Some(1_000),
+        "m" => Some(1_000_000),
+        "g" => Some(1_000_000_000),
+        _ => None,
+    };
+    let bits = scale
+        .and_then(|scale| scale_decimal(number, 8 * scale))
+        .filter(|&bits| bits > 0)
+        .map(|bits| {
+            let (value, unit) = [
+                (1_000_000_000, "Gbps"),
+                (1_000_000, "Mbps"),
+                (1_000, "kbps"),
+            ]
+            .into_iter()
+            .find(|&(step, _)| bits % step == 0)
+            .map_or((bits, "bps"), |(step, unit)| (bits / step, unit));
+            format!(" (that is \"{value}{unit}\")")
+        })
+        .unwrap_or_default();
+    format!(
+        "{unit:?} is bytes per second (B is a byte); rates are written in bits per second, \
+         e.g. \"10Mbps\"{bits}, got {text:?}"
+    )
 }
 
 /// Parses a duration such as `"5ms"`, `"2s"` or `"250 us"`. Zero is allowed
@@ -175,6 +214,27 @@ mod tests {
     }
 
     #[test]
+    fn rates_in_bytes_are_refused_with_the_rate_in_bits() {
+        // "10MB/s" once meant 10 Mbit/s: a capital B is a byte.
+        for text in [
+            "10MB/s", "10MBps", "10 MB/s", "10MBPS", "1.5kB/s", "100B/s", "2GB/s",
+        ] {
+            let err = parse_rate(text).unwrap_err();
+            assert!(err.contains("bytes per second"), "{text}: {err}");
+            assert!(err.contains(text), "{text}: {err}");
+        }
+        assert!(parse_rate("10MB/s").unwrap_err().contains("\"80Mbps\""));
+        assert!(parse_rate("1.5kB/s").unwrap_err().contains("\"12kbps\""));
+        assert!(parse_rate("100B/s").unwrap_err().contains("\"800bps\""));
+        assert!(parse_rate("2GB/s").unwrap_err().contains("\"16Gbps\""));
+        // Bits in any case of the prefix stay bits.
+        assert_eq!(parse_rate("10Mb/s"), Ok(10_000_000));
+        assert_eq!(parse_rate("10mb/s"), Ok(10_000_000));
+        assert_eq!(parse_rate("10Kbps"), Ok(10_000));
+        assert_eq!(parse_rate("10KBIT/S"), Ok(10_000));
+    }
+
+    #[test]
     fn distances_in_every_unit_exactly() {
         assert_eq!(parse_distance("40m"), Ok(40.0));
         assert_eq!(parse_distance("40 m"), Ok(40.0));
@@ -206,7 +266,6 @@ mod tests {
             .unwrap_err()
             .contains("must be positive"));
         assert!(parse_rate("10").unwrap_err().contains("missing unit"));
-        assert!(parse_rate("10MBps").is_ok(), "prefix case is ignored");
         assert!(parse_rate("10 furlongs")
             .unwrap_err()
             .contains("unknown rate unit"));
