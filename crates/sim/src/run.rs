@@ -506,6 +506,9 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<RunReport,
     }
 
     let run = sim.run_until(SimTime::ZERO + duration);
+    if run.is_ok() {
+        sim.end_apps();
+    }
     let flushed = sim.finish();
     let failure = match (run, flushed) {
         (Err(e), _) | (Ok(()), Err(e)) => Some(e),

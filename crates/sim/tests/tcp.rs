@@ -710,3 +710,102 @@ after_ack = true
         }
     }
 }
+
+/// Two hosts on a clean 2 Mbit/s link, `apps` appended.
+fn bounded_by_time(apps: &str) -> String {
+    format!(
+        r#"
+name = "bounded-by-time"
+duration = "2s"
+
+[[host]]
+name = "a"
+
+[[host]]
+name = "b"
+
+[[link]]
+name = "ab"
+kind = "point-to-point"
+ends = [
+  {{ host = "a", address = "10.0.0.1/24" }},
+  {{ host = "b", address = "10.0.0.2/24" }},
+]
+rate = "2Mbps"
+delay = "10ms"
+queue = 1000
+
+[[app]]
+kind = "tcp-sink"
+name = "sink"
+host = "b"
+port = 5001
+{apps}
+"#
+    )
+}
+
+#[test]
+fn a_sender_bounded_by_time_is_done_when_the_run_reaches_its_end() {
+    let text = bounded_by_time(
+        r#"
+[[app]]
+kind = "tcp-bulk"
+name = "bulk"
+host = "a"
+peer = "10.0.0.2:5001"
+start = "500ms"
+
+[[app]]
+kind = "tcp-on-off"
+name = "onoff"
+host = "a"
+peer = "10.0.0.2:5001"
+on = "100ms"
+off = "100ms"
+start = "500ms"
+
+"#,
+    );
+    let report = run_scenario(
+        &Scenario::from_toml_str(&text).unwrap(),
+        &RunOptions::default(),
+    )
+    .unwrap();
+    let AppStats::TcpBulk(bulk) = app(&report, "bulk") else {
+        panic!()
+    };
+    assert!(bulk.completed && bulk.failure.is_none(), "{bulk:?}");
+    // Sent from its start to the end of the run: 1.5 s of a 2 Mbit/s link
+    // shared with the on-off sender.
+    assert_eq!(bulk.completion_time_ns, Some(1_500_000_000));
+    let goodput = bulk.goodput_bps.unwrap();
+    assert_eq!(goodput, bulk.bytes_acked as f64 * 8.0 / 1.5);
+    assert!(goodput > 0.5e6 && goodput < 2e6, "{goodput}");
+    let AppStats::TcpOnOff(onoff) = app(&report, "onoff") else {
+        panic!()
+    };
+    assert!(onoff.completed, "{onoff:?}");
+}
+
+#[test]
+fn a_sender_bounded_by_time_is_not_done_when_the_run_is_stopped_early() {
+    let text = bounded_by_time(
+        r#"
+[[app]]
+kind = "tcp-bulk"
+name = "bulk"
+host = "a"
+peer = "10.0.0.2:5001"
+"#,
+    );
+    let scenario = Scenario::from_toml_str(&text).unwrap();
+    let mut sim = build_simulator(&scenario, 1).unwrap();
+    // Stopped halfway, as a limit or an interrupt stops it: no end of run.
+    sim.run_until(SimTime::from_millis(1000)).unwrap();
+    let stopped = report(&sim, "stopped", vec![]);
+    let AppStats::TcpBulk(bulk) = app(&stopped, "bulk") else {
+        panic!()
+    };
+    assert!(!bulk.completed && bulk.bytes_acked > 0, "{bulk:?}");
+}

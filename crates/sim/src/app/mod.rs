@@ -312,6 +312,12 @@ pub trait App<C: AppCx>: Send {
         let _ = (cx, flow, event);
     }
 
+    /// The run reached its planned end (not stopped early by a limit or
+    /// an interrupt): an app whose workload is bounded by time has done it.
+    fn on_end(&mut self, cx: &mut C) {
+        let _ = cx;
+    }
+
     /// A snapshot of the app's counters.
     fn stats(&self) -> AppStats;
 }

@@ -207,6 +207,13 @@ macro_rules! app_registry {
                 }
             }
 
+            fn on_end(&mut self, cx: &mut C) {
+                match self {
+                    $( AnyApp::$variant(a) => a.on_end(cx), )+
+                    AnyApp::Custom(_) => {}
+                }
+            }
+
             fn stats(&self) -> AppStats {
                 AnyApp::stats(self)
             }

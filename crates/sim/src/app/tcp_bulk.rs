@@ -51,10 +51,12 @@ pub struct TcpBulkStats {
     pub bytes_sent: u64,
     /// Bytes the peer acknowledged.
     pub bytes_acked: u64,
-    /// Whether every byte was acknowledged (for an unlimited sender: after
-    /// it stopped).
+    /// Whether the workload is done: with `bytes`, every byte acknowledged;
+    /// without (a sender bounded by time), every byte acknowledged after it
+    /// stopped, or the run reached its end with the connection up.
     pub completed: bool,
-    /// From connecting to the last byte being acknowledged, ns.
+    /// From connecting to the last byte being acknowledged (for a sender
+    /// bounded by time that was still sending: to the end of the run), ns.
     pub completion_time_ns: Option<u64>,
     /// `bytes_acked` over the completion time, bits per second.
     pub goodput_bps: Option<f64>,
@@ -209,17 +211,22 @@ impl TcpBulkApp {
         // Complete once nothing more will be queued and all of it is acked.
         let queued = self.acked_before + self.sent_here();
         if !self.stats.completed && self.closing && self.stats.bytes_acked == queued {
-            let duration = cx.now().saturating_since(self.opened).as_nanos();
-            self.stats.completed = true;
-            self.stats.completion_time_ns = Some(duration);
-            self.stats.goodput_bps =
-                (duration > 0).then(|| self.stats.bytes_acked as f64 * 8e9 / duration as f64);
-            cx.trace(AppEvent::TransferCompleted {
-                flow: flow.0,
-                bytes: self.stats.bytes_acked,
-                duration_ns: duration,
-            });
+            self.complete(cx, flow);
         }
+    }
+
+    /// Marks the workload done now, with what was acknowledged so far.
+    fn complete<C: AppCx>(&mut self, cx: &mut C, flow: FlowId) {
+        let duration = cx.now().saturating_since(self.opened).as_nanos();
+        self.stats.completed = true;
+        self.stats.completion_time_ns = Some(duration);
+        self.stats.goodput_bps =
+            (duration > 0).then(|| self.stats.bytes_acked as f64 * 8e9 / duration as f64);
+        cx.trace(AppEvent::TransferCompleted {
+            flow: flow.0,
+            bytes: self.stats.bytes_acked,
+            duration_ns: duration,
+        });
     }
 
     /// A snapshot of the app's counters.
@@ -286,6 +293,21 @@ impl<C: AppCx> App<C> for TcpBulkApp {
                     self.sent_before = self.stats.bytes_sent;
                     self.retry_later(cx);
                 }
+            }
+        }
+    }
+
+    fn on_end(&mut self, cx: &mut C) {
+        // Without `bytes` the workload is to send for the run: reaching its
+        // end with the connection up is done, with the goodput so far. A
+        // sender whose connection failed (and was not replaced) is not.
+        if self.config.bytes.is_some() || self.stats.completed {
+            return;
+        }
+        if let Some(flow) = self.flow {
+            self.update_acked(cx, flow);
+            if !self.stats.completed {
+                self.complete(cx, flow);
             }
         }
     }

@@ -58,7 +58,8 @@ pub struct TcpOnOffStats {
     /// Bytes the peer acknowledged.
     pub bytes_acked: u64,
     /// Whether the sender finished (last burst done, or stopped) with every
-    /// byte acknowledged.
+    /// byte acknowledged; without `bursts`, also when the run reached its
+    /// end with the connection up.
     pub completed: bool,
     /// Why the connection ended early: `reset`, `timed_out`,
     /// `connect_failed`, or `null`.
@@ -249,6 +250,14 @@ impl<C: AppCx> App<C> for TcpOnOffApp {
                 self.phase = Phase::Done;
                 self.flow = None;
             }
+        }
+    }
+
+    fn on_end(&mut self, _cx: &mut C) {
+        // Without `bursts` the workload is to cycle for the run (see
+        // `TcpBulkApp`'s `on_end`).
+        if self.config.bursts.is_none() && self.flow.is_some() {
+            self.stats.completed = true;
         }
     }
 

@@ -122,6 +122,16 @@ impl Simulator {
         }
     }
 
+    /// Tells every app that the run reached its planned end
+    /// ([`App::on_end`](crate::app::App::on_end)); call it once, after
+    /// [`Simulator::run_until`] of the whole duration returned `Ok`.
+    pub fn end_apps(&mut self) {
+        for app in 0..self.apps.len() as u32 {
+            self.call_app(app, |a, cx| a.on_end(cx));
+        }
+        self.settle();
+    }
+
     /// Flushes captures and the trace sink, reporting the first error.
     pub fn finish(&mut self) -> Result<(), SimError> {
         let mut first = None;
