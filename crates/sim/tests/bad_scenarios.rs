@@ -334,6 +334,15 @@ fn bad_tcp_settings_name_their_field() {
         "profile = \"lwip\"\n[app.tcp.rto]\nbogus = 1",
     ));
     assert_eq!(e.path, "app[3].tcp.rto.bogus");
+    // A policy's table is read as a whole; its bad field is still named.
+    let e = rejects(&with_tcp("[host.tcp]\nrto = { min = 200 }", ""));
+    assert_eq!(e.path, "host[0].tcp.rto.min", "{e}");
+    assert!(e.message.contains("200"), "{e}");
+    let e = rejects(&with_tcp(
+        "",
+        "[app.tcp.rto]\npolicy = \"lim2020\"\ninitial = 3",
+    ));
+    assert_eq!(e.path, "app[3].tcp.rto.initial", "{e}");
     let e = rejects(&with_tcp("", "[app.tcp]\nmss = \"big\""));
     assert_eq!(e.path, "app[3].tcp.mss");
     let e = rejects(&with_tcp("", "[app.tcp.cc]\npolicy = \"cubic\""));

@@ -96,12 +96,61 @@ pub fn deserialize_at<T: DeserializeOwned>(
     value: toml::Value,
     path: &str,
 ) -> Result<T, ScenarioError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let inner = path_string(e.path());
-        let full = join(path, &inner);
+    serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+        let mut inner = path_string(e.path());
         let message = one_line(e.inner().message());
+        if named_field(&message).is_none() {
+            if let Some(field) = culprit::<T>(&value, e.path(), &message) {
+                inner = join(&inner, &field);
+            }
+        }
+        let full = join(path, &inner);
         field_error(&full, &message).unwrap_or_else(|| ScenarioError::new(full, message))
     })
+}
+
+/// The field of the table at `at` that makes `value` fail with `message`,
+/// when serde could not say: an internally tagged table (`rto = { policy =
+/// .., min = 200 }`) is read as a whole, so its errors stop at the table.
+/// Each field is tried alone (with the `policy` tag): the one that fails
+/// the same way is it.
+fn culprit<T: DeserializeOwned>(
+    value: &toml::Value,
+    at: &serde_path_to_error::Path,
+    message: &str,
+) -> Option<String> {
+    let table = table_at(&mut value.clone(), at)?.clone();
+    if table.len() < 2 {
+        return None;
+    }
+    let mut found = table.keys().filter(|&key| key != "policy").filter(|&key| {
+        let mut alone = value.clone();
+        let Some(target) = table_at(&mut alone, at) else {
+            return false;
+        };
+        target.retain(|k, _| k == key || k == "policy");
+        serde_path_to_error::deserialize::<_, T>(alone)
+            .is_err_and(|e| one_line(e.inner().message()) == message)
+    });
+    let field = found.next()?;
+    // Two fields failing alike cannot be told apart.
+    found.next().is_none().then(|| field.clone())
+}
+
+/// The table at serde's path `at` inside `value`.
+fn table_at<'v>(
+    value: &'v mut toml::Value,
+    at: &serde_path_to_error::Path,
+) -> Option<&'v mut toml::Table> {
+    let mut node = value;
+    for segment in at.iter() {
+        node = match segment {
+            serde_path_to_error::Segment::Map { key } => node.as_table_mut()?.get_mut(key)?,
+            serde_path_to_error::Segment::Seq { index } => node.as_array_mut()?.get_mut(*index)?,
+            _ => return None,
+        };
+    }
+    node.as_table_mut()
 }
 
 /// Deserializes the table of one kind (a `[[link]]` or `[[app]]` entry
