@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -129,3 +130,28 @@ def test_scenario_builder_names_bad_arguments() -> None:
         ack_holding.scenario("C", "reno")
     with pytest.raises(ValueError, match="scheme"):
         ack_holding.scenario("A", "vegas")
+
+
+def _ns2check() -> Any:
+    """scripts/ns2check/ack_holding.py as a module."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "ns2check" / "ack_holding.py"
+    spec = importlib.util.spec_from_file_location("ns2check_ack_holding", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_reno_through_one_outage_agrees_with_ns2(tmp_path: Path) -> None:
+    """The study's baseline in ns-2.35 and in rtolab with ns-2's TCP
+    defaults: the same timeouts, backoff and idle time after the link
+    returns, and packets delivered within 3 % (docs/ack-holding.md)."""
+    check = _ns2check()
+    theirs = check.run_ns2("A", 1, tmp_path / "ns2")
+    ours = check.run_rtolab("A", 1, tmp_path / "rtolab")
+    assert ours["timeouts"] == theirs["timeouts"] > 0
+    assert ours["backoff_max"] == theirs["backoff_max"]
+    assert abs(ours["idle_after_up_s"] - theirs["idle_after_up_s"]) < 0.05
+    assert abs(ours["packets_delivered"] / theirs["packets_delivered"] - 1) < 0.03

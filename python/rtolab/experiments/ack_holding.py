@@ -125,16 +125,13 @@ def _radio(case: str, duration_error: float, warning: str) -> str:
     )
 
 
-def _base_station(scheme: str) -> str:
+def _base_station(scheme: str, holding: dict[str, str | int] | None = None) -> str:
     if scheme in SEARCHES:
-        search = SEARCHES[scheme]
-        return (
-            "[[middlebox]]\n"
-            'kind = "ack-holding"\n'
-            'host = "bs"\n'
-            f'mobile = "{MOBILE}"\n'
-            f'search = "{search}"\n'
+        fields = {"search": SEARCHES[scheme], **(holding or {})}
+        lines = "".join(
+            f'{k} = "{v}"\n' if isinstance(v, str) else f"{k} = {v}\n" for k, v in fields.items()
         )
+        return f'[[middlebox]]\nkind = "ack-holding"\nhost = "bs"\nmobile = "{MOBILE}"\n' + lines
     if scheme == "snoop":
         return f'[[middlebox]]\nkind = "snoop"\nhost = "bs"\nmobile = "{MOBILE}"\n'
     return ""
@@ -146,8 +143,13 @@ def scenario(
     *,
     duration_error: float = 0.0,
     warning: str = "500ms",
+    holding: dict[str, str | int] | None = None,
+    extra: str = "",
+    radio: str | None = None,
 ) -> str:
-    """The TOML of one run: fixed -- wired -- bs -- radio -- mobile."""
+    """The TOML of one run: fixed -- wired -- bs -- radio -- mobile.
+    `holding` adds fields to the base station's table, `extra` tables to
+    the end, and `radio` replaces the radio link's kind and settings."""
     if case not in (*CASES, "R"):
         raise ValueError(f"case: one of {', '.join([*CASES, 'R'])}, got {case!r}")
     if scheme not in SCHEMES:
@@ -189,7 +191,7 @@ ends = [
   {{ host = "bs", address = "10.0.1.1/24" }},
   {{ host = "mobile", address = "{MOBILE}/24" }},
 ]
-{_radio(case, duration_error, warning)}
+{radio if radio is not None else _radio(case, duration_error, warning)}
 [[route]]
 host = "fixed"
 destination = "default"
@@ -200,7 +202,7 @@ host = "mobile"
 destination = "default"
 via = "10.0.1.1"
 
-{_base_station(scheme)}
+{_base_station(scheme, holding)}
 [[capture]]
 host = "fixed"
 link = "wired"
@@ -217,7 +219,7 @@ kind = "tcp-bulk"
 name = "bulk"
 host = "fixed"
 peer = "{MOBILE}:5001"
-"""
+{extra}"""
 
 
 @dataclass(frozen=True)
@@ -397,24 +399,76 @@ def cwnd_rows(result: Result, cell: Cell) -> list[dict[str, Any]]:
 # ----- tables, figures, checks -----
 
 
+def identical_series(rows: pd.DataFrame, key: str, columns: list[str]) -> list[list[str]]:
+    """Groups the values of `key` whose rows are the same in `columns`, in
+    order of first appearance: schemes whose curves would hide each other."""
+    groups: list[tuple[tuple[Any, ...], list[str]]] = []
+    for name, group in rows.groupby(key, sort=False):
+        signature = tuple(map(tuple, group[columns].to_numpy().tolist()))
+        for seen, names in groups:
+            if seen == signature:
+                names.append(str(name))
+                break
+        else:
+            groups.append((signature, [str(name)]))
+    return [names for _, names in groups]
+
+
 def cwnd_figure(cwnd: pd.DataFrame) -> Figure:
     """The FH's congestion window over time per scheme, cases A and B, with
-    the outages shaded."""
+    the outages shaded, on a log scale so that a window cut to one segment
+    shows beside one grown to megabytes. Schemes with identical curves
+    share one line and one legend entry; the others differ in colour, dash
+    and width (wider drawn first), so that a curve lying on another still
+    shows. One legend for both panels, below them."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True)
+    dashes = ["-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1))]
+    styles: dict[str, dict[str, Any]] = {}
     for ax, case in zip(axes, CASES, strict=True):
         rows = cwnd[(cwnd["case"] == case) & (cwnd["seed"] == 1)]
-        for scheme, group in rows.groupby("scheme", sort=False):
-            ax.step(group["t_s"], group["cwnd_bytes"] / 1000, where="post", label=scheme)
+        for names in identical_series(rows, "scheme", ["t_s", "cwnd_bytes"]):
+            label = " = ".join(names)
+            if label not in styles:
+                i = len(styles)
+                styles[label] = {
+                    "color": f"C{i}",
+                    "linestyle": dashes[i % len(dashes)],
+                    "linewidth": max(1.0, 3.4 - 0.6 * i),
+                    "zorder": 2 + i,
+                }
+            group = rows[rows["scheme"] == names[0]]
+            ax.step(
+                group["t_s"],
+                group["cwnd_bytes"] / 1000,
+                where="post",
+                label=label,
+                **styles[label],
+            )
         for start, duration in CASES[case]:
-            ax.axvspan(start, start + duration, color="0.85", zorder=0)
-            ax.axvline(start - 0.5, color="0.5", linestyle=":", linewidth=1)
-        ax.set_ylabel("FH cwnd (kB)")
-        ax.set_title(f"case {case}: outages shaded, LINK_GOING_DOWN dotted")
-        ax.legend(fontsize="small", ncol=3)
+            ax.axvspan(start, start + duration, color="0.88", zorder=0)
+            ax.axvline(start - 0.5, color="0.5", linestyle=":", linewidth=1, zorder=1)
+        ax.set_ylabel("FH cwnd (kB, log scale)")
+        ax.set_yscale("log")
+        ax.set_title(f"case {case}: outages shaded, LINK_GOING_DOWN dotted", fontsize="medium")
+        ax.grid(alpha=0.3, which="both")
     axes[-1].set_xlabel("time (s)")
-    fig.tight_layout()
+    handles = [
+        plt.Line2D([], [], **{k: v for k, v in style.items() if k != "zorder"})
+        for style in styles.values()
+    ]
+    fig.legend(
+        handles,
+        list(styles),
+        title="scheme (a = b: identical curves, drawn once)",
+        loc="lower center",
+        ncol=2,
+        fontsize="small",
+        title_fontsize="small",
+        frameon=False,
+    )
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
@@ -603,7 +657,12 @@ def sensitivity_checks(results: dict[str, Result]) -> list[Check]:
     ]
 
 
-def report_sections(directory: Path, csv: str, prefixes: tuple[str, ...]) -> list[str]:
+def report_sections(
+    directory: Path,
+    csv: str,
+    prefixes: tuple[str, ...],
+    keys: tuple[str, ...] = ("case", "scheme", "duration_error", "warning_s"),
+) -> list[str]:
     """HTML for the reproduction report: a table (n, means over seeds and
     their min..max) and figures."""
     from rtolab.reports import table_html
@@ -613,7 +672,7 @@ def report_sections(directory: Path, csv: str, prefixes: tuple[str, ...]) -> lis
     path = base / csv
     if path.is_file():
         frame = pd.read_csv(path)
-        shown = seed_table(frame, ["case", "scheme", "duration_error", "warning_s"])
+        shown = seed_table(frame, list(keys))
         parts.append(
             f"<h3>{csv} (n runs; mean over seeds, min..max where they differ)</h3>"
             + table_html(shown)
