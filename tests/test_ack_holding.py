@@ -155,3 +155,24 @@ def test_reno_through_one_outage_agrees_with_ns2(tmp_path: Path) -> None:
     assert ours["backoff_max"] == theirs["backoff_max"]
     assert abs(ours["idle_after_up_s"] - theirs["idle_after_up_s"]) < 0.05
     assert abs(ours["packets_delivered"] / theirs["packets_delivered"] - 1) < 0.03
+
+
+def test_a_variable_path_runs_the_stretching_phase(reproduction: Path) -> None:
+    """With cross traffic on the wired link the timeout-free search
+    stretches ACKs, and the fixed host sees the planned gaps from the third
+    release on (docs/ack-holding.md, "A variable path")."""
+    from rtolab.experiments import ack_holding_paths as paths
+
+    runs = pd.read_csv(reproduction / "ack-holding" / "paths.csv")
+    assert len(runs) == len(paths.VARIANTS) * len(paths.seeds())
+    held = runs[runs["variant"] != "reno"]
+    assert (held["deviation_s"] > 1e-5).all()
+    stretched = runs.set_index(["variant", "seed"]).loc[("timeout-free", 1)]
+    assert stretched["n"] > 0
+    acks = pd.read_csv(reproduction / "ack-holding" / "paths-acks.csv")
+    rows = acks[(acks["variant"] == "timeout-free") & (acks["seed"] == 1)].dropna()
+    later = rows[rows["ack"] >= 3]
+    assert len(later) > 5
+    assert ((later["gap_at_fixed_host_s"] - later["planned_gap_s"]).abs() < 0.03).all()
+    # The fixed host's RTO is above the model's: its floor and hold samples.
+    assert (later["fixed_host_rto_s"] > later["model_rto_s"]).all()
