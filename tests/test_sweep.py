@@ -128,6 +128,78 @@ def test_bad_sweeps_name_the_entry(case: str, tmp_path: Path) -> None:
     assert "\n" not in str(info.value)
 
 
+def test_a_sweep_sets_fields_left_at_their_defaults_and_whole_tables(tmp_path: Path) -> None:
+    # The shipped mesh has no rto table: the policy is uIP's default.
+    spec = sweeps.Sweep.load(
+        write_sweep(
+            tmp_path,
+            'scenario = "mesh-uip"\n[grid]\n'
+            '"host_group.0.tcp.rto.policy" = ["uip", "lim2020"]\n'
+            '"host.server.tcp" = [{ rto = { policy = "fixed", rto = "3s" } }, {}]\n',
+        )
+    )
+    runs = spec.runs()
+    assert len(runs) == 4
+    assert 'policy = "lim2020"' in runs[2].scenario
+    assert 'rto = "3s"' in runs[0].scenario
+    # A misspelt field along the path is still named, by the core.
+    with pytest.raises(rtolab.SweepError, match="rtoo"):
+        sweeps.Sweep.load(
+            write_sweep(
+                tmp_path,
+                'scenario = "mesh-uip"\n[grid]\n"host_group.0.tcp.rtoo.policy" = ["uip"]\n',
+            )
+        )
+
+
+def test_parameters_with_units_get_numeric_columns(tmp_path: Path) -> None:
+    spec = write_sweep(
+        tmp_path,
+        'scenario = "p2p-cbr"\n[set]\nduration = "200ms"\n[grid]\n'
+        '"link.ab.delay" = ["50ms", "5ms"]\n"link.ab.rate" = ["10Mbps", "1.5Mbit/s"]\n'
+        '"host.a.tcp" = [{ rto = { policy = "fixed" } }]\n',
+    )
+    results = rtolab.sweep(spec, tmp_path / "out", workers=0).results
+    # Text as written, ordered by value ("5ms" before "50ms"), numbers beside.
+    assert list(results["param.link.ab.delay"].unique()) == ["5ms", "50ms"]
+    assert list(results["param_s.link.ab.delay"].unique()) == [0.005, 0.05]
+    assert sorted(results["param_bps.link.ab.rate"].unique()) == [1.5e6, 1e7]
+    assert results["param_bps.link.ab.rate"].dtype == "float64"
+    assert set(results["param.host.a.tcp"]) == {'{"rto": {"policy": "fixed"}}'}
+    assert "param_s.host.a.tcp" not in results
+    cells = sweeps.summarize(
+        results, ["app.sink.received_packets"], grid=sweeps.Sweep.load(spec).grid
+    )
+    assert [c.params["link.ab.delay"] for c in cells] == ["5ms", "5ms", "50ms", "50ms"]
+
+
+def test_a_script_without_a_main_guard_is_told_what_to_do_in_one_line(tmp_path: Path) -> None:
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import rtolab\n"
+        f"rtolab.sweep({str(write_sweep(tmp_path, SMALL.format(scenario='p2p-cbr')))!r},\n"
+        f"             {str(tmp_path / 'out')!r}, workers=1)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert f"{script}:2" in last and 'if __name__ == "__main__":' in last, done.stderr
+    assert "Nanny" not in done.stderr
+    # Under the guard, the same call runs.
+    guarded = script.read_text().replace(
+        "rtolab.sweep(", 'if __name__ == "__main__":\n    rtolab.sweep('
+    )
+    guarded = guarded.replace("\n             ", "\n                 ")
+    script.write_text(guarded)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "results.parquet").is_file()
+
+
 def test_two_worker_local_cluster_sweep_writes_one_parquet_row_per_run(tmp_path: Path) -> None:
     spec = write_sweep(tmp_path, SMALL.format(scenario=SCENARIOS / "p2p-cbr.toml"))
     done: list[int] = []

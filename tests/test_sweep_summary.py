@@ -129,3 +129,27 @@ def test_report_shows_n_spread_and_the_unfinished_runs(loss_delay_sweep: Path) -
     assert "4 runs did not finish their workload" in page
     assert ">nan<" not in page
     assert page.index(">5ms<") < page.index(">50ms<")
+
+
+def test_a_sender_bounded_by_time_finishes_and_is_averaged(tmp_path: Path) -> None:
+    """A tcp-bulk without bytes sends for the run: a run that reaches its
+    end did its workload, and its goodput is in the summary."""
+    import rtolab
+
+    text = (Path(__file__).resolve().parent.parent / "scenarios" / "p2p-bulk.toml").read_text()
+    (tmp_path / "bulk.toml").write_text(text.replace("bytes = 2_000_000\n", ""))
+    (tmp_path / "sweep.toml").write_text(
+        'scenario = "bulk.toml"\nseeds = 2\n[set]\nduration = "1s"\n'
+        '[grid]\n"link.ab.loss" = [0.0, 0.02]\n'
+    )
+    results = rtolab.sweep(tmp_path / "sweep.toml", tmp_path / "out", workers=0).results
+    cells = sweeps.summarize(results, ["app.bulk.goodput_bps"])
+    assert [c.n for c in cells] == ["2/2", "2/2"]
+    for cell in cells:
+        goodput = cell.metrics["app.bulk.goodput_bps"]
+        # Sent from 100 ms to the end of the run over a 10 Mbit/s link.
+        assert goodput.n == 2 and 0 < goodput.low <= goodput.high < 10e6
+    assert (
+        cells[0].metrics["app.bulk.goodput_bps"].mean
+        > cells[1].metrics["app.bulk.goodput_bps"].mean
+    )

@@ -441,20 +441,24 @@ def _index(items: list[Any], key: str, section: str, where: str) -> int:
     raise ScenarioError(where, f"no {section} named {key!r} (known: {known})")
 
 
-def _walk(data: dict[str, Any], path: str) -> tuple[Any, str | int, str]:
+def _walk(data: dict[str, Any], path: str, *, create: bool = False) -> tuple[Any, str | int, str]:
     """The container holding the last segment of ``path``, that segment's
-    key, and the path of that container (for errors)."""
+    key, and the path of that container (for errors); with ``create``,
+    tables missing along the path are added empty."""
     parts = _split(path)
     node: Any = data
     walked: list[str] = []
-    for part in parts[:-1]:
+    for depth, part in enumerate(parts[:-1]):
         where = ".".join([*walked, part])
         if isinstance(node, list):
             section = walked[-1] if walked else ""
             node = node[_index(node, part, section, where)]
         elif isinstance(node, Mapping):
             if part not in node:
-                raise ScenarioError(where, "no such field in the scenario")
+                # Entries of arrays of tables are not made up.
+                if not create or any(p.isdigit() for p in parts[depth:-1]):
+                    raise ScenarioError(where, "no such field in the scenario")
+                node[part] = {}
             node = node[part]
         else:
             raise ScenarioError(where, f"{'.'.join(walked)} is a value, not a table")
@@ -479,8 +483,10 @@ def get_path(data: dict[str, Any], path: str) -> Any:
 def set_path(data: dict[str, Any], path: str, value: Any) -> None:
     """Sets the value at a dotted path of a scenario's dict form, in place.
 
-    The tables along the path must exist; the last key may be new (an
-    optional field the file left to its default).
+    Entries of arrays of tables (``link.0``, ``app.sink``) must exist;
+    tables and fields the file left to their defaults are created
+    (``host_group.0.tcp.rto.policy`` on a group without an ``rto`` table),
+    and the core's check of the result names any that does not exist.
     """
-    container, key, _ = _walk(data, path)
+    container, key, _ = _walk(data, path, create=True)
     container[key] = value

@@ -18,7 +18,10 @@ seeds::
 
 Grid keys are dotted paths into the scenario: the section (``link``,
 ``app``, ``host``, ``route``, ``capture``), an entry by index (``link.0``)
-or name (``link.ab``), then the field. Each value is checked by the core
+or name (``link.ab``), then the field. A path may name a table or field the
+scenario leaves at its default (``"host_group.0.tcp.rto.policy"``) and a
+value may be a whole table (``"host.a.tcp.rto" = [{ policy = "fixed",
+rto = "3s" }, { policy = "lim2020" }]``). Each value is checked by the core
 before anything runs; errors name the grid entry and the scenario field:
 ``grid."link.ab.loss"[2]: 1.5: link[0].loss: must be between 0 and 1, got 1.5``.
 
@@ -28,7 +31,9 @@ scenario text and seed). Runs go to a Dask cluster: a local one by default
 (``scheduler="tcp://host:8786"``, e.g. one started by dask-jobqueue).
 
 As each run finishes, its row is written to ``OUT/runs/<id>.parquet``:
-parameters (``param.<path>``), ``seed``, ``status`` (``ok`` or
+parameters (``param.<path>``, as written; a table as its JSON text) and,
+for parameters with units, their numbers (``param_s.<path>`` in seconds,
+``param_bps.<path>`` in bit/s, ``param_m.<path>`` in metres), ``seed``, ``status`` (``ok`` or
 ``failed``), ``error``, ``wall_s`` and every metric of the run report under
 its dotted key (``app.sink.received_packets``). The file's key-value
 metadata holds the run's key (id, parameters and seed) and a SHA-256 of
@@ -55,6 +60,7 @@ import math
 import os
 import re
 import socket
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -88,6 +94,9 @@ RESULTS_FILE = "results.parquet"
 SPEC_FILE = "sweep.json"
 #: Prefix of parameter columns.
 PARAM_PREFIX = "param."
+#: Prefixes of the numeric columns beside a parameter with units, by the
+#: family of its unit: ``param_s.link.ab.delay`` is ``"50ms"`` as 0.05.
+TYPED_PREFIXES = {"s": "param_s.", "bps": "param_bps.", "m": "param_m."}
 #: Key-value metadata of a run's result file: the run's key (JSON of its id,
 #: parameters and seed) and the SHA-256 of its row's values.
 KEY_METADATA = b"rtolab.run_key"
@@ -201,9 +210,6 @@ class Sweep:
             where = f'grid."{key}"'
             if not isinstance(values, list) or not values:
                 raise SweepError(where, "must be a non-empty array of values")
-            for i, value in enumerate(values):
-                if isinstance(value, dict | list):
-                    raise SweepError(f"{where}[{i}]", "values must be numbers, strings or booleans")
             if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
                 raise SweepError(where, "values repeat")
             checked_grid[key] = _uniform(values)
@@ -433,8 +439,13 @@ def row_table(row: Mapping[str, Any], sweep: Sweep) -> pa.Table:
     params = row.get("params", {})
     for key, values in sweep.grid.items():
         name = PARAM_PREFIX + key
-        columns[name] = [params.get(key)]
-        schema.append(pa.field(name, _arrow_type(values)))
+        columns[name] = [param_value(params.get(key))]
+        schema.append(pa.field(name, _arrow_type([param_value(v) for v in values])))
+        family = unit_family(values)
+        if family is not None:
+            typed = TYPED_PREFIXES[family] + key
+            columns[typed] = [quantity_in(params.get(key), family)]
+            schema.append(pa.field(typed, pa.float64()))
     for key, value in sorted(row.get("metrics", {}).items()):
         columns[key] = [value]
         schema.append(pa.field(key, pa.float64()))
@@ -583,10 +594,57 @@ def quantity(value: Any) -> float | None:
     return number * scale if scale is not None else None
 
 
+#: The family of each unit word, for the typed parameter columns: rates in
+#: bit/s, durations in seconds, distances in metres.
+_FAMILIES: dict[str, str] = {
+    **dict.fromkeys(
+        ("bps", "bit/s", "b/s", "kbps", "kbit/s", "kb/s", "mbps", "mbit/s", "mb/s"), "bps"
+    ),
+    **dict.fromkeys(("gbps", "gbit/s", "gb/s"), "bps"),
+    **dict.fromkeys(("ns", "us", "µs", "ms", "s"), "s"),
+    **dict.fromkeys(("mm", "cm", "m", "km"), "m"),
+}
+#: A family's unit in the base unit :func:`quantity` gives (bit/s, ns, mm).
+_FAMILY_UNIT = {"bps": 1.0, "s": 1e9, "m": 1e3}
+
+
+def _family(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    match = _QUANTITY.match(value)
+    return _FAMILIES.get(match.group(2).lower()) if match else None
+
+
+def unit_family(values: Sequence[Any]) -> str | None:
+    """``"s"``, ``"bps"`` or ``"m"`` when every value is a quantity with a
+    unit of that family (``["5ms", "1s"]``), else ``None``."""
+    families = {_family(v) for v in values}
+    return families.pop() if len(families) == 1 else None
+
+
+def quantity_in(value: Any, family: str) -> float | None:
+    """A value with a unit of ``family`` in the family's unit (seconds,
+    bit/s, metres): ``"50ms"`` is 0.05."""
+    number = quantity(value)
+    if number is None or _family(value) != family:
+        return None
+    return number / _FAMILY_UNIT[family]
+
+
+def param_value(value: Any) -> Any:
+    """A parameter value as its column holds it: a table or an array as
+    its JSON text, anything else as it is."""
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(", ", ": "))
+    return value
+
+
 def _sort_column(column: pd.Series) -> pd.Series:
     """Sort key of a parameter column: its numeric value when every value
     has one ("5ms" before "50ms"), else the values as they are."""
-    if column.dtype != object:
+    # Text columns are `object` or, from pandas 3 on, `str`: anything that
+    # is not already a number is read for its quantity.
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
         return column
     numbers = column.map(quantity)
     if column.notna().sum() != numbers.notna().sum():
@@ -709,7 +767,7 @@ def summarize(
         key = tuple(_plain(frame.at[index, p]) if p in frame else None for p in params)
         groups.setdefault(key, []).append(index)
     if grid is not None:
-        ordered = [ordered_values(list(v)) for v in grid.values()]
+        ordered = [[param_value(v) for v in ordered_values(list(v))] for v in grid.values()]
         keys = [tuple(_plain(v) for v in combo) for combo in itertools.product(*ordered)]
         keys += [k for k in groups if k not in keys]
     else:
@@ -889,6 +947,42 @@ def _finished(out: Path, plan: Sequence[RunSpec]) -> tuple[dict[str, str], dict[
     return done, rejected
 
 
+def _unguarded_main() -> tuple[str, int] | None:
+    """The script and line that start local workers at the top level of the
+    script, outside ``if __name__ == "__main__":``, if they do. Worker
+    processes start by importing the script again (Python's "spawn"), which
+    would start the sweep again in each of them."""
+    import ast
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec = getattr(main, "__spec__", None)
+    # `python -m package` mains are not imported again; notebooks have no file.
+    if main is None or path is None or (spec is not None and spec.name.endswith("__main__")):
+        return None
+    frame = sys._getframe()
+    while frame is not None and not (
+        frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"
+    ):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return None
+    line = frame.f_lineno
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if (
+            isinstance(node, ast.If)
+            and "__name__" in ast.unparse(node.test)
+            and "__main__" in ast.unparse(node.test)
+            and node.lineno <= line <= (node.end_lineno or node.lineno)
+        ):
+            return None
+    return path, line
+
+
 @contextlib.contextmanager
 def _client(workers: int, scheduler: str | None) -> Iterator[Any]:
     from distributed import Client, LocalCluster
@@ -901,6 +995,14 @@ def _client(workers: int, scheduler: str | None) -> Iterator[Any]:
         with client:
             yield client
         return
+    unguarded = _unguarded_main()
+    if unguarded is not None:
+        script, line = unguarded
+        raise SweepError(
+            "workers",
+            f"{script}:{line} starts local worker processes, which import the script "
+            'again: put that code under `if __name__ == "__main__":` (or use workers=0)',
+        )
     cluster = LocalCluster(
         n_workers=workers,
         threads_per_worker=1,
