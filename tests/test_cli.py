@@ -28,6 +28,27 @@ def test_run_without_scenario_uses_the_default(tmp_path: Path) -> None:
     assert list((tmp_path / "plots").glob("*.png"))
 
 
+def test_duration_takes_the_units_of_scenario_files(tmp_path: Path) -> None:
+    for given, seconds in (("1500ms", 1.5), ("2s", 2.0), ("1", 1.0)):
+        done = rtolab("run", "p2p-cbr", "--out", str(tmp_path), "--duration", given, "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["duration_s"] == seconds
+    bad = rtolab("run", "p2p-cbr", "--out", str(tmp_path), "--duration", "5 min")
+    assert bad.returncode == 2 and "unknown duration unit" in bad.stderr
+
+
+def test_run_summary_is_in_human_units_with_whole_names(tmp_path: Path) -> None:
+    done = rtolab("run", "--out", str(tmp_path), "--no-plot")
+    assert done.returncode == 0, done.stderr
+    # The exchange's mean latency, in ms, not raw ns in scientific notation.
+    line = next(x for x in done.stdout.splitlines() if "latency_mean_ns" in x)
+    assert " ms" in line and "e+" not in line, line
+    assert "e+0" not in done.stdout and "…" not in done.stdout
+    report = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    names = {k for a in report["links"] for d in a["stats"]["directions"] for k in d}
+    assert all(name in done.stdout for name in names), names
+
+
 def test_run_json_is_machine_readable(p2p_scenario: Path, tmp_path: Path) -> None:
     done = rtolab("run", str(p2p_scenario), "--out", str(tmp_path), "--seed", "3", "--json")
     assert done.returncode == 0, done.stderr
@@ -213,6 +234,27 @@ def test_reproduce_lists_runs_and_reports(tmp_path: Path) -> None:
     checks = outcome["checks"]["foundation/determinism"]
     assert checks and all(c["passed"] for c in checks)
     assert (tmp_path / "report.html").is_file() and (tmp_path / "reproduce.json").is_file()
+
+
+def test_reproduce_prints_progress_lines_when_piped_and_resumes(tmp_path: Path) -> None:
+    args = ("reproduce", "foundation/determinism", "--out", str(tmp_path), "--no-report")
+    done = rtolab(*args)
+    assert done.returncode == 0, done.stderr
+    # Not a terminal: plain lines, the last one with every run counted.
+    lines = [x for x in done.stderr.splitlines() if x.startswith("reproduce ")]
+    assert lines[0].endswith("2 runs to do") and "2/2 runs done" in lines[-1], done.stderr
+    markers = sorted(tmp_path.rglob("reproduce-run.json"))
+    assert len(markers) == 2
+    stamps = [m.stat().st_mtime_ns for m in tmp_path.rglob("*.pcap")]
+    # One run's outputs lost (as by Ctrl-C during it): only that one runs again.
+    markers[0].unlink()
+    again = rtolab(*args, "--json")
+    assert again.returncode == 0, again.stderr
+    outcome = json.loads(again.stdout)
+    assert [r["status"] for r in outcome["runs"]] == ["ok", "ok"]
+    assert sum(r["wall_s"] == 0.0 for r in outcome["runs"]) == 1
+    assert all(c["passed"] for c in outcome["checks"]["foundation/determinism"])
+    assert len(set(stamps) & {m.stat().st_mtime_ns for m in tmp_path.rglob("*.pcap")}) > 0
 
 
 def test_reproduce_of_an_unknown_system_lists_what_exists() -> None:

@@ -59,3 +59,10 @@ def validate_text(text: str) -> dict[str, Any]:
     with native_errors():
         summary: dict[str, Any] = json.loads(_rtolab.validate_scenario(text))
     return summary
+
+
+def duration_seconds(text: str) -> float:
+    """A duration written as in scenario files (``"20s"``, ``"500ms"``), in
+    seconds; raises :class:`rtolab.ScenarioError` saying what is wrong."""
+    with native_errors():
+        return _rtolab.parse_duration(text) / 1e9

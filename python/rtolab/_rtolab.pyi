@@ -24,6 +24,9 @@ class CaptureError(ValueError):
 def validate_scenario(text: str) -> str:
     """Checks a scenario given as TOML text; returns a JSON summary of it."""
 
+def parse_duration(text: str) -> int:
+    """A duration as scenario files write it ("20s"), in nanoseconds."""
+
 def run(
     text: str,
     seed: int | None = None,

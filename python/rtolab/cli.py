@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import signal
@@ -35,7 +36,7 @@ from rtolab.errors import (
     ScenarioError,
     toml_nesting,
 )
-from rtolab.runreport import Report
+from rtolab.runreport import Report, human, plain_number
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -140,9 +141,39 @@ def _bad_input(message: str) -> click.exceptions.Exit:
     return click.exceptions.Exit(EXIT_BAD_INPUT)
 
 
+class _Duration(click.ParamType):
+    """A duration as scenario files write it (``20s``, ``500ms``), or a bare
+    number of seconds; ``minimum`` seconds at least."""
+
+    name = "duration"
+
+    def __init__(self, minimum: float = 0.0) -> None:
+        self.minimum = minimum
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            seconds = float(value)
+        else:
+            from rtolab._native import duration_seconds
+
+            try:
+                seconds = float(value)
+            except ValueError:
+                try:
+                    seconds = duration_seconds(str(value))
+                except ScenarioError as err:
+                    self.fail(err.message, param, ctx)
+        if not (seconds > 0 and seconds < float("inf")) or seconds < self.minimum:
+            least = f"at least {self.minimum:g} s" if self.minimum else "positive"
+            self.fail(f"must be {least}, got {value!r}", param, ctx)
+        return seconds
+
+
 def _scalar(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return plain_number(value, 6)
     return str(value)
 
 
@@ -187,11 +218,13 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Table | None:
             if key not in ("name", "#") and not isinstance(value, dict | list):
                 metrics.setdefault(key)
     table = Table(title=title, title_justify="left")
-    table.add_column("")
+    # Names whole, whatever the terminal's width: values wrap instead.
+    table.add_column("", no_wrap=True, min_width=max(len(m) for m in metrics) if metrics else 0)
     for label in labels:
-        table.add_column(Text(label), justify="right")
+        table.add_column(Text(label), justify="right", overflow="fold")
     for metric in metrics:
-        table.add_row(_cell(metric), *(_cell(row.get(metric, "")) for row in rows))
+        values = (Text(_shown(human(metric, row.get(metric)))) for row in rows)
+        table.add_row(_cell(metric), *values)
     return table
 
 
@@ -248,6 +281,62 @@ def _file_kind(path: Path) -> str:
     return "metrics"
 
 
+#: Seconds between two plain progress lines (output not a terminal).
+PLAIN_PROGRESS_S = 10.0
+
+
+class _PlainProgress:
+    """Progress as plain lines on stderr when it is not a terminal (a log
+    file, a pipe, a batch job), where a bar would print nothing: one line
+    at most every :data:`PLAIN_PROGRESS_S` seconds, and one at the end."""
+
+    def __init__(self, label: str, quiet: bool) -> None:
+        self.label = label
+        self.off = quiet or err_console.is_terminal
+        self.total: int | None = None
+        self.done = 0
+        self.failed = 0
+        self.started = time.perf_counter()
+        self.last = -math.inf
+
+    def start(self, total: int) -> None:
+        self.total = total
+        self.started = time.perf_counter()
+        self._line(f"{total} runs to do")
+
+    def advance(self, failed: bool = False) -> None:
+        self.done += 1
+        self.failed += failed
+        now = time.perf_counter()
+        if now - self.last >= PLAIN_PROGRESS_S or self.done == self.total:
+            elapsed = now - self.started
+            text = f"{self.done}/{self.total} runs done"
+            if self.failed:
+                text += f" ({self.failed} failed)"
+            text += f", {_clock(elapsed)} elapsed"
+            if self.total and self.done < self.total:
+                left = elapsed / self.done * (self.total - self.done)
+                text += f", about {_clock(left)} left"
+            self._line(text)
+
+    def _line(self, text: str) -> None:
+        if self.off:
+            return
+        self.last = time.perf_counter()
+        err_console.print(Text(f"{self.label}: {text}"), soft_wrap=True)
+        err_console.file.flush()
+
+
+def _clock(seconds: float) -> str:
+    """``2h05m``, ``3m07s`` or ``12s``."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
 def _with_spinner(label: str, work: Callable[[], T], quiet: bool = False) -> T:
     """Show a spinner on an interactive terminal while ``work`` runs."""
     if quiet or not err_console.is_terminal:
@@ -288,7 +377,11 @@ def _progress(quiet: bool) -> Progress:
     default=Path("results/run"),
     help="Directory for pcaps, traces, metrics and plots.",
 )
-@click.option("--duration", type=float, help="Override the simulated duration, seconds.")
+@click.option(
+    "--duration",
+    type=_Duration(),
+    help="Override the simulated duration: 20s, 500ms (as in scenario files) or seconds.",
+)
 @click.option(
     "--traces",
     default="summary",
@@ -575,11 +668,15 @@ def sweep(
         with _progress(as_json) as progress:
             task = progress.add_task(f"sweep {_shown(spec.name)}", total=None)
 
+            plain = _PlainProgress(f"sweep {_shown(spec.name)}", as_json)
+
             def on_start(todo: int, total: int) -> None:
                 progress.update(task, total=todo)
+                plain.start(todo)
 
             def on_result(row: dict[str, Any], done: int, todo: int) -> None:
                 progress.update(task, completed=done)
+                plain.advance(row.get("status") != "ok")
 
             outcome = run_sweep(
                 spec,
@@ -621,16 +718,6 @@ def _warn_rejected(rejected: dict[str, str], what: str) -> None:
     _warn(f"{len(rejected)} result files did not verify, {what}: {shown}")
 
 
-def _compact(value: float) -> str:
-    """A number in at most about six characters: 3 significant digits and
-    an SI prefix (``3.83M``), so that a summary fits 80 columns."""
-    size = abs(value)
-    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if size >= scale:
-            return f"{value / scale:.3g}{prefix}"
-    return f"{value:.3g}"
-
-
 def _short_names(keys: list[str]) -> dict[str, str]:
     """Each dotted key by its shortest unique tail (``link.ab.loss`` →
     ``loss``; ``app.sink.goodput_bps`` → ``sink.goodput_bps`` when another
@@ -660,21 +747,18 @@ SWEEP_LISTED_RUNS = 8
 def _header(name: str) -> Text:
     """A column header on several short lines (one per word of the dotted
     name), so that many columns fit side by side."""
-    words = re.split(r"[._]", name.removesuffix("_ns"))
-    if name.endswith("_ns"):
-        words.append("(s)")
-    return Text("\n".join(_shown(w, 16) for w in words if w))
+    return Text("\n".join(_shown(w, 24) for w in re.split(r"[._]", name) if w))
 
 
-def _aggregate_cell(aggregate: Any, finished: int, scale: float) -> Text:
+def _aggregate_cell(aggregate: Any, finished: int, metric: str) -> Text:
     """Mean over the finished runs, their range below it, and how many had
     a value when not all did; or why there is none (the counts next to it,
     and the list of runs below the table, say more)."""
     if aggregate.n == 0:
         return Text("none\nfinished" if not finished else "not\nmeasured")
-    lines = [_compact(aggregate.mean * scale)]
+    lines = [human(metric, aggregate.mean)]
     if aggregate.n > 1:
-        lines.append(f"{_compact(aggregate.low * scale)}..{_compact(aggregate.high * scale)}")
+        lines.append(f"{human(metric, aggregate.low)}..\n{human(metric, aggregate.high)}")
     if aggregate.n < finished:
         lines.append(f"(n={aggregate.n})")
     return Text("\n".join(lines))
@@ -709,12 +793,10 @@ def sweep_summary_renderables(results: Any, spec: Mapping[str, Any], console: Co
         table.add_column(name, justify="right")
     for name in metrics:
         table.add_column(_header(short[name]), justify="right")
-    # Times are in nanoseconds in the results; seconds read better.
-    scales = {m: 1e-9 if m.endswith("_ns") else 1.0 for m in metrics}
     for cell in cells:
         row = [_cell(v) for v in cell.params.values()]
         row += [Text(cell.n), Text(str(len(cell.unfinished))), Text(str(len(cell.failed)))]
-        row += [_aggregate_cell(cell.metrics[m], len(cell.finished), scales[m]) for m in metrics]
+        row += [_aggregate_cell(cell.metrics[m], len(cell.finished), m) for m in metrics]
         table.add_row(*row)
     shown: list[Any] = [table]
     legend = ["unfin = runs whose workload was not done when they ended; fail = runs failed"]
@@ -785,8 +867,8 @@ def _print_sweep(
 )
 @click.option(
     "--duration",
-    type=click.FloatRange(min=1.0),
-    help="Seconds of the measured phase (e.g. of sending), for experiments that take it.",
+    type=_Duration(minimum=1.0),
+    help="The measured phase (e.g. of sending), for experiments that take it: 60s, or seconds.",
 )
 @click.option(
     "--workers",
@@ -844,13 +926,23 @@ def reproduce(
         options = {"seeds": seeds, "duration": duration, "full": full or None}
         # Unknown names and options fail here, before any output.
         registry.check_options(registry.select(target), options)
+        plain = _PlainProgress(f"reproduce {_shown(target)}", as_json)
         with _progress(as_json) as progress:
             task = progress.add_task(f"reproduce {_shown(target)}", total=None)
+
+            def on_start(total: int) -> None:
+                progress.update(task, total=total)
+                plain.start(total)
+
+            def on_result(record: Any) -> None:
+                progress.advance(task)
+                plain.advance(record.status != "ok")
+
             outcome = registry.reproduce(
                 target,
                 out,
-                on_start=lambda n: progress.update(task, total=n),
-                on_result=lambda _: progress.advance(task),
+                on_start=on_start,
+                on_result=on_result,
                 options=options,
                 workers=workers,
             )

@@ -78,6 +78,15 @@ fn validate_scenario(text: &str) -> PyResult<String> {
         .map_err(|e| NativeRunError::new_err(format!("cannot encode summary: {e}")))
 }
 
+/// A duration as scenario files write it (`"20s"`, `"1.5ms"`), in
+/// nanoseconds: the command line reads its durations with the same parser.
+#[pyfunction]
+fn parse_duration(text: &str) -> PyResult<u64> {
+    rtolab_sim::units::parse_duration(text)
+        .map(|d| d.as_nanos())
+        .map_err(|message| NativeScenarioError::new_err(("duration".to_string(), message)))
+}
+
 fn positive_seconds(field: &str, value: Option<f64>) -> PyResult<Option<f64>> {
     match value {
         Some(s) if !(s.is_finite() && s > 0.0) => Err(NativeScenarioError::new_err((
@@ -485,6 +494,7 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RunStopped", m.py().get_type::<NativeRunStopped>())?;
     m.add("CaptureError", m.py().get_type::<NativeCaptureError>())?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(report_index, m)?)?;
     m.add_function(wrap_pyfunction!(metric_columns, m)?)?;

@@ -48,6 +48,10 @@ if TYPE_CHECKING:
 MANIFEST = "reproduce.json"
 #: Entry-point group through which other packages add experiments.
 ENTRY_POINT_GROUP = "rtolab.experiments"
+#: Written in a run's directory once the run (and its analysis) succeeded:
+#: its key, so that a reproduction started again (after Ctrl-C, say) keeps
+#: the runs already done with the same scenario, seed and options.
+DONE_FILE = "reproduce-run.json"
 
 
 @dataclass(frozen=True)
@@ -159,9 +163,18 @@ def save_figure(fig: Figure, path: Path) -> None:
 
 def figure_html(png: Path, directory: Path) -> str:
     """A report's ``<figure>`` for a PNG below the reproduction's
-    ``directory``, captioned with its name."""
-    rel = png.relative_to(directory).as_posix()
-    return f'<figure><img alt="{png.stem}" src="{rel}"><figcaption>{png.stem}</figcaption></figure>'
+    ``directory``, embedded (the page stands alone, as run and sweep
+    reports do) and captioned with its name and where the file is."""
+    import base64
+    import html
+
+    rel = html.escape(png.relative_to(directory).as_posix())
+    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    caption = f"{html.escape(png.stem)} (<code>{rel}</code>)"
+    return (
+        f'<figure><img alt="{html.escape(png.stem)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{caption}</figcaption></figure>"
+    )
 
 
 def register(experiment: Experiment) -> Experiment:
@@ -320,6 +333,33 @@ def execute_run(
     return status, error, name, time.perf_counter() - t0
 
 
+def run_key(spec: ExperimentRun) -> str:
+    """What identifies a run's outputs: a hash of its scenario text, seed,
+    duration and parameters (runs are deterministic)."""
+    import hashlib
+
+    from rtolab.api import scenario_text
+
+    text = json.dumps(
+        [scenario_text(spec.scenario), spec.seed, spec.duration, spec.params],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _done_before(run_dir: Path, key: str) -> tuple[Any, ...] | None:
+    """The recorded outcome of a run already done into ``run_dir`` with
+    ``key``, as :func:`execute_run` returns it; ``None`` if there is none."""
+    try:
+        data = json.loads((run_dir / DONE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != key:
+        return None
+    return ("ok", None, str(data.get("scenario", "")), 0.0)
+
+
 def reproduce(
     target: str,
     out: str | Path,
@@ -337,7 +377,9 @@ def reproduce(
     go to ``workers`` local Dask worker processes (default: one per core;
     ``0``: this process), the others run here in turn. Runs are
     deterministic; a run that fails is recorded with its error and the
-    others go on."""
+    others go on. Runs done before into ``out`` with the same key
+    (:func:`run_key`) are kept, not run again, so a reproduction stopped
+    midway resumes where it stopped."""
     import os
 
     from rtolab.api import Result
@@ -356,11 +398,15 @@ def reproduce(
         outcome = Reproduction(out_dir=out_dir)
         results: dict[str, dict[str, Result]] = {e.key: {} for e in chosen}
 
+        keys = {(e.key, r.label): run_key(r) for e, r in plan}
+
         def record(experiment: Experiment, spec: ExperimentRun, done: tuple[Any, ...]) -> None:
             status, error, name, wall = done
             run_dir = out_dir / experiment.system / experiment.name / spec.label
             if status == "ok":
                 results[experiment.key][spec.label] = Result.load(run_dir)
+                marker = {"key": keys[(experiment.key, spec.label)], "scenario": name}
+                (run_dir / DONE_FILE).write_text(json.dumps(marker) + "\n", encoding="utf-8")
             rec = RunRecord(
                 system=experiment.system,
                 experiment=experiment.name,
@@ -381,8 +427,16 @@ def reproduce(
             run_dir = out_dir / experiment.system / experiment.name / spec.label
             return (spec.scenario, spec.seed, str(run_dir), spec.duration, dict(spec.params))
 
+        todo = []
+        for experiment, spec in plan:
+            run_dir = out_dir / experiment.system / experiment.name / spec.label
+            before = _done_before(run_dir, keys[(experiment.key, spec.label)])
+            if before is None:
+                todo.append((experiment, spec))
+            else:
+                record(experiment, spec, before)
         n_workers = (os.cpu_count() or 1) if workers is None else workers
-        spread = [(e, r) for e, r in plan if e.parallel and n_workers > 0]
+        spread = [(e, r) for e, r in todo if e.parallel and n_workers > 0]
         done: dict[int, tuple[Any, ...]] = {}
         if spread:
             from distributed import as_completed
@@ -400,7 +454,7 @@ def reproduce(
                     e, r = spread[futures[future]]
                     done[futures[future]] = future.result()
                     record(e, r, done[futures[future]])
-        for experiment, spec in plan:
+        for experiment, spec in todo:
             if experiment.parallel and n_workers > 0:
                 continue
             record(experiment, spec, execute_run(*args(experiment, spec), experiment.analyse))
