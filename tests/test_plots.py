@@ -52,6 +52,22 @@ def test_tcp_figures_from_traces(bulk_result: rtolab.Result) -> None:
     )
 
 
+def test_latency_bars_show_each_apps_own_latency_beside_the_rtt(tmp_path: Path) -> None:
+    # The default scenario's exchange client measures request to response;
+    # its RTT samples are a different, much shorter, quantity.
+    result = rtolab.run(rtolab.default_scenario(), out=tmp_path / "run")
+    lat, _ = plots.latency_retransmission_bars(result)
+    names = [t.get_text() for t in lat.get_xticklabels()]
+    labels = lat.get_legend_handles_labels()[1]
+    assert labels == ["app latency", "mean RTT sample"]
+    app_bars, rtt_bars = (c.patches for c in lat.containers)
+    client = names.index("device-api")
+    exchange = result.flat_metrics()["app.device-api.latency_mean_ns"] / 1e6
+    assert app_bars[client].get_height() == pytest.approx(exchange)
+    assert 0 < rtt_bars[client].get_height() < exchange
+    assert lat.get_ylabel() == "mean (ms)"
+
+
 def test_tcp_figures_say_so_on_a_udp_run(cbr_result: rtolab.Result) -> None:
     assert "no TCP" in message(plots.time_sequence(cbr_result))
     assert "no RTO" in message(plots.rto_vs_rtt(cbr_result))

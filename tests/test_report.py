@@ -55,10 +55,25 @@ def colours(shot: Path) -> int:
 def assert_self_contained(page: Path) -> str:
     text = page.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>")
-    sources = re.findall(r'(?:src|href)="([^"]*)"', text)
+    sources = re.findall(r'src="([^"]*)"', text)
     assert sources and all(s.startswith("data:image/png;base64,") for s in sources), sources[:3]
+    # Links only within the page, each to an element that is there.
+    for target in re.findall(r'href="([^"]*)"', text):
+        assert target.startswith("#") and f'id="{target[1:]}"' in text, target
     assert "<script" not in text
     return text
+
+
+def test_experiment_figures_are_embedded_in_the_page(tmp_path: Path) -> None:
+    from rtolab.experiments import figure_html
+
+    png = tmp_path / "sys" / "figures" / "f.png"
+    png.parent.mkdir(parents=True)
+    Image.new("RGB", (4, 3), "white").save(png)
+    html = figure_html(png, tmp_path)
+    (source,) = re.findall(r'src="([^"]*)"', html)
+    assert source.startswith("data:image/png;base64,")
+    assert "sys/figures/f.png" in html  # where the file is, in the caption
 
 
 def test_browser_check_catches_console_errors(tmp_path: Path) -> None:
@@ -107,6 +122,7 @@ def test_reproduction_report_loads_in_a_browser(tmp_path: Path) -> None:
         outcome.checks["foundation/determinism"]
     )
     assert "seed</th>" in text and "default-a/" in text  # runs listed with their captures
+    assert '<a href="#verdicts">' in text and '<a href="#foundation-determinism">' in text
     shot = tmp_path / "repro.png"
     assert load_in_browser(page, shot) == []
     assert colours(shot) > 50

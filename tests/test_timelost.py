@@ -238,3 +238,9 @@ def test_reproduce_timelost_reduced_end_to_end(tmp_path: Path) -> None:
         assert (base / "figures" / f"{png}.png").is_file(), png
     report = (out / "report.html").read_text(encoding="utf-8")
     assert "The study's claims and our numbers" in report
+    # The claims are in the reproduction's headline table too, with our numbers.
+    claims = outcome["claims"][f"{tl.SYSTEM}/vegas"]
+    assert len(claims) == len(pd.read_csv(base / "claims.csv"))
+    assert all("Mbit/s" in c["ours"] and "95 % CI" in c["ours"] for c in claims)
+    headline = report[report.index('id="claims"') : report.index('id="verdicts"')]
+    assert f"{tl.SYSTEM}/vegas" in headline

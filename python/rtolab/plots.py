@@ -10,8 +10,8 @@ every figure for every run.
 * :func:`time_sequence`: Stevens time-sequence plot of a TCP flow;
 * :func:`rto_vs_rtt`: RTO chosen vs RTT measured;
 * :func:`cwnd_over_time`: congestion window (and ssthresh);
-* :func:`latency_retransmission_bars`: latency and retransmissions per flow
-  or app (or per parameter value of a sweep);
+* :func:`latency_retransmission_bars`: latency, mean RTT and
+  retransmissions per app (or per parameter value of a sweep);
 * :func:`goodput_fairness`: goodput vs Jain's fairness index, one point per run;
 * :func:`metric_by_parameter`: a sweep's metric against a parameter, one
   line per value of another, with the range over seeds;
@@ -156,7 +156,9 @@ def _label(name: Any) -> str:
     return text.replace("$", r"\$")
 
 
-def _legend(ax: Axes) -> None:
+def _legend(ax: Axes, where: str = "right") -> None:
+    """The axes' legend outside its data: to the ``right`` of the axes, or
+    ``above`` it (for panels side by side)."""
     handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return
@@ -169,7 +171,28 @@ def _legend(ax: Axes) -> None:
         extra = ax.get_legend_handles_labels()
         handles.append(extra[0][-1])
         labels.append(extra[1][-1])
-    ax.legend(handles, labels, fontsize="small", ncol=2 if len(handles) > 4 else 1)
+    if where == "above":
+        # The title moves up to make room for one row of entries.
+        ax.set_title(ax.get_title(), pad=22)
+        ax.legend(
+            handles,
+            labels,
+            fontsize="small",
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.01),
+            ncol=min(len(handles), 3),
+            borderaxespad=0.0,
+            frameon=False,
+        )
+    else:
+        ax.legend(
+            handles,
+            labels,
+            fontsize="small",
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            borderaxespad=0.0,
+        )
 
 
 def column(frame: pd.DataFrame, name: str) -> pd.Series | None:
@@ -445,28 +468,37 @@ def _metric_mean(frame: pd.DataFrame, suffixes: Sequence[str], scope: str = "") 
     return frame[cols].mean(axis=1)
 
 
+#: App metrics that are a latency, in ns: a datagram sink's one-way delay,
+#: an exchange's request-to-response time, a message series' per-message
+#: delivery time.
+LATENCY_METRICS = ("delay_mean_ns", "latency_mean_ns")
+
+
 def _run_latency_retx(result: Result) -> pd.DataFrame:
-    """Per app of a run: mean latency (ms: one-way delay of datagram sinks,
-    mean RTT sample of TCP apps), retransmissions and lost datagrams."""
+    """Per app of a run: its mean latency as the app measures it (ms; see
+    :data:`LATENCY_METRICS`), the mean RTT sample of its TCP connections
+    (ms), retransmissions and lost datagrams."""
     # Whole-column operations rather than a loop over apps: a run may have
     # tens of thousands of them.
-    apps = runreport.select(result.report, scope="app", metrics=["delay_mean_ns", "lost"])
+    apps = runreport.select(result.report, scope="app", metrics=[*LATENCY_METRICS, "lost"])
     last = apps.drop_duplicates(["name", "metric"], keep="last")
     wide = last.pivot(index="name", columns="metric", values="value")
     frame = pd.DataFrame(index=wide.index.astype(str))
-    for name in ("latency_ms", "retransmissions", "lost"):
+    for name in ("latency_ms", "rtt_ms", "retransmissions", "lost"):
         frame[name] = np.nan
-    if "delay_mean_ns" in wide:
-        frame["latency_ms"] = wide["delay_mean_ns"].to_numpy() / 1e6
+    for metric in LATENCY_METRICS:
+        if metric in wide:
+            values = pd.Series(wide[metric].to_numpy(dtype=float) / 1e6, index=frame.index)
+            frame["latency_ms"] = frame["latency_ms"].fillna(values)
     if "lost" in wide:
         frame["lost"] = wide["lost"].to_numpy()
     frame = frame.dropna(how="all")
     samples = _kind(result, "rtt_sample", ["raw", "node_name", "app_name"])
     raw = column(samples, "raw") if not samples.empty else None
     if raw is not None:
-        latency = (raw.astype("float64").groupby(_owner_key(samples)).mean() / 1e6).dropna()
-        frame = frame.reindex(frame.index.union(latency.index, sort=False))
-        frame.loc[latency.index, "latency_ms"] = latency
+        rtt = (raw.astype("float64").groupby(_owner_key(samples)).mean() / 1e6).dropna()
+        frame = frame.reindex(frame.index.union(rtt.index, sort=False))
+        frame.loc[rtt.index, "rtt_ms"] = rtt
     retx = _kind(result, "retransmission", ["cause", "node_name", "app_name"])
     cause = column(retx, "cause") if not retx.empty else None
     if cause is not None:
@@ -486,7 +518,8 @@ def _sweep_latency_retx(results: pd.DataFrame, by: str | None) -> pd.DataFrame:
     frame = pd.DataFrame(
         {
             by: ok[by],
-            "latency_ms": _metric_mean(ok, ("delay_mean_ns",)) / 1e6,
+            "latency_ms": _metric_mean(ok, LATENCY_METRICS) / 1e6,
+            "rtt_ms": np.nan,
             "retransmissions": _metric_sum(ok, (".retransmissions",), "app."),
             "lost": _metric_sum(ok, (".lost",), "app."),
         }
@@ -497,8 +530,9 @@ def _sweep_latency_retx(results: pd.DataFrame, by: str | None) -> pd.DataFrame:
 def latency_retransmission_bars(
     data: Result | pd.DataFrame, *, by: str | None = None, axes: Sequence[Axes] | None = None
 ) -> Sequence[Axes]:
-    """Two bar charts side by side: mean latency (one-way delay of datagram
-    sinks, mean RTT sample of TCP apps) and retransmissions (TCP) or lost
+    """Two bar charts side by side: mean latency as each app measures it
+    (one-way delay of datagram sinks, request to response of exchanges)
+    beside the mean RTT sample of its TCP connections, and retransmissions (TCP) or lost
     datagrams (UDP), per app of a run — or, for sweep results, per
     value of the parameter ``by`` (default: the first one), averaged over seeds.
     Returns the two axes."""
@@ -523,16 +557,26 @@ def latency_retransmission_bars(
     labels = [_label(i) for i in table.index]
     x = np.arange(len(labels))
     latency = table["latency_ms"].to_numpy(dtype=float)
-    if np.isfinite(latency).any():
-        lat_ax.bar(x, np.nan_to_num(latency), color=PALETTE[0])
-    else:
+    rtt = table["rtt_ms"].to_numpy(dtype=float)
+    width = 0.4
+    series = [
+        (values, colour, label)
+        for values, colour, label in (
+            (latency, PALETTE[0], "app latency"),
+            (rtt, PALETTE[5], "mean RTT sample"),
+        )
+        if np.isfinite(values).any()
+    ]
+    for i, (values, colour, label) in enumerate(series):
+        offset = (i - (len(series) - 1) / 2) * width if len(series) > 1 else 0.0
+        lat_ax.bar(x + offset, np.nan_to_num(values), width, color=colour, label=label)
+    if not series:
         _empty(lat_ax, "no latency data")
-    lat_ax.set_ylabel("mean latency (ms)")
+    lat_ax.set_ylabel("mean (ms)")
     shown = f" (first {MAX_BARS} of {count})" if count > MAX_BARS else ""
-    lat_ax.set_title("Latency" + shown)
+    lat_ax.set_title("Latency and RTT" + shown)
     retx = table["retransmissions"].to_numpy(dtype=float)
     lost = table["lost"].to_numpy(dtype=float)
-    width = 0.4
     drew = False
     if np.isfinite(retx).any():
         retx_ax.bar(
@@ -551,6 +595,7 @@ def latency_retransmission_bars(
     if not drew:
         _empty(retx_ax, "no retransmission data")
     retx_ax.set_ylabel("count")
+    _integer_ticks(retx_ax, [*np.nan_to_num(retx), *np.nan_to_num(lost)])
     retx_ax.set_title("Retransmissions and losses" + shown)
     for ax in (lat_ax, retx_ax):
         ax.set_xticks(
@@ -560,7 +605,7 @@ def latency_retransmission_bars(
             ha="right" if len(labels) > 3 else "center",
         )
         ax.set_xlabel(xlabel)
-    _legend(retx_ax)
+        _legend(ax, "above")
     return axes
 
 
@@ -974,6 +1019,7 @@ def drops_over_time(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> A
         ax.set_xlim(0, duration)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("packets dropped (cumulative)")
+    _integer_ticks(ax, [1.0])
     ax.set_title("Drops by reason")
     _legend(ax)
     return ax
@@ -1024,6 +1070,28 @@ def run_figures(result: Result) -> list[tuple[str, Figure]]:
     return figures
 
 
+def metric_label(metric: str, magnitude: float) -> tuple[str, float]:
+    """An axis label for a sweep metric in words with its unit, and what to
+    divide its values by: ``app.bulk.completion_time_ns`` around 1e10 is
+    ``("bulk: completion time (s)", 1e9)``."""
+    owner, _, name = metric.removeprefix("app.").rpartition(".")
+    stem, factor, unit = runreport.unit_of(name, magnitude)
+    words = stem.replace("_", " ")
+    label = f"{owner}: {words}" if owner else words
+    return (f"{label} ({unit})" if unit else label), factor
+
+
+def _integer_ticks(ax: Axes, values: Iterable[float]) -> None:
+    """Whole-number ticks on the y axis when every value is a whole number
+    (counts), and never an offset (``1e10``) in place of the unit."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+    finite = [v for v in values if math.isfinite(v)]
+    if finite and all(float(v).is_integer() for v in finite):
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
 def metric_by_parameter(
     results: pd.DataFrame,
     metric: str,
@@ -1056,6 +1124,9 @@ def metric_by_parameter(
     lines: dict[Any, list[Any]] = {}
     for cell in cells:
         lines.setdefault(cell.params.get(by) if by else None, []).append(cell)
+    measured = [c.metrics[metric] for c in cells if c.metrics[metric].n]
+    magnitude = max((abs(float(a.mean)) for a in measured), default=0.0)
+    ylabel, factor = metric_label(metric, magnitude)
     missing = 0
     for i, (value, group) in enumerate(lines.items()):
         drawn = sorted(
@@ -1065,9 +1136,9 @@ def metric_by_parameter(
         if not drawn:
             continue
         xs = np.array([position[c.params[x]] for c in drawn])
-        mean = np.array([c.metrics[metric].mean for c in drawn], dtype=float)
-        low = np.array([c.metrics[metric].low for c in drawn], dtype=float)
-        high = np.array([c.metrics[metric].high for c in drawn], dtype=float)
+        mean = np.array([c.metrics[metric].mean for c in drawn], dtype=float) / factor
+        low = np.array([c.metrics[metric].low for c in drawn], dtype=float) / factor
+        high = np.array([c.metrics[metric].high for c in drawn], dtype=float) / factor
         ax.errorbar(
             xs,
             mean,
@@ -1079,10 +1150,12 @@ def metric_by_parameter(
         )
     if not numeric:
         ax.set_xticks(list(position.values()), [_label(v) for v in x_values])
-    ax.set_xlabel(_label(x))
-    ax.set_ylabel(_label(metric.removeprefix("app.")))
-    note = f" ({missing} combinations with no finished run)" if missing else ""
-    ax.set_title(f"{_label(metric.removeprefix('app.'))} by {_label(x)}{note}")
+    ax.set_xlabel(x)
+    ax.set_ylabel(ylabel)
+    # The means of counts need not be whole; their axis is.
+    _integer_ticks(ax, [float(v) for a in measured for v in (a.low, a.high) if v is not None])
+    note = f"\n({missing} combinations with no finished run)" if missing else ""
+    ax.set_title(f"{ylabel.split(' (')[0]} by {x}{note}")
     if missing == len(cells):
         return _empty(ax, "no run finished its workload")
     _legend(ax)

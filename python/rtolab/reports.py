@@ -29,6 +29,7 @@ from rtolab._rtolab import __version__
 from rtolab.api import METRICS_FILE, Result
 from rtolab.errors import ResultError, RtolabError, read_json_file
 from rtolab.experiments import MANIFEST, Reproduction, experiments
+from rtolab.runreport import human
 from rtolab.sweeps import RESULTS_FILE, RUNS_DIR, SPEC_FILE, read_results
 
 #: Default file name of the page, inside the reported directory.
@@ -402,8 +403,10 @@ def _summary_html(results: pd.DataFrame, spec: dict[str, Any]) -> list[str]:
         for metric in metrics:
             a = cell.metrics[metric]
             name = metric.removeprefix("app.")
-            row[f"{name} mean"] = a.mean if a.n else a.why
-            row[f"{name} min..max"] = f"{_number(a.low)}..{_number(a.high)}" if a.n else ""
+            row[f"{name} mean"] = human(metric, a.mean) if a.n else a.why
+            row[f"{name} min..max"] = (
+                f"{human(metric, a.low)}..{human(metric, a.high)}" if a.n else ""
+            )
         rows.append(row)
     parts = [
         "<h2>Summary by parameters</h2>",
@@ -476,19 +479,25 @@ def reproduction_report(directory: Path) -> str:
         k = f"{r.system}/{r.experiment}"
         if k not in keys:
             keys.append(k)
+    contents: list[tuple[str, str]] = []
+
+    def heading(anchor: str, title: str) -> str:
+        contents.append((anchor, title))
+        return f'<h2 id="{_esc(anchor)}">{_esc(title)}</h2>'
+
     # The answer first: the study's claims beside our numbers, then every
     # check of every experiment.
     claims = [(key, c) for key in keys for c in outcome.claims.get(key, [])]
     if claims:
-        body.append("<h2>The study's claims and ours</h2>" + _claims_html(claims))
+        body.append(heading("claims", "The study's claims and ours") + _claims_html(claims))
     verdicts = [(key, c) for key in keys for c in outcome.checks.get(key, [])]
     if verdicts:
-        body.append("<h2>Verdicts</h2>" + _checks_html(verdicts))
+        body.append(heading("verdicts", "Verdicts") + _checks_html(verdicts))
     run_lists: list[str] = []
     for key in keys:
         info = described.get(key, {})
         records = [r for r in outcome.runs if f"{r.system}/{r.experiment}" == key]
-        body.append(f"<h2>{_esc(key)}: {_esc(info.get('title', ''))}</h2>")
+        body.append(heading(key.replace("/", "-"), f"{key}: {info.get('title', '')}"))
         if info.get("description"):
             body.append(f"<p>{_esc(info['description'])}</p>")
         rows = []
@@ -544,7 +553,9 @@ def reproduction_report(directory: Path) -> str:
             _collapsed(f"{key}: runs ({len(rows)})", table_html(pd.DataFrame(rows), nowrap=True))
         )
     if run_lists:
-        body += ["<h2>Runs</h2>", *run_lists]
+        body += [heading("runs", "Runs"), *run_lists]
+    toc = "".join(f'<li><a href="#{_esc(a)}">{_esc(t)}</a></li>' for a, t in contents)
+    body.insert(1, f'<nav><h2>Contents</h2><ol class="toc">{toc}</ol></nav>')
     return _page(
         "rtolab reproduction",
         f"Output in <code>{_esc(directory)}</code>",

@@ -292,3 +292,59 @@ def write_metrics_parquet(report: Mapping[str, Any], path: Path) -> None:
         _rtolab.write_metric_table(_report_text(report), path)
     except ValueError as err:
         raise ResultError("report", str(err)) from None
+
+
+# ----- numbers as people read them -----
+
+#: Metric name endings that carry a unit, the unit's steps (largest first:
+#: factor, symbol) and the symbol below the smallest step.
+UNIT_STEPS: tuple[tuple[str, tuple[tuple[float, str], ...], str], ...] = (
+    ("_ns", ((1e9, "s"), (1e6, "ms"), (1e3, "us")), "ns"),
+    ("_us", ((1e6, "s"), (1e3, "ms")), "us"),
+    ("_ms", ((1e3, "s"),), "ms"),
+    ("_s", (), "s"),
+    ("_bps", ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")), "bit/s"),
+    ("_bytes", ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")), "B"),
+)
+
+
+def unit_of(name: str, magnitude: float) -> tuple[str, float, str]:
+    """For a metric ``name`` and the size of its values: the name without
+    its unit ending, what to divide values by, and the unit to show them in
+    (``("latency_mean", 1e6, "ms")`` for ``latency_mean_ns`` around 2e8);
+    ``(name, 1.0, "")`` for a name without a unit."""
+    for ending, steps, base in UNIT_STEPS:
+        if name.endswith(ending):
+            for factor, symbol in steps:
+                if abs(magnitude) >= factor:
+                    return name.removesuffix(ending), factor, symbol
+            return name.removesuffix(ending), 1.0, base
+    return name, 1.0, ""
+
+
+def plain_number(value: float, digits: int = 4) -> str:
+    """A number with ``digits`` significant digits and thousands separators,
+    never in scientific notation, without trailing zeros: ``211653000.0``
+    is ``211,653,000``, ``0.0123456`` is ``0.01235``, ``12.50`` is ``12.5``."""
+    if not math.isfinite(value):
+        return str(value)
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value):,}"
+    magnitude = math.floor(math.log10(abs(value))) if value else 0
+    decimals = min(max(digits - 1 - magnitude, 0), 9)
+    text = f"{value:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def human(name: str, value: Any) -> str:
+    """A metric's value as a person reads it, in the unit its name ends in:
+    ``latency_mean_ns`` 211653000.0 is ``211.7 ms``, ``goodput_bps``
+    1.5e6 is ``1.5 Mbit/s``; counts with thousands separators; never
+    scientific notation. Anything but a number is shown as it is."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "" if value is None else str(value)
+    if isinstance(value, float) and math.isnan(value):
+        return ""
+    _, factor, symbol = unit_of(name, value)
+    shown = plain_number(value / factor)
+    return f"{shown} {symbol}" if symbol else shown

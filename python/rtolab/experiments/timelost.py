@@ -30,6 +30,7 @@ import pandas as pd
 
 from rtolab.experiments import (
     Check,
+    Claim,
     Experiment,
     ExperimentRun,
     figure_html,
@@ -815,9 +816,10 @@ def report_sections(directory: Path) -> list[str]:
     return parts
 
 
-def checks(results: dict[str, Result]) -> list[Check]:
+def checks(results: dict[str, Result]) -> list[Check | Claim]:
     """Writes the tables and figures from every run's summary; checks that
-    every planned run finished."""
+    every planned run finished; the study's claims beside our numbers (as
+    the report's headline table shows them)."""
     out = system_dir(results)
     if out is None:
         return [Check("runs completed", False, "no results")]
@@ -847,9 +849,18 @@ def checks(results: dict[str, Result]) -> list[Check]:
         f"vegas-timelost, seed {first}: the source's RTT samples",
     )
     finished = int(tables_["runs"]["finished"].sum())
-    return [
+    verdicts: list[Check | Claim] = [
         Check("every planned run finished", finished == len(plan), f"{finished} of {len(plan)}")
     ]
+    for row in tables_["claims"].itertuples():
+        holds = None if row.holds is None or pd.isna(row.holds) else bool(row.holds)
+        ours = (
+            f"{row.corrected} {row.corrected_mbps:.3f} vs {row.base} {row.base_mbps:.3f} Mbit/s: "
+            f"gain {row.gain_mbps:+.3f} (95 % CI {row.gain_ci95_low:+.3f} to "
+            f"{row.gain_ci95_high:+.3f}; n = {row.n_corrected} and {row.n_base})"
+        )
+        verdicts.append(Claim(f"{row.claim} ({row.criterion})", ours, holds))
+    return verdicts
 
 
 register(
