@@ -282,6 +282,25 @@ def test_cli_markdown_is_the_table_and_the_summary(bridge_pcap: Path) -> None:
     assert summary.splitlines() == ["- " + line for line in result.summary_lines()]
 
 
+def test_cli_summary_prints_the_summary_without_the_table(bridge_pcap: Path) -> None:
+    result = compare(bridge_pcap, CAPTURES, table="B")
+    done = rtolab_cli("compare", str(bridge_pcap), str(CAPTURES), "--table", "B", "--summary")
+    assert done.returncode == 0, done.stderr
+    # The summary lines and nothing else: no row of the packet table.
+    assert done.stdout.splitlines() == result.summary_lines()
+    assert "first divergence at row 6" in done.stdout and "only run" not in done.stdout
+    done = rtolab_cli(
+        "compare", str(bridge_pcap), str(CAPTURES), "--table", "B", "--summary", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(json.dumps(result.summary))
+    done = rtolab_cli(
+        "compare", str(bridge_pcap), str(CAPTURES), "--table", "B", "--summary", "--markdown"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "".join(f"- {line}\n" for line in result.summary_lines())
+
+
 def test_markdown_keeps_user_text_in_its_cell(tmp_path: Path) -> None:
     table = tmp_path / "t.csv"
     table.write_text("time,from,to,flags,len,note\n0,a,b,SYN,0,x | y\n", encoding="utf-8")

@@ -1039,6 +1039,12 @@ def report_command(directory: Path, out: Path | None, as_json: bool) -> None:
 @click.option(
     "--markdown", "as_markdown", is_flag=True, help="Print the table and summary as Markdown."
 )
+@click.option(
+    "--summary",
+    "summary_only",
+    is_flag=True,
+    help="Print only the summary (a few lines), not the packet table.",
+)
 def compare_command(
     run_capture: str,
     reference: str,
@@ -1047,6 +1053,7 @@ def compare_command(
     table: str | None,
     as_json: bool,
     as_markdown: bool,
+    summary_only: bool,
 ) -> None:
     """Compare a run's capture with a reference capture, packet by packet.
 
@@ -1055,7 +1062,9 @@ def compare_command(
 
     Packets match when they go the same way with the same flags, relative
     seq/ack and TCP length; the table shows each pair's time error and the
-    packets only one side has."""
+    packets only one side has. With --summary only the summary: the packets
+    matched, the time error and the first divergence (with --json: the
+    summary object; with --markdown: the summary list)."""
     from rtolab.comparison import compare
 
     with _user_errors():
@@ -1065,10 +1074,15 @@ def compare_command(
             run_capture, reference, align=align, mapping=list(mapping) or None, table=table
         )
     if as_json:
-        click.echo(json.dumps(result.to_dict()))
+        click.echo(json.dumps(result.summary if summary_only else result.to_dict()))
         return
     if as_markdown:
-        click.echo(result.to_markdown(), nl=False)
+        text = result.summary_markdown() if summary_only else result.to_markdown()
+        click.echo(text, nl=False)
+        return
+    if summary_only:
+        for line in result.summary_lines():
+            out_console.print(Text(_visible(line)), soft_wrap=True)
         return
     _print_comparison(result)
 

@@ -229,9 +229,12 @@ class Comparison:
         rule = ["---:" if justify == "right" else "---" for _, justify in SIDE_BY_SIDE_COLUMNS]
         lines = [_markdown_row(header), "|" + "|".join(rule) + "|"]
         lines += [_markdown_row(cells) for cells, _ in self.side_by_side()]
-        lines.append("")
-        lines += ["- " + _escape_controls(line) for line in self.summary_lines()]
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + "\n\n" + self.summary_markdown()
+
+    def summary_markdown(self) -> str:
+        """The summary lines as a Markdown list: what ``rtolab compare
+        --summary --markdown`` prints, and the end of :meth:`to_markdown`."""
+        return "".join(f"- {_escape_controls(line)}\n" for line in self.summary_lines())
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as plain JSON-ready values (missing values as ``None``)."""
