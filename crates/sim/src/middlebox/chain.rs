@@ -1,14 +1,25 @@
-//! A node's middleboxes driven from outside the simulator.
+//! The one driver of a node's middleboxes, for the simulator and the
+//! emulator alike.
 //!
-//! The simulator runs middleboxes inside its own event loop. A program
-//! that moves packets on another clock (the real-time emulator) needs the
-//! same behaviour without a [`Simulator`](crate::Simulator): a
-//! [`MiddleboxChain`] holds one node's middleboxes in order, hands each
+//! A [`MiddleboxChain`] holds one node's middleboxes in order, hands each
 //! packet the node receives to them, carries released packets on through
-//! the rest of the chain as the simulator does, and reports everything
-//! else (passed, held, released, dropped, injected) as [`ChainEvent`]s for
-//! the caller to forward, count and free. The caller wakes the chain at
-//! [`MiddleboxChain::poll_timeout`].
+//! the rest of the chain, and reports everything else (passed, held,
+//! released, dropped, injected) as [`ChainEvent`]s for the caller to
+//! forward, count and free.
+//!
+//! It is driven in one of two ways:
+//!
+//! * step by step, by the simulator: each call reports to a [`ChainHost`]
+//!   as things happen (so an injected packet is sent before the next
+//!   middlebox is called), a released packet continues only when the host
+//!   calls [`MiddleboxChain::resume`] (the simulator queues it behind the
+//!   work already pending at that instant), and each middlebox is woken on
+//!   its own ([`MiddleboxChain::wake`]);
+//! * as a whole, by a program on another clock (the real-time emulator):
+//!   [`MiddleboxChain::arrive`], [`MiddleboxChain::handle_timeout`] and
+//!   [`MiddleboxChain::link_indication`] collect the events in a `Vec`,
+//!   carry released packets on at once, and the caller wakes the chain at
+//!   [`MiddleboxChain::poll_timeout`].
 
 use std::collections::VecDeque;
 
@@ -64,6 +75,35 @@ pub enum ChainEvent {
     },
 }
 
+/// The caller of a chain driven step by step: it lends the packet pool
+/// and carries out each event as the chain reports it.
+pub trait ChainHost {
+    /// The pool the chain's packets live in.
+    fn pool(&mut self) -> &mut PacketPool;
+    /// Something happened; events come in the order they happened.
+    fn event(&mut self, event: ChainEvent);
+    /// Middlebox `middlebox` was called and its events reported; it next
+    /// wants to be woken at `deadline`.
+    fn called(&mut self, middlebox: usize, deadline: Option<SimTime>) {
+        let _ = (middlebox, deadline);
+    }
+}
+
+/// A host that collects the events, for a chain driven as a whole.
+struct Collect<'a> {
+    pool: &'a mut PacketPool,
+    out: &'a mut Vec<ChainEvent>,
+}
+
+impl ChainHost for Collect<'_> {
+    fn pool(&mut self) -> &mut PacketPool {
+        self.pool
+    }
+    fn event(&mut self, event: ChainEvent) {
+        self.out.push(event);
+    }
+}
+
 struct Slot {
     name: String,
     middlebox: AnyMiddlebox,
@@ -105,67 +145,25 @@ impl MiddleboxChain {
         self.slots.is_empty()
     }
 
-    /// The node's interface `iface` received `packet` at `now`.
-    pub fn arrive(
-        &mut self,
-        now: SimTime,
-        pool: &mut PacketPool,
-        iface: u32,
-        packet: PacketId,
-        out: &mut Vec<ChainEvent>,
-    ) {
-        let held = Held {
-            packet,
-            iface: IfaceId {
-                node: self.node,
-                index: iface,
-            },
-            next: 0,
-            since: now,
-        };
-        self.walk(now, pool, held, out);
-        self.drain(now, pool, out);
+    /// Number of middleboxes.
+    pub fn len(&self) -> usize {
+        self.slots.len()
     }
 
-    /// Wakes every middlebox whose deadline is at or before `now`.
-    pub fn handle_timeout(
-        &mut self,
-        now: SimTime,
-        pool: &mut PacketPool,
-        out: &mut Vec<ChainEvent>,
-    ) {
-        for i in 0..self.slots.len() {
-            if self.slots[i]
-                .middlebox
-                .poll_timeout()
-                .is_some_and(|t| t <= now)
-            {
-                self.call(i, now, pool, None, out, |m, cx| {
-                    m.handle_timeout(cx);
-                    None
-                });
-                self.drain(now, pool, out);
-            }
-        }
+    /// Middlebox `i`'s name.
+    pub fn name(&self, i: usize) -> &str {
+        &self.slots[i].name
     }
 
-    /// Hands a link layer's indication about interface `iface` to every
-    /// middlebox.
-    pub fn link_indication(
-        &mut self,
-        now: SimTime,
-        pool: &mut PacketPool,
-        iface: u32,
-        indication: LinkIndication,
-        out: &mut Vec<ChainEvent>,
-    ) {
-        for i in 0..self.slots.len() {
-            self.call(i, now, pool, None, out, |m, cx| {
-                m.on_link_indication(cx, iface, indication);
-                None
-            });
-            self.drain(now, pool, out);
-        }
+    /// Middlebox `i`'s kind and counters.
+    pub fn report(&self, i: usize) -> (&'static str, serde_json::Value) {
+        let m = &self.slots[i].middlebox;
+        (m.kind(), m.stats())
+    }
+
+    /// When middlebox `i` next wants to be woken.
+    pub fn deadline(&self, i: usize) -> Option<SimTime> {
+        self.slots[i].middlebox.poll_timeout()
     }
 
     /// The earliest deadline of any middlebox.
@@ -184,84 +182,179 @@ impl MiddleboxChain {
             .collect()
     }
 
-    /// Takes `held` through the middleboxes from `held.next` on.
-    fn walk(
+    // ----- driven step by step -----
+
+    /// The node's interface `iface` received `packet` at `now`: the
+    /// middleboxes see it in order. Packets released meanwhile wait for
+    /// [`MiddleboxChain::resume`].
+    pub fn receive(
+        &mut self,
+        now: SimTime,
+        iface: u32,
+        packet: PacketId,
+        host: &mut impl ChainHost,
+    ) {
+        let held = Held {
+            packet,
+            iface: IfaceId {
+                node: self.node,
+                index: iface,
+            },
+            next: 0,
+            since: now,
+        };
+        self.walk(now, held, host);
+    }
+
+    /// Carries the oldest released packet on through the middleboxes after
+    /// the one that held it; false when none is waiting.
+    pub fn resume(&mut self, now: SimTime, host: &mut impl ChainHost) -> bool {
+        let Some(held) = self.released.pop_front() else {
+            return false;
+        };
+        self.walk(now, held, host);
+        true
+    }
+
+    /// Wakes middlebox `i`.
+    pub fn wake(&mut self, i: usize, now: SimTime, host: &mut impl ChainHost) {
+        self.call(i, now, None, host, |m, cx| {
+            m.handle_timeout(cx);
+            None
+        });
+    }
+
+    /// Hands middlebox `i` a link layer's indication about interface
+    /// `iface`.
+    pub fn indicate(
+        &mut self,
+        i: usize,
+        now: SimTime,
+        iface: u32,
+        indication: LinkIndication,
+        host: &mut impl ChainHost,
+    ) {
+        self.call(i, now, None, host, |m, cx| {
+            m.on_link_indication(cx, iface, indication);
+            None
+        });
+    }
+
+    // ----- driven as a whole -----
+
+    /// The node's interface `iface` received `packet` at `now`.
+    pub fn arrive(
         &mut self,
         now: SimTime,
         pool: &mut PacketPool,
-        mut held: Held,
+        iface: u32,
+        packet: PacketId,
         out: &mut Vec<ChainEvent>,
     ) {
+        let mut host = Collect { pool, out };
+        self.receive(now, iface, packet, &mut host);
+        while self.resume(now, &mut host) {}
+    }
+
+    /// Wakes every middlebox whose deadline is at or before `now`.
+    pub fn handle_timeout(
+        &mut self,
+        now: SimTime,
+        pool: &mut PacketPool,
+        out: &mut Vec<ChainEvent>,
+    ) {
+        let mut host = Collect { pool, out };
+        for i in 0..self.slots.len() {
+            if self.deadline(i).is_some_and(|t| t <= now) {
+                self.wake(i, now, &mut host);
+                while self.resume(now, &mut host) {}
+            }
+        }
+    }
+
+    /// Hands a link layer's indication about interface `iface` to every
+    /// middlebox.
+    pub fn link_indication(
+        &mut self,
+        now: SimTime,
+        pool: &mut PacketPool,
+        iface: u32,
+        indication: LinkIndication,
+        out: &mut Vec<ChainEvent>,
+    ) {
+        let mut host = Collect { pool, out };
+        for i in 0..self.slots.len() {
+            self.indicate(i, now, iface, indication, &mut host);
+            while self.resume(now, &mut host) {}
+        }
+    }
+
+    /// Takes `held` through the middleboxes from `held.next` on.
+    fn walk(&mut self, now: SimTime, mut held: Held, host: &mut impl ChainHost) {
         while (held.next as usize) < self.slots.len() {
             let i = held.next as usize;
             held.next += 1;
             held.since = now;
             let packet = held.packet;
-            match self.call(i, now, pool, Some(packet), out, |m, cx| {
-                m.on_packet(cx, held)
-            }) {
+            match self.call(i, now, Some(packet), host, |m, cx| m.on_packet(cx, held)) {
                 Some(passed) => held = passed,
                 None => return,
             }
         }
-        out.push(ChainEvent::Passed {
+        host.event(ChainEvent::Passed {
             packet: held.packet,
             iface: held.iface.index,
         });
     }
 
-    /// Carries released packets on, in the order they were released.
-    fn drain(&mut self, now: SimTime, pool: &mut PacketPool, out: &mut Vec<ChainEvent>) {
-        while let Some(held) = self.released.pop_front() {
-            self.walk(now, pool, held, out);
-        }
-    }
-
-    /// Calls middlebox `i` and records what it asked for. The simulator's
-    /// `call_middlebox` does the same through its own event queue.
+    /// Calls middlebox `i` and reports what it asked for, in order: the
+    /// packet it was `handed` if it kept it, then its releases, drops and
+    /// injections. Returns the packet it passed on, if any.
     fn call(
         &mut self,
         i: usize,
         now: SimTime,
-        pool: &mut PacketPool,
         handed: Option<PacketId>,
-        out: &mut Vec<ChainEvent>,
+        host: &mut impl ChainHost,
         hook: impl FnOnce(&mut AnyMiddlebox, &mut MiddleboxCx<'_>) -> Option<Held>,
     ) -> Option<Held> {
         let slot = &mut self.slots[i];
+        let mut actions = std::mem::take(&mut self.actions);
         let cx = MiddleboxCx {
             now,
-            pool,
-            actions: &mut self.actions,
+            pool: host.pool(),
+            actions: &mut actions,
             rng: &mut slot.rng,
         };
         let (passed, kept) = call_hook(&mut slot.middlebox, cx, handed, hook);
         if let Some(packet) = kept {
-            out.push(ChainEvent::Held {
+            host.event(ChainEvent::Held {
                 middlebox: i,
                 packet,
             });
         }
-        for action in self.actions.drain(..) {
+        for action in actions.drain(..) {
             match action {
                 Action::Release(held) => {
-                    out.push(ChainEvent::Released {
+                    host.event(ChainEvent::Released {
                         middlebox: i,
                         packet: held.packet,
                         held: now.saturating_since(held.since),
                     });
                     self.released.push_back(held);
                 }
-                Action::Drop(held) => out.push(ChainEvent::Dropped {
+                Action::Drop(held) => host.event(ChainEvent::Dropped {
                     middlebox: i,
                     packet: held.packet,
                 }),
-                Action::Inject(packet) => out.push(ChainEvent::Injected {
+                Action::Inject(packet) => host.event(ChainEvent::Injected {
                     middlebox: i,
                     packet,
                 }),
             }
         }
+        self.actions = actions;
+        host.called(i, self.slots[i].middlebox.poll_timeout());
         passed
     }
 }
@@ -341,5 +434,67 @@ mod tests {
             ]
         );
         assert_eq!(chain.stats().len(), 2);
+    }
+
+    /// Records what a chain driven step by step reports.
+    #[derive(Default)]
+    struct Recorder {
+        pool: PacketPool,
+        events: Vec<ChainEvent>,
+        called: Vec<(usize, Option<SimTime>)>,
+    }
+
+    impl ChainHost for Recorder {
+        fn pool(&mut self) -> &mut PacketPool {
+            &mut self.pool
+        }
+        fn event(&mut self, event: ChainEvent) {
+            self.events.push(event);
+        }
+        fn called(&mut self, middlebox: usize, deadline: Option<SimTime>) {
+            self.called.push((middlebox, deadline));
+        }
+    }
+
+    /// Driven step by step, a released packet waits for `resume`, and
+    /// every call reports the middlebox's next deadline.
+    #[test]
+    fn step_by_step_a_released_packet_waits_for_resume() {
+        let mut chain = MiddleboxChain::new(NodeId(1));
+        let stall = MiddleboxSpec::Stall(StallSpec {
+            start: SimDuration::from_secs(1),
+            end: SimDuration::from_secs(2),
+            filter: PacketFilter::default(),
+        });
+        chain.push("stall", stall.build(), crate::rng::component_stream(1, "x"));
+        let mut host = Recorder::default();
+        let packet = host.pool.alloc();
+        host.pool.buf_mut(packet).extend_from_slice(&[0x45; 20]);
+        let at = |ms| SimTime::ZERO + SimDuration::from_millis(ms);
+        chain.receive(at(1500), 0, packet, &mut host);
+        assert_eq!(
+            host.events,
+            [ChainEvent::Held {
+                middlebox: 0,
+                packet
+            }]
+        );
+        assert_eq!(host.called, [(0, Some(at(2000)))]);
+        host.events.clear();
+        chain.wake(0, at(2000), &mut host);
+        let released = ChainEvent::Released {
+            middlebox: 0,
+            packet,
+            held: SimDuration::from_millis(500),
+        };
+        // Released but not yet past the chain: the host decides when.
+        assert_eq!(host.events, [released]);
+        assert!(chain.resume(at(2000), &mut host));
+        assert_eq!(
+            host.events,
+            [released, ChainEvent::Passed { packet, iface: 0 }]
+        );
+        assert!(!chain.resume(at(2000), &mut host));
+        assert_eq!(chain.deadline(0), None);
     }
 }

@@ -32,7 +32,7 @@ use rtolab_wire::packet::{self, ParsedPacket, Transport};
 use serde::Serialize;
 
 pub use ack_holding::AckHoldingSpec;
-pub use chain::{ChainEvent, MiddleboxChain};
+pub use chain::{ChainEvent, ChainHost, MiddleboxChain};
 pub use drop_list::DropListSpec;
 pub use ptx_filter::PtxFilterSpec;
 pub use registry::{MiddleboxCheck, ScenarioMiddlebox};

@@ -12,7 +12,6 @@ use crate::capture::CaptureDirection;
 use crate::event::Event;
 use crate::limits::{Stop, StopFlag, CHECK_EVERY};
 use crate::link::{Frame, LinkIndication, LinkModel, LinkOutput};
-use crate::middlebox::Held;
 use crate::node::{IfaceId, Interface, NodeId};
 use crate::pool::PacketId;
 use crate::trace::TraceEvent;
@@ -115,10 +114,11 @@ impl Simulator {
             Event::TcpTimer { node, .. } => {
                 format!("tcp timer of host {:?}", self.nodes[node as usize].name)
             }
-            Event::MiddleboxWakeup { middlebox, .. } => format!(
-                "wakeup of middlebox {:?}",
-                self.middleboxes[middlebox as usize].name
-            ),
+            Event::MiddleboxWakeup { middlebox, .. } => {
+                let slot = &self.middleboxes[middlebox as usize];
+                let chain = &self.chains[slot.node.0 as usize];
+                format!("wakeup of middlebox {:?}", chain.name(slot.index as usize))
+            }
         }
     }
 
@@ -181,10 +181,8 @@ impl Simulator {
                     return false;
                 }
                 slot.wakeup = None;
-                self.call_middlebox(middlebox, None, |m, cx| {
-                    m.handle_timeout(cx);
-                    None
-                });
+                let (node, index, now) = (slot.node, slot.index as usize, self.now);
+                self.with_chain(node, |chain, host| chain.wake(index, now, host));
             }
         }
         true
@@ -207,7 +205,12 @@ impl Simulator {
             match work {
                 Work::Link { link, output } => self.handle_link_output(link, output),
                 Work::Loopback { node, packet } => self.deliver_local(node, packet),
-                Work::Released(held) => self.arrive(held),
+                Work::Released(node) => {
+                    let now = self.now;
+                    self.with_chain(node, |chain, host| {
+                        chain.resume(now, host);
+                    });
+                }
             }
         }
     }
@@ -389,15 +392,13 @@ impl Simulator {
                 len: frame.len,
             }
         );
-        if self.node_middleboxes[iface.node.0 as usize].is_empty() {
+        if self.chains[iface.node.0 as usize].is_empty() {
             // The common case, kept as direct as before middleboxes.
             self.bridge_or_route(iface, frame.packet);
         } else {
-            self.arrive(Held {
-                packet: frame.packet,
-                iface,
-                next: 0,
-                since: self.now,
+            let now = self.now;
+            self.with_chain(iface.node, |chain, host| {
+                chain.receive(now, iface.index, frame.packet, host);
             });
         }
     }
@@ -423,14 +424,12 @@ impl Simulator {
                 expected_outage_ns,
             }
         );
-        let node = iface.node.0 as usize;
-        for i in 0..self.node_middleboxes[node].len() {
-            let middlebox = self.node_middleboxes[node][i];
-            self.call_middlebox(middlebox, None, |m, cx| {
-                m.on_link_indication(cx, iface.index, indication);
-                None
-            });
-        }
+        let now = self.now;
+        self.with_chain(iface.node, |chain, host| {
+            for i in 0..chain.len() {
+                chain.indicate(i, now, iface.index, indication, host);
+            }
+        });
         match indication {
             LinkIndication::GoingDown { .. } => self.tcp.link_warning(self.now, iface.node, true),
             LinkIndication::Up => self.tcp.link_warning(self.now, iface.node, false),

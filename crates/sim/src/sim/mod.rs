@@ -31,11 +31,11 @@ use crate::event::Event;
 use crate::limits::{RunLimits, Stop};
 use crate::link::LinkOutput;
 use crate::link_slot::LinkSlot;
-use crate::middlebox::{Action as MiddleboxAction, AnyMiddlebox, Held};
+use crate::middlebox::MiddleboxChain;
 use crate::node::{Node, NodeId};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::EventQueue;
-use crate::rng::{LazyStream, SimRng};
+use crate::rng::LazyStream;
 use crate::smol::SmolHost;
 use crate::tcp::{TcpConfigId, TcpLayer};
 use crate::trace::Tracer;
@@ -48,8 +48,9 @@ enum Work {
     },
     /// A datagram a node sent to one of its own addresses.
     Loopback { node: NodeId, packet: PacketId },
-    /// A packet a middlebox released continues through its node.
-    Released(Held),
+    /// A packet a middlebox of the node released continues through the
+    /// node's chain.
+    Released(NodeId),
 }
 
 /// A mistake in building a simulation programmatically.
@@ -130,11 +131,12 @@ pub enum SimError {
     },
 }
 
+/// A middlebox as the simulator numbers it: where it sits in which node's
+/// chain, and its pending wakeup.
 struct MiddleboxSlot {
-    name: String,
     node: NodeId,
-    middlebox: AnyMiddlebox,
-    rng: SimRng,
+    /// Its position in the node's chain.
+    index: u32,
     /// The instant of the pending wakeup event, if any.
     wakeup: Option<SimTime>,
     generation: u32,
@@ -180,9 +182,9 @@ pub struct Simulator {
     apps: Vec<AppSlot>,
     middleboxes: Vec<MiddleboxSlot>,
     /// Per node, its middleboxes in the order packets meet them.
+    chains: Vec<MiddleboxChain>,
+    /// Per node, the simulator's number of each middlebox of its chain.
     node_middleboxes: Vec<Vec<u32>>,
-    /// Scratch list of what a middlebox call asked for.
-    middlebox_actions: Vec<MiddleboxAction>,
     pool: PacketPool,
     tracer: Tracer,
     taps: Vec<Tap>,

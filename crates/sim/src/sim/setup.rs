@@ -21,7 +21,7 @@ use crate::link::{
     LinkModelSpec, LinkStats, NfcConfig, NfcLink, P2pConfig, P2pLink, Position, RateDelay,
 };
 use crate::link_slot::LinkSlot;
-use crate::middlebox::AnyMiddlebox;
+use crate::middlebox::{AnyMiddlebox, MiddleboxChain};
 use crate::node::{IfaceId, Interface, LinkId, MiddleboxId, Node, NodeId, Route};
 use crate::pool::PacketPool;
 use crate::queue::EventQueue;
@@ -45,8 +45,8 @@ impl Simulator {
             links: Vec::new(),
             apps: Vec::new(),
             middleboxes: Vec::new(),
+            chains: Vec::new(),
             node_middleboxes: Vec::new(),
-            middlebox_actions: Vec::new(),
             pool: PacketPool::new(),
             tracer: Tracer::default(),
             taps: Vec::new(),
@@ -96,12 +96,14 @@ impl Simulator {
 
     /// Adds a node.
     pub fn add_node(&mut self, name: &str) -> NodeId {
+        let id = NodeId(self.nodes.len() as u32);
         self.nodes.push(Node::new(name));
         self.demux.push(Demux::default());
+        self.chains.push(MiddleboxChain::new(id));
         self.node_middleboxes.push(Vec::new());
         self.tcp.add_node();
         self.smol.push(None);
-        NodeId((self.nodes.len() - 1) as u32)
+        id
     }
 
     /// Places a node, for broadcast media it attaches to afterwards.
@@ -429,16 +431,19 @@ impl Simulator {
         middlebox: AnyMiddlebox,
     ) -> MiddleboxId {
         let id = self.middleboxes.len() as u32;
+        let rng = self.rng_stream(&format!("middlebox/{name}"));
+        let chain = &mut self.chains[node.0 as usize];
+        let index = chain.len();
+        chain.push(name, middlebox, rng);
+        let deadline = chain.deadline(index);
         self.middleboxes.push(MiddleboxSlot {
-            name: name.to_string(),
             node,
-            middlebox,
-            rng: self.rng_stream(&format!("middlebox/{name}")),
+            index: index as u32,
             wakeup: None,
             generation: 0,
         });
         self.node_middleboxes[node.0 as usize].push(id);
-        self.after_middlebox_call(id);
+        self.schedule_middlebox(id, deadline);
         MiddleboxId(id)
     }
 
@@ -453,12 +458,9 @@ impl Simulator {
         id: MiddleboxId,
     ) -> (&str, NodeId, &'static str, serde_json::Value) {
         let slot = &self.middleboxes[id.0 as usize];
-        (
-            &slot.name,
-            slot.node,
-            slot.middlebox.kind(),
-            slot.middlebox.stats(),
-        )
+        let chain = &self.chains[slot.node.0 as usize];
+        let (kind, stats) = chain.report(slot.index as usize);
+        (chain.name(slot.index as usize), slot.node, kind, stats)
     }
 
     /// Adds an app on `node`, started at the current time. Its random
