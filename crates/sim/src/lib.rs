@@ -7,18 +7,18 @@
 //!   sequence) with lazy cancellation;
 //! * [`rng`]: one seeded ChaCha stream per component, chosen by name;
 //! * [`pool`]: reusable packet buffers behind `Copy` handles;
-//! * [`link`]: sans-IO link models (point-to-point, half-duplex, NFC,
-//!   broadcast medium, gilbert-elliott, slip) that are told the time and answer
-//!   with outputs and their next deadline, registered in one place;
+//! * [`link`]: sans-IO link models that are told the time and answer
+//!   with outputs and their next deadline, registered in one place (their
+//!   `kind` names: [`link::LINK_KINDS`]);
 //! * [`node`]: interfaces, static routes, counters;
-//! * [`app`]: the app hooks (start, packet, timer, TCP event), the
-//!   built-in UDP `cbr` source and `sink`, and the TCP apps (`tcp-bulk`,
-//!   `tcp-sink`, `tcp-on-off`, `exchange`, `exchange-server`,
-//!   `message-series`), registered in one place;
-//! * [`middlebox`]: hooks in a node's forwarding path (`drop-list`,
-//!   `stall`, `snoop`), registered in one place;
-//! * [`mac`]: channel access of a shared medium's members (`aloha`,
-//!   `csma-ca`), registered in one place;
+//! * [`app`]: the app hooks (start, packet, timer, TCP event) and the
+//!   UDP and TCP apps, registered in one place ([`app::APP_KINDS`]);
+//! * [`middlebox`]: hooks in a node's forwarding path, registered in one
+//!   place ([`middlebox::MIDDLEBOX_KINDS`]), and the one driver of a
+//!   node's middleboxes ([`middlebox::MiddleboxChain`]) the simulator and
+//!   the emulator share;
+//! * [`mac`]: channel access of a shared medium's members, registered in
+//!   one place ([`mac::MAC_KINDS`]), and the 802.11 DCF;
 //! * [`radio`]: the radio medium of wireless MACs (positions and mobility,
 //!   propagation, receptions and collisions, radio states and energy);
 //! * [`mesh`]: the low-power 802.15.4 mesh's layers (Contiki's MACs, RPL);
@@ -29,8 +29,8 @@
 //! * [`trace`]: typed trace events and sinks;
 //! * [`trace_table`]: trace levels and families, and the sink writing
 //!   each family as a Parquet table;
-//! * [`sim`]: the [`Simulator`] tying them together (IP forwarding,
-//!   demultiplexing to apps, captures);
+//! * [`sim`]: the [`Simulator`] tying them together, one file per layer
+//!   (setup, event loop, middleboxes, IP, transport);
 //! * [`scenario`] and [`run`]: TOML scenario files and running them;
 //! * [`out_dir`]: files made in an output directory without following a
 //!   link that stands there.
