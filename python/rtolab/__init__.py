@@ -26,6 +26,7 @@ from rtolab.catalog import Policy, policies
 from rtolab.errors import (
     CaptureError,
     ExperimentError,
+    OutputError,
     ResultError,
     RtolabError,
     RunError,
@@ -91,6 +92,7 @@ __all__ = [
     "Host",
     "Link",
     "Middlebox",
+    "OutputError",
     "Policy",
     "Result",
     "ResultError",

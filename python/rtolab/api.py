@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -14,8 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import tomllib
 
-from rtolab import _native, _rtolab, runreport
-from rtolab.errors import ResultError, ScenarioError, native_errors, read_json_file
+from rtolab import _native, _rtolab, outdir, runreport
+from rtolab.errors import (
+    OutputError,
+    ResultError,
+    ScenarioError,
+    native_errors,
+    read_file,
+    read_json_file,
+)
 from rtolab.runreport import Report, release_freed_memory
 from rtolab.scenario import Scenario
 
@@ -97,7 +106,7 @@ class Result:
         ``metrics.json`` is missing or garbled."""
         out = Path(directory)
         metrics_path = out / METRICS_FILE
-        if not metrics_path.is_file():
+        if not metrics_path.is_file() and not metrics_path.is_symlink():
             raise ResultError(str(out), f"no {METRICS_FILE}: not the output of a run")
         report = _read_report(metrics_path)
         names = report.get("files", [])
@@ -121,10 +130,12 @@ class Result:
         files = [out / f for f in names]
         scenario_path = out / SCENARIO_FILE
         scenario = None
-        if scenario_path.is_file():
+        if scenario_path.is_file() or scenario_path.is_symlink():
             try:
-                scenario = scenario_path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                scenario = read_file(scenario_path, follow=False).decode("utf-8")
+            except OSError as err:
+                raise ResultError(str(scenario_path), f"cannot read: {err.strerror}") from None
+            except UnicodeDecodeError:
                 raise ResultError(str(scenario_path), "unreadable or not UTF-8 text") from None
         if scenario is not None and scenario_path not in files:
             files.append(scenario_path)
@@ -219,7 +230,7 @@ def _read_report(path: Path) -> Mapping[str, Any]:
     """The report in a ``metrics.json``, kept as text; whatever the core's
     reader does not take is read as before, with the same errors."""
     try:
-        return Report(path.read_bytes())
+        return Report(read_file(path, follow=False))
     except (OSError, ValueError):
         return read_json_file(path)
 
@@ -285,11 +296,17 @@ def run(
         # A lone string would be read letter by letter.
         trace_families = trace_families.split(",")
     temporary = out is None
-    out_dir = Path(tempfile.mkdtemp(prefix="rtolab-run-")) if out is None else Path(out)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ScenarioError("out", f"cannot create {out_dir}: {err.strerror}") from None
+    if out is None:
+        out_dir = Path(tempfile.mkdtemp(prefix="rtolab-run-"))
+    else:
+        try:
+            out_dir = outdir.open_root(out)
+        except OutputError as err:
+            raise ScenarioError("out", str(err)) from None
+        prepare_out_dir(out_dir, text)
+    # Written first: a directory with it is a run's, even one stopped
+    # before its end, and what it captured can be found and cleared.
+    scenario_path = outdir.write_text(out_dir, SCENARIO_FILE, text)
     try:
         with native_errors():
             report = Report(
@@ -308,15 +325,16 @@ def run(
                     max_stall_events=max_stall_events,
                 )
             )
-    except BaseException:
+    except BaseException as err:
         if temporary:
             shutil.rmtree(out_dir, ignore_errors=True)
+        elif isinstance(err, ScenarioError):
+            # Refused before it wrote anything: no copy of it either.
+            outdir.remove(out_dir, SCENARIO_FILE)
         raise
     finally:
         release_freed_memory()
     files = [Path(f) for f in report.get("files", [])]
-    scenario_path = out_dir / SCENARIO_FILE
-    scenario_path.write_text(text, encoding="utf-8")
     files.append(scenario_path)
     result = Result(
         report=report,
@@ -328,6 +346,73 @@ def run(
         # The files go when the last reference to the result does.
         weakref.finalize(result, shutil.rmtree, str(out_dir), True)
     return result
+
+
+def _capture_files(text: str) -> set[str]:
+    """The capture file names of a scenario's TOML text (none when it cannot
+    be read: the names only say what an earlier run may have left)."""
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return set()
+    captures = data.get("capture", [])
+    if not isinstance(captures, list):
+        return set()
+    return {
+        c["file"]
+        for c in captures
+        if isinstance(c, dict) and isinstance(c.get("file"), str) and "/" not in c["file"]
+    }
+
+
+def prepare_out_dir(out: Path, text: str, *, simulated: bool = True) -> None:
+    """Readies the output directory ``out`` for a run of the scenario
+    ``text``: what a run owns there goes, so that nothing of an earlier run
+    is read as this one's, and nothing else is touched.
+
+    A run owns the names it writes (``scenario.toml``, ``metrics.json``,
+    ``metrics.parquet``, ``traces/``, ``traces.jsonl``, ``plots/``,
+    ``report.html`` and its captures). In the directory of an earlier run
+    (one with ``scenario.toml`` or ``metrics.json``) it also owns that run's
+    captures, and temporary files a killed run left. Elsewhere, a name the
+    run would write that something already holds is refused with
+    :class:`rtolab.OutputError`, rather than removed. An earlier run is
+    cleared only for a scenario the simulator validates (unless not
+    ``simulated``: an emulation's scenario, which the emulator checks)."""
+    try:
+        entries = set(os.listdir(out))
+    except OSError as err:
+        raise OutputError(str(out), f"cannot list: {err.strerror}") from None
+    owned = set(_rtolab.OUTPUT_NAMES) | _capture_files(text)
+    earlier = [
+        n
+        for n in (SCENARIO_FILE, METRICS_FILE)
+        if n in entries and (out / n).is_file() and not (out / n).is_symlink()
+    ]
+    if not earlier:
+        taken = sorted(owned & entries)
+        if taken:
+            raise OutputError(
+                str(out),
+                f"holds {', '.join(taken)}, which no run wrote here (no {SCENARIO_FILE} or "
+                f"{METRICS_FILE}); choose an empty or new directory, or remove them",
+            )
+        return
+    if SCENARIO_FILE in earlier:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            owned |= _capture_files((out / SCENARIO_FILE).read_text(encoding="utf-8"))
+    if METRICS_FILE in earlier:
+        with contextlib.suppress(OSError, ValueError, RecursionError):
+            listed = json.loads((out / METRICS_FILE).read_text(encoding="utf-8")).get("files")
+            if isinstance(listed, list):
+                owned |= {f for f in listed if isinstance(f, str) and "/" not in f}
+    clear = sorted(n for n in owned & entries if n not in ("", ".", ".."))
+    if clear and simulated:
+        # An earlier run is not cleared away for a scenario that cannot run.
+        validate(text)
+    for name in clear:
+        outdir.remove(out, name)
+    outdir.remove_temporaries(out)
 
 
 def run_metrics(

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rtolab import api
+from rtolab import api, outdir
 from rtolab._rtolab import DEFAULT_STALL_EVENTS
 from rtolab.errors import (
     MAX_TOML_NESTING,
@@ -34,6 +34,7 @@ from rtolab.errors import (
     RunError,
     RunStopped,
     ScenarioError,
+    read_json_file,
     toml_nesting,
 )
 from rtolab.runreport import Report, human, plain_number
@@ -470,7 +471,7 @@ def run(
             raise _bad_input(f"{err}; outputs so far in {out}, marked incomplete") from None
         except KeyboardInterrupt:
             err_console.print(
-                f"interrupted; outputs so far in {out}, marked incomplete",
+                _interrupted(out),
                 markup=False,
                 highlight=False,
                 soft_wrap=True,
@@ -509,6 +510,21 @@ def run(
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _interrupted(out: Path) -> str:
+    """What a run interrupted before its figures left in ``out``: its
+    ``metrics.json`` (written whole) says whether the simulation ended."""
+    try:
+        complete = read_json_file(out / api.METRICS_FILE).get("complete") is not False
+    except RtolabError:
+        complete = False
+    if complete:
+        return (
+            f"interrupted after the simulation; its outputs are in {out} "
+            "(metrics.json complete; metrics.parquet, plots and report not written)"
+        )
+    return f"interrupted; outputs so far in {out}, marked incomplete"
 
 
 #: Files from this size on are tried as scenarios before as sweeps.
@@ -1149,6 +1165,12 @@ def emulate(
     with _user_errors():
         if not Path(scenario).is_file():
             raise RtolabError(f"scenario: no such file: {scenario}")
+        if out is not None:
+            # A link at --out followed once; what an earlier run left cleared.
+            out = outdir.open_root(out)
+            text = Path(scenario).read_text(encoding="utf-8")
+            api.prepare_out_dir(out, text, simulated=False)
+            outdir.write_text(out, api.SCENARIO_FILE, text)
     argv = ["emulate", scenario]
     if duration is not None:
         argv += ["--duration", duration]

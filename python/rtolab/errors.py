@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,6 +71,17 @@ class ResultError(RtolabError, ValueError):
         self.message = message
 
 
+class OutputError(RtolabError, OSError):
+    """An output could not be made where it goes (a directory stands where a
+    file goes, a directory that holds what no run wrote, no permission).
+    ``path`` names it."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
 class ExperimentError(RtolabError, ValueError):
     """An unknown experiment or system was asked for."""
 
@@ -104,12 +118,36 @@ def toml_nesting(text: str) -> int:
     return deepest
 
 
+def read_file(
+    path: str | os.PathLike[str], limit: int | None = None, *, follow: bool = True
+) -> bytes:
+    """The bytes of the regular file ``path`` (at most ``limit`` + 1 of them,
+    so that a caller can tell a file over its limit). A FIFO, device or
+    socket is refused, as reading one may never end; with ``follow=False``
+    a link at ``path`` is refused too: a file read inside an output
+    directory, where whoever can write there may have planted a link to a
+    secret that a report would then show. Raises :class:`OSError`
+    (``strerror`` says why)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        if err.errno == errno.ELOOP and not follow:
+            raise OSError(errno.ELOOP, "a link (not followed in an output directory)") from None
+        raise
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return file.read() if limit is None else file.read(limit + 1)
+
+
 def read_json_file(path: Path, kind: type = dict) -> Any:
     """The JSON value in ``path``, which must be a ``kind`` (an object by
     default); raises :class:`ResultError` naming the file otherwise, whatever
-    is wrong with it (missing, not UTF-8, not JSON, nested too deeply)."""
+    is wrong with it (missing, a link, not UTF-8, not JSON, nested too
+    deeply)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_file(path, follow=False).decode("utf-8"))
     except FileNotFoundError:
         raise ResultError(str(path), "no such file") from None
     except OSError as err:

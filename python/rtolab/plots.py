@@ -39,12 +39,14 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from rtolab import runreport
+from rtolab import outdir, runreport
 
 if TYPE_CHECKING:
     from rtolab.api import Result
 
 BINS = 50
+#: The directory of a run's figures.
+PLOTS_DIR = "plots"
 #: Colour-blind-safe palette (Okabe-Ito) that stays distinct in greyscale print.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 
@@ -1193,15 +1195,20 @@ def sweep_figures(results: pd.DataFrame) -> list[tuple[str, Figure]]:
     return figures
 
 
-def save(figures: Iterable[tuple[str, Figure]], directory: Path, dpi: int = 120) -> list[Path]:
-    """Writes figures as PNG files named after them; closes them."""
-    directory.mkdir(parents=True, exist_ok=True)
+def save(
+    figures: Iterable[tuple[str, Figure]],
+    root: Path,
+    directory: str | None = None,
+    dpi: int = 120,
+) -> list[Path]:
+    """Writes figures as PNG files named after them into the output
+    directory ``root``, or its ``directory`` (see :mod:`rtolab.outdir`);
+    closes them."""
     written = []
     for name, fig in figures:
-        path = directory / f"{name}.png"
-        fig.savefig(path, dpi=dpi)
+        file = f"{name}.png" if directory is None else f"{directory}/{name}.png"
+        written.append(outdir.save_figure(fig, root, file, dpi=dpi))
         plt.close(fig)
-        written.append(path)
     return written
 
 
@@ -1209,4 +1216,4 @@ def plot_run(result: Result) -> list[Path]:
     """Draw the standard figures of a run into ``OUT/plots``; returns the files."""
     if result.out_dir is None:
         return []
-    return save(run_figures(result), result.out_dir / "plots")
+    return save(run_figures(result), result.out_dir, PLOTS_DIR)

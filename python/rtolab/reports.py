@@ -24,10 +24,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rtolab import plots, sweeps
+from rtolab import outdir, plots, sweeps
 from rtolab._rtolab import __version__
-from rtolab.api import METRICS_FILE, Result
-from rtolab.errors import ResultError, RtolabError, read_json_file
+from rtolab.api import METRICS_FILE, TRACES_DIR, Result
+from rtolab.errors import OutputError, ResultError, RtolabError, read_file, read_json_file
 from rtolab.experiments import MANIFEST, Reproduction, experiments
 from rtolab.runreport import human
 from rtolab.sweeps import RESULTS_FILE, RUNS_DIR, SPEC_FILE, read_results
@@ -266,11 +266,11 @@ def sweep_report(directory: Path) -> str:
         spec = read_json_file(directory / SPEC_FILE)
     read = read_results(directory)
     results = read.frame
-    base = directory / "base.toml"
+    base = directory / sweeps.BASE_FILE
     base_text = ""
     if base.is_file():
         try:
-            base_text = base.read_text(encoding="utf-8")
+            base_text = read_file(base, follow=False).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             raise ResultError(str(base), "unreadable or not UTF-8 text") from None
     params = [c for c in results.columns if str(c).startswith("param.")]
@@ -318,7 +318,7 @@ def sweep_report(directory: Path) -> str:
     body.append(_collapsed(f"Runs ({len(results)})", runs))
     if len(failed):
         body += ["<h2>Failures</h2>", table_html(failed[["run_id", *params, "seed", "error"]])]
-    files = directory / "files"
+    files = directory / sweeps.FILES_DIR
     listing = (
         [
             {"file": str(p.relative_to(directory)), "bytes": p.stat().st_size}
@@ -584,13 +584,29 @@ def report(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None
     if not root.is_dir():
         raise RtolabError(f"{root}: no such directory")
     kind = kind_of(root)
+    # A link would have the page show the file it points to. A run reads
+    # its directory's own files and trace tables; a sweep or reproduction
+    # reads its whole tree.
+    if kind == "run":
+        links = outdir.links_below(root, 1) + outdir.links_below(root / TRACES_DIR, 1)
+    else:
+        links = outdir.links_below(root)
+    # The page's own name is written over, not read.
+    links = [p for p in links if p != root / REPORT_FILE]
+    if links:
+        shown = ", ".join(str(p) for p in links[:3]) + (" …" if len(links) > 3 else "")
+        raise OutputError(
+            shown, "a link, which no run writes (not followed: remove it to write the report)"
+        )
     if kind == "run":
         page = run_report(Result.load(root))
     elif kind == "sweep":
         page = sweep_report(root)
     else:
         page = reproduction_report(root)
-    target = Path(out) if out is not None else root / REPORT_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(page, encoding="utf-8")
-    return target
+    if out is None:
+        return outdir.write_text(root.resolve(), REPORT_FILE, page)
+    # A page written elsewhere goes to the directory it names (a link
+    # there followed once), under its name (a link there replaced).
+    target = Path(out)
+    return outdir.write_text(outdir.open_root(target.parent), target.name, page)

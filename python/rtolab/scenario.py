@@ -334,8 +334,11 @@ class Scenario:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Writes the scenario to a TOML file; returns its path."""
+        from rtolab import outdir
+
         target = Path(path)
-        target.write_text(self.to_toml(), encoding="utf-8")
+        # A link at the file's name is replaced, never written through.
+        outdir.write_text(outdir.open_root(target.parent), target.name, self.to_toml())
         return target
 
     @classmethod

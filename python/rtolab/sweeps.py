@@ -74,12 +74,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import tomllib
 
-from rtolab import api, frames
+from rtolab import api, frames, outdir
 from rtolab.errors import (
     MAX_TOML_NESTING,
     RtolabError,
     ScenarioError,
     SweepError,
+    read_file,
     toml_nesting,
 )
 from rtolab.scenario import set_path
@@ -92,6 +93,10 @@ RUNS_DIR = "runs"
 RESULTS_FILE = "results.parquet"
 #: The sweep's description, kept in its output directory.
 SPEC_FILE = "sweep.json"
+#: The base scenario's text, kept beside it.
+BASE_FILE = "base.toml"
+#: Where each run's own files go when the sweep keeps them.
+FILES_DIR = "files"
 #: Prefix of parameter columns.
 PARAM_PREFIX = "param."
 #: Prefixes of the numeric columns beside a parameter with units, by the
@@ -399,7 +404,7 @@ def execute(run: RunSpec, files_dir: str | None = None) -> dict[str, Any]:
     }
     try:
         if files_dir is not None:
-            out = Path(files_dir) / run.run_id
+            out = outdir.make_dir(Path(files_dir), run.run_id)
             report = api.run(run.scenario, seed=run.seed, out=out).report
             row["out_dir"] = str(out)
         else:
@@ -452,10 +457,8 @@ def row_table(row: Mapping[str, Any], sweep: Sweep) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=pa.schema(schema))
 
 
-def _write_atomically(table: pa.Table, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+def _write_atomically(table: pa.Table, root: Path, name: str) -> None:
+    outdir.write_with(root, name, lambda file: pq.write_table(table, file))
 
 
 def run_key(run_id: str, params: Mapping[str, Any], seed: int) -> str:
@@ -913,21 +916,27 @@ ProgressCallback = Callable[[dict[str, Any], int, int], None]
 
 
 def _prepare_out(sweep: Sweep, out: Path) -> None:
-    (out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+    outdir.make_dir(out, RUNS_DIR)
+    # Runs killed while writing left their temporaries; no run writes now.
+    outdir.remove_temporaries(out, RUNS_DIR)
+    outdir.remove_temporaries(out)
     spec_path = out / SPEC_FILE
     description = sweep.describe()
     if spec_path.is_file():
         try:
-            earlier = json.loads(spec_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            earlier = json.loads(read_file(spec_path, follow=False))
+        except (OSError, ValueError, RecursionError):
             earlier = {}
-        if earlier.get("base_sha256") not in (None, description["base_sha256"]):
+        if isinstance(earlier, dict) and earlier.get("base_sha256") not in (
+            None,
+            description["base_sha256"],
+        ):
             raise SweepError(
                 "out",
                 f"{out} holds a sweep of another base scenario; choose another output directory",
             )
-    spec_path.write_text(json.dumps(description, indent=2, default=str) + "\n", encoding="utf-8")
-    (out / "base.toml").write_text(sweep.base, encoding="utf-8")
+    outdir.write_text(out, SPEC_FILE, json.dumps(description, indent=2, default=str) + "\n")
+    outdir.write_text(out, BASE_FILE, sweep.base)
 
 
 def _finished(out: Path, plan: Sequence[RunSpec]) -> tuple[dict[str, str], dict[str, str]]:
@@ -1042,9 +1051,9 @@ def sweep(
     started = time.perf_counter()
     if not isinstance(spec, Sweep):
         spec = Sweep.load(spec)
-    out_dir = Path(out)
     if workers is not None and workers < 0:
         raise SweepError("workers", f"must be 0 or more, got {workers}")
+    out_dir = outdir.open_root(out)
     _prepare_out(spec, out_dir)
     plan = spec.runs()
     finished, rejected = _finished(out_dir, plan)
@@ -1058,14 +1067,14 @@ def sweep(
             todo.append(run)
     if on_start is not None:
         on_start(len(todo), len(plan))
-    files_dir = str((out_dir / "files").resolve()) if spec.keep_files else None
+    files_dir = str(outdir.make_dir(out_dir, FILES_DIR)) if spec.keep_files else None
     planned = {run.run_id: run for run in todo}
 
     def record(row: dict[str, Any]) -> None:
         run = planned[row["run_id"]]
         row["params"] = run.params
         table = _sealed(row_table(row, spec), run_key(run.run_id, run.params, run.seed))
-        _write_atomically(table, out_dir / RUNS_DIR / f"{row['run_id']}.parquet")
+        _write_atomically(table, out_dir, f"{RUNS_DIR}/{row['run_id']}.parquet")
         outcome.ran.append(row["run_id"])
         if row["status"] != "ok":
             outcome.failed.append(row["run_id"])
@@ -1117,7 +1126,7 @@ def _gather(out_dir: Path, plan: Sequence[RunSpec]) -> None:
     repeated = sorted(i for i, n in counts.items() if n > 1)
     if repeated:
         raise SweepError("results", f"runs with more than one row: {_few(repeated)}")
-    _write_atomically(combined, out_dir / RESULTS_FILE)
+    _write_atomically(combined, out_dir, RESULTS_FILE)
 
 
 def _few(items: Sequence[str], limit: int = 5) -> str:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rtolab import outdir
 from rtolab.errors import ExperimentError, ResultError, RtolabError, read_json_file
 
 if TYPE_CHECKING:
@@ -128,6 +129,9 @@ _REGISTRY: dict[str, Experiment] = {}
 _loaded = False
 #: The options of the reproduction under way (see :func:`option`).
 _OPTIONS: dict[str, Any] = {}
+#: The output directory of the reproduction under way (``"out"``), which
+#: its experiments' tables and figures are written below.
+_ROOT: dict[str, Path] = {}
 
 
 def option(name: str, default: Any) -> Any:
@@ -146,18 +150,26 @@ def system_dir(results: dict[str, Result]) -> Path | None:
     return None
 
 
+def _place(path: Path) -> tuple[Path, Path]:
+    """The output directory ``path`` is written below and its name there:
+    the reproduction under way's, else the file's own directory (see
+    :mod:`rtolab.outdir`)."""
+    root = _ROOT.get("out")
+    if root is not None and path.is_relative_to(root):
+        return root, path.relative_to(root)
+    return outdir.open_root(path.parent), Path(path.name)
+
+
 def write_table(frame: pd.DataFrame, path: Path) -> None:
     """Writes a results table as CSV, making its directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(path, index=False)
+    outdir.write_with(*_place(path), lambda file: frame.to_csv(file, index=False))
 
 
 def save_figure(fig: Figure, path: Path) -> None:
     """Saves a figure as PNG, making its directory, and frees it."""
     import matplotlib.pyplot as plt
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    outdir.save_figure(fig, *_place(path), dpi=110)
     plt.close(fig)
 
 
@@ -390,8 +402,9 @@ def reproduce(
     check_options(chosen, given)
     _OPTIONS.clear()
     _OPTIONS.update(given)
+    out_dir = outdir.open_root(out)
+    _ROOT["out"] = out_dir
     try:
-        out_dir = Path(out)
         plan = [(e, r) for e in chosen for r in e.runs()]
         if on_start is not None:
             on_start(len(plan))
@@ -424,7 +437,11 @@ def reproduce(
                 on_result(rec)
 
         def args(experiment: Experiment, spec: ExperimentRun) -> tuple[Any, ...]:
-            run_dir = out_dir / experiment.system / experiment.name / spec.label
+            # Made here, below the reproduction's directory, without
+            # following a link on the way.
+            run_dir = outdir.make_dir(
+                out_dir, f"{experiment.system}/{experiment.name}/{spec.label}"
+            )
             return (spec.scenario, spec.seed, str(run_dir), spec.duration, dict(spec.params))
 
         todo = []
@@ -474,9 +491,9 @@ def reproduce(
                     outcome.claims[experiment.key] = claims
     finally:
         _OPTIONS.clear()
+        _ROOT.clear()
     outcome.wall_s = time.perf_counter() - started
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / MANIFEST).write_text(
-        json.dumps(outcome.to_dict(), indent=2, default=str) + "\n", encoding="utf-8"
+    outdir.write_text(
+        out_dir, MANIFEST, json.dumps(outcome.to_dict(), indent=2, default=str) + "\n"
     )
     return outcome

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from rtolab import outdir
 from rtolab.experiments import (
     Check,
     Claim,
@@ -466,10 +467,8 @@ def analyse(result: Result, params: dict[str, Any]) -> None:
     if result.out_dir is None:
         return
     summary = summarise(result, params)
-    (result.out_dir / SUMMARY_FILE).write_text(
-        json.dumps(summary.to_dict()) + "\n", encoding="utf-8"
-    )
-    rtt_samples(result.traces, SOURCE).to_csv(result.out_dir / "rtt.csv", index=False)
+    outdir.write_text(result.out_dir, SUMMARY_FILE, json.dumps(summary.to_dict()) + "\n")
+    write_table(rtt_samples(result.traces, SOURCE), result.out_dir / "rtt.csv")
 
 
 # ----- tables -----

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import tomllib
 
+from rtolab import outdir
 from rtolab.experiments import (
     Check,
     Claim,
@@ -385,7 +386,7 @@ def analyse(result: Result, params: dict[str, Any]) -> None:
     """Writes :func:`summarise` into the run's directory (on the worker)."""
     if result.out_dir is not None:
         data = summarise(result, params)
-        (result.out_dir / SUMMARY_FILE).write_text(json.dumps(data) + "\n", encoding="utf-8")
+        outdir.write_text(result.out_dir, SUMMARY_FILE, json.dumps(data) + "\n")
 
 
 def _summary_of(result: Result, params: dict[str, Any]) -> dict[str, Any]:
