@@ -369,6 +369,10 @@ def _done_before(run_dir: Path, key: str) -> tuple[Any, ...] | None:
         return None
     if not isinstance(data, dict) or data.get("key") != key:
         return None
+    # A run whose report was replaced (by a link, say) runs again.
+    metrics = run_dir / "metrics.json"
+    if metrics.is_symlink() or not metrics.is_file():
+        return None
     return ("ok", None, str(data.get("scenario", "")), 0.0)
 
 
@@ -419,7 +423,7 @@ def reproduce(
             if status == "ok":
                 results[experiment.key][spec.label] = Result.load(run_dir)
                 marker = {"key": keys[(experiment.key, spec.label)], "scenario": name}
-                (run_dir / DONE_FILE).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+                outdir.write_text(run_dir, DONE_FILE, json.dumps(marker) + "\n")
             rec = RunRecord(
                 system=experiment.system,
                 experiment=experiment.name,
