@@ -30,6 +30,7 @@
 //! hosts, middleboxes on Linux hosts, and rtolab hosts with more than one
 //! interface or more than one TCP profile.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -40,6 +41,8 @@ use rtolab_tcp::profile::RtoChoice;
 use rtolab_tcp::Profile;
 use rtolab_time::SimDuration;
 use serde::Serialize;
+
+use crate::netns;
 
 /// Which stack runs a host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -276,6 +279,51 @@ impl EmuScenario {
         s
     }
 
+    /// Linux hosts are network namespaces named after them
+    /// ([`netns::host_part`]): each name must give a namespace of its own,
+    /// so it is plain text no longer than what the namespace keeps, and
+    /// two names never give the same namespace name.
+    fn check_namespace_names(&self) -> Result<(), ScenarioError> {
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        for (h, host) in self.scenario.hosts.iter().enumerate() {
+            if self.kinds[h] != HostKind::Linux {
+                continue;
+            }
+            let field = format!("host[{h}].name");
+            if host.name.chars().any(char::is_control) {
+                return Err(error(
+                    field,
+                    format!(
+                        "{:?} has control characters; a Linux host's network namespace is named after it",
+                        host.name
+                    ),
+                ));
+            }
+            let length = host.name.chars().count();
+            if length > netns::MAX_HOST_PART {
+                return Err(error(
+                    field,
+                    format!(
+                        "at most {} characters for a Linux host (its network namespace is named after it), got {length}",
+                        netns::MAX_HOST_PART
+                    ),
+                ));
+            }
+            let part = netns::host_part(&host.name);
+            if let Some(&other) = seen.get(&part) {
+                return Err(error(
+                    field,
+                    format!(
+                        "{:?} and host[{other}] {:?} give the same network namespace name {part:?} (letters, digits, '-' and '_' are kept, anything else becomes '_'); rename one",
+                        host.name, self.scenario.hosts[other].name
+                    ),
+                ));
+            }
+            seen.insert(part, h);
+        }
+        Ok(())
+    }
+
     /// The stack of the host called `name`.
     pub fn kind_of(&self, name: &str) -> Option<HostKind> {
         let i = self.scenario.hosts.iter().position(|h| h.name == name)?;
@@ -285,6 +333,7 @@ impl EmuScenario {
     /// Rejects what the emulator cannot run yet, naming the field.
     fn check_supported(&self) -> Result<(), ScenarioError> {
         let s = &self.scenario;
+        self.check_namespace_names()?;
         for (i, link) in s.links.iter().enumerate() {
             if !link.model.emulated() {
                 return Err(error(
@@ -435,6 +484,38 @@ ends = [ { host = "a", address = "10.0.0.1/24" }, { host = "b", address = "10.0.
 rate = "10Mbps"
 delay = "1ms"
 "#;
+
+    /// BASE with a third host, Linux, called `third`, and host b renamed to
+    /// `second`.
+    fn named(second: &str, third: &str) -> Result<EmuScenario, ScenarioError> {
+        let quote = |name: &str| toml::Value::String(name.to_string()).to_string();
+        let text = BASE
+            .replace("name = \"b\"", &format!("name = {}", quote(second)))
+            .replace("\"b\", address", &format!("{}, address", quote(second)))
+            + &format!("\n[[host]]\nname = {}\n", quote(third));
+        EmuScenario::from_toml_str(&text)
+    }
+
+    #[test]
+    fn linux_host_names_that_give_one_namespace_name_are_refused() {
+        let err = named("a;b", "a_b").unwrap_err();
+        assert_eq!(err.path, "host[2].name");
+        assert!(
+            err.message
+                .contains("give the same network namespace name \"a_b\""),
+            "{err}"
+        );
+        let long = "x".repeat(33);
+        let err = named("b", &long).unwrap_err();
+        assert_eq!(err.path, "host[2].name");
+        assert!(err.message.starts_with("at most 32 characters"), "{err}");
+        let err = named("b", "c\u{1b}[2J").unwrap_err();
+        assert_eq!(err.path, "host[2].name");
+        // The name is quoted with its escapes, never raw.
+        assert!(err.to_string().contains("\\u{1b}[2J"), "{err}");
+        assert!(!err.to_string().contains('\u{1b}'), "{err}");
+        assert!(named("b", &"x".repeat(32)).is_ok());
+    }
 
     #[test]
     fn stack_defaults_to_linux_and_is_stripped_before_validation() {

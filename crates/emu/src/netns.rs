@@ -35,11 +35,13 @@ pub fn next_run() -> u64 {
     RUN.fetch_add(1, Ordering::SeqCst)
 }
 
-/// The namespace name of `host` in run `run` of process `pid`. Host names
-/// are reduced to letters, digits, `_` and `-`, and cut to 32 characters.
-pub fn namespace_name(pid: u32, run: u64, host: &str) -> String {
-    let host: String = host
-        .chars()
+/// Most characters of a host name that its namespace name keeps.
+pub const MAX_HOST_PART: usize = 32;
+
+/// What a namespace name keeps of a host name: letters, digits, `_` and
+/// `-`, anything else as `_`, cut to [`MAX_HOST_PART`] characters.
+pub fn host_part(host: &str) -> String {
+    host.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
                 c
@@ -47,9 +49,14 @@ pub fn namespace_name(pid: u32, run: u64, host: &str) -> String {
                 '_'
             }
         })
-        .take(32)
-        .collect();
-    format!("{PREFIX}{pid}-{run}-{host}")
+        .take(MAX_HOST_PART)
+        .collect()
+}
+
+/// The namespace name of `host` in run `run` of process `pid` (its
+/// [`host_part`]).
+pub fn namespace_name(pid: u32, run: u64, host: &str) -> String {
+    format!("{PREFIX}{pid}-{run}-{}", host_part(host))
 }
 
 /// The owning process of an emulator namespace, from its name.

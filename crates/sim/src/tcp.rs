@@ -22,8 +22,8 @@ use rand::RngCore;
 use rtolab_tcp::rto::PathHint;
 use rtolab_tcp::trace::{RetransmitCause, TimerKind, Trace, TraceEvent as EngineTrace, TraceLevel};
 use rtolab_tcp::{
-    Config, ConnError, ConnId, Connection, ConnectionStats, Event, IpHeader, Stack, State,
-    TupleKey, Tuples,
+    Config, ConnError, ConnId, ConnectError, Connection, ConnectionStats, Event, IpHeader, Stack,
+    State, TupleKey, Tuples,
 };
 use rtolab_time::SimTime;
 use rtolab_wire::tcp::{TcpFlags, TcpRepr};
@@ -188,6 +188,10 @@ impl TcpCounts {
 pub struct TcpAppMetrics {
     /// Connections the app opened or accepted.
     pub connections: u64,
+    /// Connections the app asked for that its host could not open: no
+    /// free local port towards the peer (a real stack's `EADDRNOTAVAIL`)
+    /// or no route to it.
+    pub connect_errors: u64,
     /// Their counters, summed.
     #[serde(flatten)]
     pub counts: TcpCounts,
@@ -371,6 +375,8 @@ pub(crate) struct TcpLayer {
     /// What the engine records: only what [`TcpCounts`] and flow states
     /// need, unless a trace sink wants everything.
     trace_level: TraceLevel,
+    /// [`TcpAppMetrics::connect_errors`] of the apps that had any.
+    connect_errors: BTreeMap<AppId, u64>,
 }
 
 impl TcpLayer {
@@ -535,55 +541,52 @@ impl TcpLayer {
         let s = self.stack_index(node, node_name, local_addr, config);
         let host = &mut self.hosts[node.0 as usize];
         let slot = &mut host.stacks[s as usize];
-        // Each engine stack avoids only its own ports; the host may have
-        // other stacks and listeners, so retry until the port is free
-        // everywhere. The stack advances its port on every attempt.
-        for _ in 0..=u16::MAX {
-            // The source address was chosen for the remote's family, so a
-            // mismatch means no address of that family routes there.
-            let id = slot
-                .stack
-                .try_connect(now, remote, path)
-                .map_err(|_| TcpError::NoRoute(remote.ip()))?;
-            let Some(local) = slot.stack.conn(id).map(Connection::local) else {
-                break;
-            };
-            if host.listeners.contains_key(&local.port())
-                || host.tuples.contains_key(&key_of(local, remote))
-                || local_port.is_some_and(|want| want != local.port())
-            {
-                let _ = slot.stack.remove(id);
-                continue;
-            }
-            let flow = FlowId(self.flows.len() as u32);
-            self.flows.push(Flow {
-                node,
+        // Each engine stack avoids only its own ports; the host's other
+        // stacks and listeners say which ports they leave free.
+        let (listeners, tuples) = (&host.listeners, &host.tuples);
+        let host_free = |p: u16| {
+            !listeners.contains_key(&p)
+                && !tuples.contains_key(&key_of(SocketAddr::new(local_addr, p), remote))
+        };
+        let id = slot
+            .stack
+            .try_connect_from(now, remote, local_port, path, host_free)
+            .map_err(|e| match e {
+                // The source address was chosen for the remote's family, so
+                // a mismatch means no address of that family routes there.
+                ConnectError::FamilyMismatch { .. } => TcpError::NoRoute(remote.ip()),
+                ConnectError::NoFreePort { .. } => TcpError::NoFreePort(remote),
+            })?;
+        let Some(local) = slot.stack.conn(id).map(Connection::local) else {
+            return Err(TcpError::NoFreePort(remote));
+        };
+        let flow = FlowId(self.flows.len() as u32);
+        self.flows.push(Flow {
+            node,
+            stack: s,
+            conn: id,
+            app: Some(app),
+            local,
+            remote,
+            config,
+            active_open: true,
+            state: State::SynSent,
+            opened: now,
+            closed: None,
+            counts: TcpCounts::default(),
+            stats: ConnectionStats::default(),
+            live: true,
+        });
+        slot.flows.insert(id, flow);
+        host.tuples.insert(
+            key_of(local, remote),
+            Tuple {
                 stack: s,
-                conn: id,
-                app: Some(app),
-                local,
-                remote,
-                config,
-                active_open: true,
-                state: State::SynSent,
-                opened: now,
-                closed: None,
-                counts: TcpCounts::default(),
-                stats: ConnectionStats::default(),
-                live: true,
-            });
-            slot.flows.insert(id, flow);
-            host.tuples.insert(
-                key_of(local, remote),
-                Tuple {
-                    stack: s,
-                    flow: Some(flow),
-                },
-            );
-            self.mark(node);
-            return Ok(flow);
-        }
-        Err(TcpError::NoFreePort(remote))
+                flow: Some(flow),
+            },
+        );
+        self.mark(node);
+        Ok(flow)
     }
 
     /// The open flow `flow` of `app` on `node`.
@@ -890,8 +893,16 @@ impl TcpLayer {
     }
 
     /// The summed counters of `app`'s flows.
+    /// Counts a connection `app` asked for that its host could not open.
+    pub(crate) fn connect_failed(&mut self, app: AppId) {
+        *self.connect_errors.entry(app).or_default() += 1;
+    }
+
     pub(crate) fn app_metrics(&self, app: AppId) -> TcpAppMetrics {
-        let mut m = TcpAppMetrics::default();
+        let mut m = TcpAppMetrics {
+            connect_errors: self.connect_errors.get(&app).copied().unwrap_or(0),
+            ..TcpAppMetrics::default()
+        };
         for (i, f) in self.flows.iter().enumerate() {
             if f.app == Some(app) {
                 m.connections += 1;

@@ -48,4 +48,4 @@ pub use ip::{
 };
 pub use policies::{policy_catalog, AckChoice, CcChoice, PolicyFamily, PolicyInfo, RtoChoice};
 pub use profile::{Config, Profile, ProfileError};
-pub use stack::{ConnId, FamilyMismatch, Stack, EPHEMERAL_START};
+pub use stack::{ConnId, ConnectError, Stack, EPHEMERAL_PORTS, EPHEMERAL_START};

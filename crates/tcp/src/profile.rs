@@ -180,6 +180,81 @@ fn at_least(
     })
 }
 
+/// Fails unless `low <= value <= high`; `why` says where the range comes
+/// from.
+fn within<T: PartialOrd + std::fmt::Display>(
+    field: &str,
+    value: T,
+    low: T,
+    high: T,
+    why: &str,
+) -> Result<(), ProfileError> {
+    if low <= value && value <= high {
+        return Ok(());
+    }
+    Err(ProfileError {
+        field: field.to_string(),
+        message: format!("must be between {low} and {high} ({why}), got {value}"),
+    })
+}
+
+/// Largest MSS: one segment and its IPv4 and TCP headers (20 bytes each)
+/// in the 65 535 bytes of an IPv4 datagram.
+pub const MAX_MSS: u16 = 65_495;
+
+/// Largest window-scale shift (RFC 7323 §2.3).
+pub const MAX_WINDOW_SCALE: u8 = 14;
+
+/// Largest byte count of a buffer or window: the most a window can reach,
+/// 65 535 shifted by [`MAX_WINDOW_SCALE`] (RFC 7323 §2.3).
+pub const MAX_BUFFER: usize = 65_535 << MAX_WINDOW_SCALE;
+
+/// Checks the window parameters shared by Reno, NewReno and Vegas; `at`
+/// is the path of the `cc` table.
+fn check_reno(at: &str, c: &RenoConfig) -> Result<(), ProfileError> {
+    let field = |name: &str| format!("{at}.{name}");
+    match c.initial_window {
+        InitialWindow::Segments(n) => within(
+            &field("initial_window.segments"),
+            n,
+            1,
+            u32::MAX,
+            "a window of no segment sends nothing",
+        )?,
+        InitialWindow::Bytes(n) => within(
+            &field("initial_window.bytes"),
+            n,
+            1,
+            MAX_BUFFER,
+            "a window of no byte sends nothing, and no window exceeds 65535 << 14",
+        )?,
+        InitialWindow::Rfc5681 => {}
+    }
+    if let Some(max) = c.max_window {
+        within(
+            &field("max_window"),
+            max,
+            1,
+            usize::MAX,
+            "a window capped at zero sends nothing",
+        )?;
+    }
+    within(
+        &field("dup_threshold"),
+        c.dup_threshold,
+        1,
+        u32::MAX,
+        "at zero every ACK would start a fast retransmit",
+    )?;
+    within(
+        &field("abc_limit"),
+        c.abc_limit,
+        1,
+        u32::MAX,
+        "at zero slow start never opens the window",
+    )
+}
+
 fn on() -> bool {
     true
 }
@@ -240,10 +315,82 @@ impl Profile {
     /// One-shot timers (delayed ACK, TIME-WAIT) may be zero: they fire once
     /// per cause and do not loop.
     pub fn validate(&self) -> Result<(), ProfileError> {
+        within(
+            "mss",
+            self.mss,
+            1,
+            MAX_MSS,
+            "a segment carries at least a byte and fits an IPv4 datagram",
+        )?;
+        within(
+            "send_buffer",
+            self.send_buffer,
+            1,
+            MAX_BUFFER,
+            "an empty send buffer takes no data; no window exceeds 65535 << 14",
+        )?;
+        within(
+            "recv_buffer",
+            self.recv_buffer,
+            1,
+            MAX_BUFFER,
+            "an empty receive buffer takes no data; no window exceeds 65535 << 14",
+        )?;
+        if let Some(shift) = self.window_scale {
+            within("window_scale", shift, 0, MAX_WINDOW_SCALE, "RFC 7323 §2.3")?;
+        }
+        within(
+            "ttl",
+            self.ttl,
+            1,
+            u8::MAX,
+            "a datagram with no hops left is dropped at the first router",
+        )?;
         if let Some(k) = &self.keepalive {
             let why = "Linux's smallest keep-alive setting";
             at_least("keepalive.idle", k.idle, MIN_KEEPALIVE, why)?;
             at_least("keepalive.interval", k.interval, MIN_KEEPALIVE, why)?;
+            within("keepalive.probes", k.probes, 1, u32::MAX, why)?;
+        }
+        match &self.cc {
+            CcChoice::Reno(c) | CcChoice::Newreno(c) => check_reno("cc", c)?,
+            CcChoice::Vegas(c) => {
+                for (name, value) in [("alpha", c.alpha), ("beta", c.beta), ("gamma", c.gamma)] {
+                    within(
+                        &format!("cc.{name}"),
+                        value,
+                        0.0,
+                        f64::MAX,
+                        "a count of queued segments",
+                    )?;
+                }
+                within(
+                    "cc.beta",
+                    c.beta,
+                    c.alpha,
+                    f64::MAX,
+                    "Vegas grows below alpha and shrinks above beta",
+                )?;
+                check_reno("cc.window", &c.window)?;
+            }
+            CcChoice::SingleSegment(_) => {}
+        }
+        let delayed = match &self.ack {
+            AckChoice::Delayed(c) => Some(c),
+            AckChoice::SizeAware(c) => Some(&c.delayed),
+            AckChoice::Immediate(_) => None,
+        };
+        if let Some(DelayedAckConfig {
+            timer: DelayedAckTimer::Adaptive { min, max },
+            ..
+        }) = delayed
+        {
+            let at = if matches!(self.ack, AckChoice::SizeAware(_)) {
+                "ack.delayed.timer.adaptive.max"
+            } else {
+                "ack.timer.adaptive.max"
+            };
+            at_least(at, *max, *min, "min")?;
         }
         at_least("persist_min", self.persist_min, MIN_TIMER, TIMER_WHY)?;
         at_least(
@@ -705,6 +852,119 @@ mod tests {
             ..Profile::lwip()
         };
         assert_eq!(p.validate(), Ok(()));
+    }
+
+    /// The error `validate` gives for the linux profile with `key = value`
+    /// (a TOML path of one or more keys), as "field: message".
+    fn refusal(path: &[&str], value: &str) -> String {
+        let mut table = toml::Table::try_from(Profile::linux()).expect("serialises");
+        let mut at = &mut table;
+        for key in &path[..path.len() - 1] {
+            at = at
+                .entry(key.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                .as_table_mut()
+                .expect("a table");
+        }
+        let parsed: toml::Table = toml::from_str(&format!("v = {value}")).expect("valid TOML");
+        at.insert(path[path.len() - 1].to_string(), parsed["v"].clone());
+        let p = Profile::deserialize(toml::Value::Table(table)).expect("deserialises");
+        p.validate().expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn settings_that_cannot_work_are_refused_with_the_field_and_range() {
+        let cases: &[(&[&str], &str, &str)] = &[
+            (&["mss"], "0", "mss: must be between 1 and 65495"),
+            (&["mss"], "65535", "mss: must be between 1 and 65495"),
+            (
+                &["send_buffer"],
+                "0",
+                "send_buffer: must be between 1 and 1073725440",
+            ),
+            (
+                &["recv_buffer"],
+                "0",
+                "recv_buffer: must be between 1 and 1073725440",
+            ),
+            (
+                &["recv_buffer"],
+                "1073725441",
+                "recv_buffer: must be between 1 and",
+            ),
+            (
+                &["window_scale"],
+                "255",
+                "window_scale: must be between 0 and 14 (RFC 7323",
+            ),
+            (
+                &["window_scale"],
+                "15",
+                "window_scale: must be between 0 and 14",
+            ),
+            (&["ttl"], "0", "ttl: must be between 1 and 255"),
+            (
+                &["cc", "dup_threshold"],
+                "0",
+                "cc.dup_threshold: must be between 1 and",
+            ),
+            (
+                &["cc", "abc_limit"],
+                "0",
+                "cc.abc_limit: must be between 1 and",
+            ),
+            (
+                &["cc", "max_window"],
+                "0",
+                "cc.max_window: must be between 1 and",
+            ),
+            (
+                &["cc", "initial_window"],
+                "{ segments = 0 }",
+                "cc.initial_window.segments: must be between 1 and",
+            ),
+            (
+                &["cc", "initial_window"],
+                "{ bytes = 0 }",
+                "cc.initial_window.bytes: must be between 1 and",
+            ),
+            (
+                &["keepalive"],
+                "{ idle = \"7200s\", interval = \"75s\", probes = 0 }",
+                "keepalive.probes: must be between 1 and",
+            ),
+            (
+                &["ack", "timer"],
+                "{ adaptive = { min = \"200ms\", max = \"40ms\" } }",
+                "ack.timer.adaptive.max: must be at least 200.000ms (min), got 40.000ms",
+            ),
+        ];
+        for (path, value, expected) in cases {
+            let got = refusal(path, value);
+            assert!(got.starts_with(expected), "{path:?} = {value}: {got}");
+        }
+        let vegas = |alpha: &str, beta: &str| {
+            refusal(
+                &["cc"],
+                &format!("{{ policy = \"vegas\", alpha = {alpha}, beta = {beta} }}"),
+            )
+        };
+        assert!(vegas("-1.0", "4.0").starts_with("cc.alpha: must be between 0 and"));
+        assert!(vegas("nan", "4.0").starts_with("cc.alpha: must be between 0 and"));
+        assert!(vegas("4.0", "2.0").starts_with("cc.beta: must be between 4 and"));
+        // The edges of each range are accepted.
+        for (key, value) in [
+            ("mss", "1"),
+            ("mss", "65495"),
+            ("window_scale", "14"),
+            ("ttl", "1"),
+        ] {
+            let p = linux_with(key, value).expect("deserialises");
+            assert_eq!(p.validate(), Ok(()), "{key} = {value}");
+        }
+        for name in Profile::NAMES {
+            assert_eq!(Profile::named(name).unwrap().validate(), Ok(()), "{name}");
+        }
     }
 
     #[test]

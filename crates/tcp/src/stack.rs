@@ -40,6 +40,9 @@ pub struct ConnId(pub u32);
 /// First ephemeral port (IANA dynamic range).
 pub const EPHEMERAL_START: u16 = 49152;
 
+/// Ephemeral ports of a host: `EPHEMERAL_START..=65535`.
+pub const EPHEMERAL_PORTS: u32 = 65536 - EPHEMERAL_START as u32;
+
 /// A connection and the stack's bookkeeping of it.
 #[derive(Debug)]
 struct Slot {
@@ -338,17 +341,32 @@ pub struct Stack {
     /// The latest time the stack was called with, for a connection removed
     /// before it closed.
     latest: SimTime,
+    /// Ports given back so far (4-tuples freed, listeners removed).
+    released: u64,
+    /// A remote towards which the last search found every ephemeral port
+    /// taken by this stack itself, and `released` then: until a port comes
+    /// back, connecting there again fails at once instead of searching.
+    exhausted: Option<(SocketAddr, u64)>,
 }
 
-/// [`Stack::try_connect`] to a remote address of the other family than the
-/// stack's.
+/// Why [`Stack::try_connect`] opened no connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("cannot connect from {local} to {remote}: the addresses are of different families")]
-pub struct FamilyMismatch {
-    /// The stack's address.
-    pub local: IpAddr,
-    /// The address asked for.
-    pub remote: SocketAddr,
+pub enum ConnectError {
+    /// The remote address is of the other family than the stack's.
+    #[error("cannot connect from {local} to {remote}: the addresses are of different families")]
+    FamilyMismatch {
+        /// The stack's address.
+        local: IpAddr,
+        /// The address asked for.
+        remote: SocketAddr,
+    },
+    /// Every ephemeral port, or the port asked for, is in use towards
+    /// `remote` (TIME-WAIT keeps a port): a real stack's `EADDRNOTAVAIL`.
+    #[error("no free local port towards {remote}")]
+    NoFreePort {
+        /// The address asked for.
+        remote: SocketAddr,
+    },
 }
 
 /// The tuple key of a connection the stack made: both of its addresses
@@ -401,6 +419,8 @@ impl Stack {
             timed: Vec::new(),
             timed_gone: None,
             latest: SimTime::ZERO,
+            released: 0,
+            exhausted: None,
         }
     }
 
@@ -492,7 +512,20 @@ impl Stack {
 
     /// Stops accepting on `port` (existing connections are unaffected).
     pub fn unlisten(&mut self, port: u16) {
-        self.listeners.remove(&port);
+        if self.listeners.remove(&port).is_some() {
+            self.released += 1;
+        }
+    }
+
+    /// Frees the 4-tuple of connection `id` (whose key is `key`), if it
+    /// still owns it.
+    fn free_tuple(&mut self, key: Option<TupleKey>, id: ConnId) {
+        if let Some(key) = key {
+            if self.tuples.get(&key) == Some(&id) {
+                self.tuples.remove(&key);
+                self.released += 1;
+            }
+        }
     }
 
     /// An established connection that arrived on `port`, if any.
@@ -505,8 +538,9 @@ impl Stack {
     /// # Panics
     ///
     /// If `remote` is not of the stack's address family, which no datagram
-    /// can join: a caller's bug. Use [`Stack::try_connect`] for addresses
-    /// that were not checked.
+    /// can join, or every ephemeral port is in use towards it: a caller's
+    /// bug. Use [`Stack::try_connect`] for addresses and port counts that
+    /// were not checked.
     pub fn connect(&mut self, now: SimTime, remote: impl Into<SocketAddr>) -> ConnId {
         match self.try_connect(now, remote, None) {
             Ok(id) => id,
@@ -515,8 +549,9 @@ impl Stack {
     }
 
     /// Opens a connection to `remote` from an ephemeral port, or fails if
-    /// `remote` is not of the stack's address family. `path` is what the
-    /// host's link layer knows of the path's timing, for the RTO policy
+    /// `remote` is not of the stack's address family or every ephemeral
+    /// port is in use towards it. `path` is what the host's link layer
+    /// knows of the path's timing, for the RTO policy
     /// ([`crate::rto::ConnectionContext::path`]); `None` when it knows
     /// nothing.
     pub fn try_connect(
@@ -524,24 +559,78 @@ impl Stack {
         now: SimTime,
         remote: impl Into<SocketAddr>,
         path: Option<PathHint>,
-    ) -> Result<ConnId, FamilyMismatch> {
+    ) -> Result<ConnId, ConnectError> {
+        self.try_connect_from(now, remote, None, path, |_| true)
+    }
+
+    /// [`Stack::try_connect`] from local port `port` if given (ephemeral or
+    /// not), else from the next ephemeral port that is free on the stack
+    /// and for which `host_free` holds: a host with other stacks and
+    /// listeners says which ports they leave free. At most
+    /// [`EPHEMERAL_PORTS`] ports are tried before
+    /// [`ConnectError::NoFreePort`].
+    pub fn try_connect_from(
+        &mut self,
+        now: SimTime,
+        remote: impl Into<SocketAddr>,
+        port: Option<u16>,
+        path: Option<PathHint>,
+        host_free: impl Fn(u16) -> bool,
+    ) -> Result<ConnId, ConnectError> {
         let remote = plain(remote.into());
-        let mismatch = FamilyMismatch {
-            local: self.addr,
-            remote,
-        };
-        let key = |port| TupleKey::of(SocketAddr::new(self.addr, port), remote);
-        let mut port = self.next_port;
-        loop {
-            let Some(k) = key(port) else {
-                return Err(mismatch);
-            };
-            if !self.tuples.contains_key(&k) && !self.listeners.contains_key(&port) {
-                break;
-            }
-            port = port.checked_add(1).unwrap_or(EPHEMERAL_START);
+        let key = |addr: IpAddr, p: u16| TupleKey::of(SocketAddr::new(addr, p), remote);
+        if key(self.addr, 0).is_none() {
+            return Err(ConnectError::FamilyMismatch {
+                local: self.addr,
+                remote,
+            });
         }
-        self.next_port = port.checked_add(1).unwrap_or(EPHEMERAL_START);
+        let no_port = ConnectError::NoFreePort { remote };
+        let stack_free = |s: &Stack, p: u16| {
+            !s.listeners.contains_key(&p)
+                && key(s.addr, p).is_some_and(|k| !s.tuples.contains_key(&k))
+        };
+        let port = match port {
+            Some(p) if p < EPHEMERAL_START => {
+                if !(stack_free(self, p) && host_free(p)) {
+                    return Err(no_port);
+                }
+                p
+            }
+            _ => {
+                if port.is_none() && self.exhausted == Some((remote, self.released)) {
+                    return Err(no_port);
+                }
+                // Ports are tried in turn from the one after the last taken.
+                // One free on the stack but refused (by the host, or not the
+                // one asked for) still draws its seed, so ISNs do not depend
+                // on which of the two refused it.
+                let mut p = self.next_port;
+                let mut refused = 0;
+                let mut only_ours = port.is_none();
+                let mut found = None;
+                for _ in 0..EPHEMERAL_PORTS {
+                    if stack_free(self, p) {
+                        if port.map_or(true, |want| want == p) && host_free(p) {
+                            found = Some(p);
+                            break;
+                        }
+                        refused += 1;
+                        only_ours = false;
+                    }
+                    p = p.checked_add(1).unwrap_or(EPHEMERAL_START);
+                }
+                let Some(p) = found else {
+                    if only_ours {
+                        self.exhausted = Some((remote, self.released));
+                    }
+                    return Err(no_port);
+                };
+                self.counter += refused;
+                self.next_port = p.checked_add(1).unwrap_or(EPHEMERAL_START);
+                p
+            }
+        };
         let seed = self.next_seed();
         let local = SocketAddr::new(self.addr, port);
         let epoch = self.timer_epoch(now);
@@ -625,11 +714,7 @@ impl Stack {
             let gone = conn.closed_at().unwrap_or(self.latest);
             self.timed_gone = self.timed_gone.max(Some(gone));
         }
-        if let Some(key) = key_of(&conn) {
-            if self.tuples.get(&key) == Some(&id) {
-                self.tuples.remove(&key);
-            }
-        }
+        self.free_tuple(key_of(&conn), id);
         if slot.may_send {
             self.touched.may_send.retain(|&x| x != id);
         }
@@ -881,11 +966,8 @@ impl Stack {
             }
             if conn.is_closed() && self.closed.insert(id) {
                 // A closed connection no longer owns its 4-tuple.
-                if let Some(key) = key_of(conn) {
-                    if self.tuples.get(&key) == Some(&id) {
-                        self.tuples.remove(&key);
-                    }
-                }
+                let key = key_of(conn);
+                self.free_tuple(key, id);
             }
         }
         // Keep the list's allocation.
@@ -987,6 +1069,87 @@ mod tests {
             rest[0].1,
             Event::Trace(t) if matches!(t.event, TraceEvent::RtoArmed { .. })
         ));
+    }
+
+    /// Runs `f` on a thread and fails the test if it has not returned
+    /// within a minute, instead of hanging the test run.
+    fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("returned within a minute")
+    }
+
+    #[test]
+    fn connecting_with_every_ephemeral_port_taken_fails_until_one_is_freed() {
+        within_a_minute(|| {
+            let mut s = stack();
+            let peer = SocketAddrV4::new(PEER, 80);
+            let ids: Vec<ConnId> = (0..EPHEMERAL_PORTS)
+                .map(|_| s.try_connect(SimTime::ZERO, peer, None).unwrap())
+                .collect();
+            let no_port = Err(ConnectError::NoFreePort {
+                remote: peer.into(),
+            });
+            assert_eq!(s.try_connect(SimTime::ZERO, peer, None), no_port);
+            // Asked again with nothing freed: the same answer.
+            assert_eq!(s.try_connect(SimTime::ZERO, peer, None), no_port);
+            assert_eq!(
+                s.try_connect_from(SimTime::ZERO, peer, Some(50000), None, |_| true),
+                no_port
+            );
+            // Ports are per 4-tuple: another peer, or a port outside the
+            // ephemeral range, is free.
+            assert!(s
+                .try_connect(SimTime::ZERO, SocketAddrV4::new(PEER, 81), None)
+                .is_ok());
+            let low = s
+                .try_connect_from(SimTime::ZERO, peer, Some(8080), None, |_| true)
+                .unwrap();
+            assert_eq!(s.conn(low).unwrap().local().port(), 8080);
+            assert_eq!(
+                s.try_connect_from(SimTime::ZERO, peer, Some(8080), None, |_| true),
+                no_port
+            );
+            // A freed port is found again.
+            let freed = s.remove(ids[100]).unwrap().local().port();
+            let id = s.try_connect(SimTime::ZERO, peer, None).unwrap();
+            assert_eq!(s.conn(id).unwrap().local().port(), freed);
+            assert_eq!(s.try_connect(SimTime::ZERO, peer, None), no_port);
+        });
+    }
+
+    #[test]
+    fn ports_the_host_refuses_are_skipped_and_each_draws_a_seed() {
+        let peer = SocketAddrV4::new(PEER, 80);
+        let syn = |s: &mut Stack| {
+            let mut buf = Vec::new();
+            let n = s.poll_transmit(SimTime::ZERO, &mut buf).expect("a SYN");
+            buf.truncate(n);
+            buf
+        };
+        // The host holds the first ephemeral port elsewhere.
+        let mut a = stack();
+        let id = a
+            .try_connect_from(SimTime::ZERO, peer, None, None, |p| p != EPHEMERAL_START)
+            .unwrap();
+        assert_eq!(a.conn(id).unwrap().local().port(), EPHEMERAL_START + 1);
+        // Asking for that port explicitly sends the same SYN, ISN included.
+        let mut b = stack();
+        b.try_connect_from(SimTime::ZERO, peer, Some(EPHEMERAL_START + 1), None, |_| {
+            true
+        })
+        .unwrap();
+        assert_eq!(syn(&mut a), syn(&mut b));
+        // The host refusing every port leaves none.
+        assert_eq!(
+            stack().try_connect_from(SimTime::ZERO, peer, None, None, |_| false),
+            Err(ConnectError::NoFreePort {
+                remote: peer.into()
+            })
+        );
     }
 
     const HOST6: std::net::Ipv6Addr = std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
@@ -1163,7 +1326,9 @@ mod tests {
         let err = s
             .try_connect(SimTime::ZERO, SocketAddrV4::new(PEER, 80), None)
             .unwrap_err();
-        assert_eq!(err.local, IpAddr::V6(HOST6));
+        assert!(
+            matches!(err, ConnectError::FamilyMismatch { local, .. } if local == IpAddr::V6(HOST6))
+        );
         assert!(err.to_string().contains("different families"), "{err}");
         assert_eq!(s.conn_ids(), [id]);
         assert!(stack().try_connect(SimTime::ZERO, remote, None).is_err());

@@ -24,7 +24,7 @@ use rtolab_sim::scenario::{AppKindSpec, AppSpec};
 use rtolab_sim::smol::SmolHost;
 use rtolab_sim::tcp::{FlowId, TcpCounts, TcpError, TcpEvent};
 use rtolab_sim::trace::AppEvent;
-use rtolab_tcp::{Bytes, Config, ConnId, Connection, Event, Stack, State};
+use rtolab_tcp::{Bytes, Config, ConnId, ConnectError, Connection, Event, Stack, State};
 use rtolab_time::SimTime;
 use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::WireError;
@@ -301,29 +301,23 @@ impl AppCx for HostCx<'_> {
             }
             return Ok(flow);
         }
-        let stack = &mut self.net.stack;
-        // The stack picks ephemeral ports in turn, as the simulator's does:
-        // retry until it picks the one asked for.
-        for _ in 0..=u16::MAX {
-            // The host has one address: a peer of the other family is
-            // unreachable. The host's link layer is the real one, which
-            // tells the RTO policy nothing about the path.
-            let conn = stack
-                .try_connect(self.now, remote, None)
-                .map_err(|_| TcpError::NoRoute(remote.ip()))?;
-            let local = stack.conn(conn).map(|c| c.local().port());
-            if port.is_some_and(|want| Some(want) != local) {
-                let _ = stack.remove(conn);
-                continue;
-            }
-            let flow = self.net.flows.insert(conn, self.app);
-            self.record.connections += 1;
-            if let Some((first @ None, _)) = &mut self.record.sent {
-                *first = Some(flow);
-            }
-            return Ok(flow);
+        // The host has one address: a peer of the other family is
+        // unreachable. The host's link layer is the real one, which tells
+        // the RTO policy nothing about the path.
+        let conn = self
+            .net
+            .stack
+            .try_connect_from(self.now, remote, port, None, |_| true)
+            .map_err(|e| match e {
+                ConnectError::FamilyMismatch { .. } => TcpError::NoRoute(remote.ip()),
+                ConnectError::NoFreePort { .. } => TcpError::NoFreePort(remote),
+            })?;
+        let flow = self.net.flows.insert(conn, self.app);
+        self.record.connections += 1;
+        if let Some((first @ None, _)) = &mut self.record.sent {
+            *first = Some(flow);
         }
-        Err(TcpError::NoFreePort(remote))
+        Ok(flow)
     }
 
     fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {

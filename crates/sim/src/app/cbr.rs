@@ -241,9 +241,10 @@ impl ScenarioApp for CbrSpec {
                 ),
             ));
         }
-        let source_port = raw
-            .source_port
-            .unwrap_or(DEFAULT_SOURCE_PORT_BASE.saturating_add(cx.index as u16));
+        let source_port = match raw.source_port {
+            Some(port) => cx.port("source_port", port)?,
+            None => DEFAULT_SOURCE_PORT_BASE.saturating_add(cx.index as u16),
+        };
         Ok(CbrSpec {
             destination,
             source_port,

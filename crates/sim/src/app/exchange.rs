@@ -555,7 +555,10 @@ impl ScenarioApp for ExchangeSpec {
             start,
             count,
             gap: raw.gap.map_or(SimDuration::ZERO, |d| d.0),
-            source_port: raw.source_port,
+            source_port: raw
+                .source_port
+                .map(|p| cx.port("source_port", p))
+                .transpose()?,
             connect_first: raw.connect_first.unwrap_or(false),
         })
     }

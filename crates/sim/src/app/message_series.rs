@@ -491,7 +491,10 @@ impl ScenarioApp for MessageSeriesSpec {
                 .map_or_else(Vec::new, |g| g.iter().map(|d| d.0).collect()),
             start,
             responses,
-            source_port: raw.source_port,
+            source_port: raw
+                .source_port
+                .map(|p| cx.port("source_port", p))
+                .transpose()?,
             connect_first: raw.connect_first.unwrap_or(false),
             after_ack: raw.after_ack.unwrap_or(false),
         })

@@ -389,6 +389,33 @@ impl AppContext<'_> {
         let slot = self.links.get(interface.link.0 as usize)?;
         slot.link.path_hint(interface.port, dst, self.now)
     }
+
+    /// [`AppCx::tcp_connect_from`] on the host's stack (smoltcp's or ours).
+    fn open(&mut self, remote: SocketAddr, port: Option<u16>) -> Result<FlowId, TcpError> {
+        if let Some(smol) = self.smol.as_deref_mut() {
+            let flow = smol.connect(self.app, remote, port)?;
+            self.tcp.mark(self.node_id);
+            return Ok(flow);
+        }
+        let local = match remote.ip() {
+            IpAddr::V4(dst) => self.node.source_address_for(dst).map(IpAddr::V4),
+            IpAddr::V6(dst) => self.node.source_address6_for(dst).map(IpAddr::V6),
+        }
+        .ok_or(TcpError::NoRoute(remote.ip()))?;
+        let config = self.tcp.config_for(self.node_id, self.tcp_config);
+        let path = self.path_hint(remote.ip());
+        self.tcp.connect(
+            self.now,
+            self.node_id,
+            &self.node.name,
+            self.app,
+            config,
+            local,
+            remote,
+            port,
+            path,
+        )
+    }
 }
 
 impl AppCx for AppContext<'_> {
@@ -485,30 +512,12 @@ impl AppCx for AppContext<'_> {
         remote: impl Into<SocketAddr>,
         port: Option<u16>,
     ) -> Result<FlowId, TcpError> {
-        let remote = remote.into();
-        if let Some(smol) = self.smol.as_deref_mut() {
-            let flow = smol.connect(self.app, remote, port)?;
-            self.tcp.mark(self.node_id);
-            return Ok(flow);
+        let opened = self.open(remote.into(), port);
+        if opened.is_err() {
+            // The app hears of it and goes on; the report counts it.
+            self.tcp.connect_failed(self.app);
         }
-        let local = match remote.ip() {
-            IpAddr::V4(dst) => self.node.source_address_for(dst).map(IpAddr::V4),
-            IpAddr::V6(dst) => self.node.source_address6_for(dst).map(IpAddr::V6),
-        }
-        .ok_or(TcpError::NoRoute(remote.ip()))?;
-        let config = self.tcp.config_for(self.node_id, self.tcp_config);
-        let path = self.path_hint(remote.ip());
-        self.tcp.connect(
-            self.now,
-            self.node_id,
-            &self.node.name,
-            self.app,
-            config,
-            local,
-            remote,
-            port,
-            path,
-        )
+        opened
     }
 
     fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {

@@ -32,15 +32,30 @@ impl AppCheck<'_> {
         format!("app[{}].{field}", self.index)
     }
 
-    /// A remote address (IPv4 or IPv6) some interface of the scenario has.
+    /// A remote address (IPv4 or IPv6) some interface of the scenario has,
+    /// with a port that is not 0.
     pub fn remote(&self, field: &str, addr: SocketAddr) -> Result<SocketAddr, ScenarioError> {
         self.topology
             .ip_address_exists(&self.at(field), addr.ip())?;
+        self.port(field, addr.port())?;
         Ok(addr)
+    }
+
+    /// A port the app's field names: 0 is no port a datagram or segment
+    /// can carry (it asks a real stack for any port).
+    pub fn port(&self, field: &str, port: u16) -> Result<u16, ScenarioError> {
+        if port == 0 {
+            return Err(ScenarioError::new(
+                self.at(field),
+                "port must be between 1 and 65535, got 0",
+            ));
+        }
+        Ok(port)
     }
 
     /// Claims TCP `port` on the app's host for listening.
     pub fn listen_tcp(&mut self, port: u16) -> Result<u16, ScenarioError> {
+        self.port("port", port)?;
         if let Some(first) = self
             .tcp_ports
             .insert((self.host.to_string(), port), self.index)
@@ -58,6 +73,7 @@ impl AppCheck<'_> {
 
     /// Claims UDP `port` on the app's host.
     pub fn bind_udp(&mut self, port: u16) -> Result<u16, ScenarioError> {
+        self.port("port", port)?;
         if let Some(first) = self
             .udp_ports
             .insert((self.host.to_string(), port), self.index)

@@ -3,7 +3,7 @@
 //! table refers to (hosts, addresses) is checked against the
 //! [`Topology`] the earlier ones built.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use rtolab_time::SimDuration;
@@ -520,6 +520,9 @@ fn validate_apps(
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
     let mut udp_ports = BTreeMap::new();
     let mut tcp_ports = BTreeMap::new();
+    // Looked up once per app: a scan of the hosts would make the check
+    // grow with apps times hosts.
+    let by_name: BTreeMap<&str, &HostSpec> = hosts.iter().map(|h| (h.name.as_str(), h)).collect();
     for (i, mut table) in raw.into_iter().enumerate() {
         let path = format!("app[{i}]");
         let at = |field: &str| format!("app[{i}].{field}");
@@ -528,7 +531,9 @@ fn validate_apps(
         let name = take_string(&mut table, "name", &path)?;
         let host = take_required(&mut table, "host", &path)?;
         topology.host(&at("host"), &host)?;
-        let on_smoltcp = hosts.iter().any(|h| h.name == host && h.smoltcp.is_some());
+        let on_smoltcp = by_name
+            .get(host.as_str())
+            .is_some_and(|h| h.smoltcp.is_some());
         if on_smoltcp {
             if !SMOLTCP_APP_KINDS.contains(&kind.as_str()) {
                 return Err(ScenarioError::new(
@@ -593,9 +598,8 @@ fn validate_apps(
         let spec = AppKindSpec::parse(&kind, table, &mut cx)?;
         let tcp = if spec.uses_tcp() {
             let host_profile = || {
-                hosts
-                    .iter()
-                    .find(|h| h.name == host)
+                by_name
+                    .get(host.as_str())
                     .and_then(|h| h.tcp.clone())
                     .unwrap_or_else(default_profile)
             };
@@ -633,18 +637,25 @@ fn check_offered_load(
     apps: &[AppSpec],
 ) -> Result<(), ScenarioError> {
     let mut offered: BTreeMap<&str, u64> = BTreeMap::new();
+    // Each host's fastest link, found in one pass over the interfaces.
+    let rates: BTreeMap<&str, u64> = links
+        .iter()
+        .map(|l| (l.name.as_str(), l.model.rate_bps()))
+        .collect();
+    let mut fastest: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
+    for (host, link, _) in topology.interfaces() {
+        let Some((&link, &rate)) = rates.get_key_value(link) else {
+            continue;
+        };
+        let best = fastest.entry(host).or_insert((rate, link));
+        *best = (*best).max((rate, link));
+    }
     for (i, app) in apps.iter().enumerate() {
         let AppKindSpec::Cbr(cbr) = &app.kind else {
             continue;
         };
-        let fastest = topology
-            .interfaces()
-            .filter(|(host, _, _)| *host == app.host)
-            .filter_map(|(_, link, _)| links.iter().find(|l| l.name == link))
-            .map(|l| (l.model.rate_bps(), l.name.as_str()))
-            .max();
         // A host without links sends nothing anywhere: nothing to bound.
-        let Some((capacity, link)) = fastest else {
+        let Some(&(capacity, link)) = fastest.get(app.host.as_str()) else {
             continue;
         };
         let total = offered.entry(app.host.as_str()).or_default();
@@ -663,8 +674,14 @@ fn check_offered_load(
     Ok(())
 }
 
-/// Every TCP client needs a listener of the matching kind at its peer.
+/// Every TCP client needs a listener of the matching kind at its peer;
+/// the listeners are gathered once, so the check is linear in the apps
+/// wherever the servers come in the file.
 fn check_listeners(topology: &Topology, apps: &[AppSpec]) -> Result<(), ScenarioError> {
+    let listening: BTreeSet<(&str, &str, u16)> = apps
+        .iter()
+        .filter_map(|b| Some((b.kind.kind(), b.host.as_str(), b.kind.listen_port()?)))
+        .collect();
     for (i, a) in apps.iter().enumerate() {
         let Some((peer, server)) = a.kind.server() else {
             continue;
@@ -672,10 +689,7 @@ fn check_listeners(topology: &Topology, apps: &[AppSpec]) -> Result<(), Scenario
         let Some((host, _)) = topology.owner_ip(peer.ip()) else {
             continue;
         };
-        let found = apps.iter().any(|b| {
-            b.kind.kind() == server && b.host == host && b.kind.listen_port() == Some(peer.port())
-        });
-        if !found {
+        if !listening.contains(&(server, host, peer.port())) {
             return Err(ScenarioError::new(
                 format!("app[{i}].peer"),
                 format!(
