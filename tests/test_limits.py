@@ -18,12 +18,10 @@ import pytest
 
 import rtolab
 
-#: The promise: a run stops, its outputs flushed and closed, within 100 ms.
-STOP_PROMISE_S = 0.1
-
-#: Until the caller has control back (the CLI process has exited, or
-#: `rtolab.run` has raised): the promise plus slack for a loaded machine.
-RETURN_BOUND_S = 0.5
+#: Longest wait for a stopped run to hand control back. How soon it does is
+#: measured by benches/stop/bench.py: a loaded test machine says nothing
+#: about it, so the tests check only that it stops, with valid outputs.
+STOP_WAIT_S = 60
 
 #: Simulated seconds requested of runs that a stop has to cut short.
 LONG_S = 100_000
@@ -150,7 +148,7 @@ def test_max_events_stops_the_cli_with_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_stops_rtolab_run_soon_with_valid_outputs(
+def test_a_signal_stops_rtolab_run_with_valid_outputs(
     signum: signal.Signals, tmp_path: Path
 ) -> None:
     path = tmp_path / "long.toml"
@@ -168,13 +166,8 @@ def test_a_signal_stops_rtolab_run_soon_with_valid_outputs(
         time.sleep(0.02)
     time.sleep(0.3)
     assert proc.poll() is None, "the run ended by itself"
-    sent, sent_wall = time.monotonic(), time.time()
     proc.send_signal(signum)
-    _, stderr = proc.communicate(timeout=60)
-    took = time.monotonic() - sent
-    assert took < RETURN_BOUND_S, took
-    closed = (out / "metrics.json").stat().st_mtime - sent_wall
-    assert closed < STOP_PROMISE_S, closed
+    _, stderr = proc.communicate(timeout=STOP_WAIT_S)
     assert proc.returncode == 130, stderr
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("interrupted; outputs so far in"), stderr
@@ -183,21 +176,13 @@ def test_a_signal_stops_rtolab_run_soon_with_valid_outputs(
 
 def test_ctrl_c_interrupts_rtolab_run_in_python(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    sent: list[float] = []
-
-    def interrupt() -> None:
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(0.5, interrupt)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             rtolab.run(bulk(), out=out)
-        took = time.monotonic() - sent[0]
     finally:
         timer.cancel()
-    assert took < RETURN_BOUND_S, took
     assert_incomplete(out, "interrupted")
 
 
