@@ -42,7 +42,7 @@ def test_catalog_lists_every_family_and_the_fixed_policy() -> None:
             "per_byte",
             "fixed",
         ],
-        "cc": ["reno", "newreno", "vegas", "single_segment"],
+        "cc": ["reno", "newreno", "vegas", "vegas_ns2", "westwood", "tibet", "single_segment"],
         "ack": ["immediate", "delayed", "size_aware"],
     }
     fixed = next(p for p in found if p.name == "fixed")

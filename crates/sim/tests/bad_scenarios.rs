@@ -352,7 +352,7 @@ fn bad_tcp_settings_name_their_field() {
     let e = rejects(&with_tcp("", "profile = \"bsd\""));
     assert_eq!(
         e.to_string(),
-        "app[3].profile: unknown profile \"bsd\" (expected one of lwip, uip, linux, rfc)"
+        "app[3].profile: unknown profile \"bsd\" (expected one of lwip, uip, linux, rfc, ns2)"
     );
     let e = rejects(&with_tcp("profile = \"win\"", ""));
     assert_eq!(e.path, "host[0].profile");

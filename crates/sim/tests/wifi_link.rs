@@ -159,6 +159,29 @@ fn tcp_crosses_the_access_point_intact() {
 }
 
 #[test]
+fn the_ns2_preset_sends_at_1_mbps_with_rts_cts_before_every_frame() {
+    let text = scenario(20.0, false, true).replace(
+        "kind = \"wifi\"\n",
+        "kind = \"wifi\"\nmac = { preset = \"ns2\" }\n",
+    );
+    let (report, _) = run(&text, "ns2-preset");
+    transfer_completed(&report);
+    let w = wifi(&report);
+    let (ap, sink) = (&w.members[0], &w.members[1]);
+    // One RTS per data attempt (none is lost 20 m away), each answered.
+    assert_eq!(ap.dcf.rts_sent, ap.dcf.data_attempts);
+    assert_eq!(sink.dcf.rts_sent, sink.dcf.data_attempts);
+    assert_eq!(sink.dcf.cts_sent, ap.dcf.rts_sent);
+    // At 1 Mbit/s, 1 MB takes more than 8 s of data frames alone; the
+    // default 802.11b link moves it in about 1.5 s.
+    let bulk = report.apps.iter().find(|a| a.name == "bulk").unwrap();
+    let AppStats::TcpBulk(b) = &bulk.stats else {
+        panic!("not a bulk sender")
+    };
+    assert!(b.completion_time_ns.unwrap() > 8_000_000_000, "{b:?}");
+}
+
+#[test]
 fn retransmission_time_is_removed_from_the_sender_s_rtt_samples() {
     // 550 m: with ns-2's defaults a frame arrives with probability 0.73.
     let (report, samples) = run(&scenario(550.0, true, true), "edge");
@@ -215,6 +238,11 @@ fn scenario_errors_name_the_field() {
         "kind = \"wifi\"\nmac = { data_rate = \"3Mbps\" }",
     );
     assert!(e.contains("link[1].mac.data_rate"), "{e}");
+    let e = error(
+        "kind = \"wifi\"",
+        "kind = \"wifi\"\nmac = { preset = \"802.11g\" }",
+    );
+    assert!(e.contains("link[1].mac.preset"), "{e}");
     let e = error("kind = \"wifi\"", "kind = \"wifi\"\nmac = { cw_min = 30 }");
     assert!(e.contains("link[1].mac.cw_min"), "{e}");
     let e = error(

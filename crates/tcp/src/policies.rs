@@ -23,7 +23,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::ack::{AckFactory, DelayedAckConfig, ImmediateAckConfig, SizeAwareAckConfig};
-use crate::cc::{CcFactory, NewRenoConfig, RenoConfig, SingleSegmentConfig, VegasConfig};
+use crate::cc::{
+    CcFactory, NewRenoConfig, RenoConfig, SingleSegmentConfig, TibetConfig, VegasConfig,
+    VegasNs2Config, WestwoodConfig,
+};
 use crate::rto::{
     BridgeRtoConfig, FixedRtoConfig, Lim2020Config, Lim2024Config, LinkAwareConfig, LwipRtoConfig,
     PerByteRtoConfig, Rfc6298Config, RtoFactory, UipRtoConfig,
@@ -257,6 +260,9 @@ policy_family! {
         // NewReno takes Reno's parameters; its factory wraps them.
         newreno => Newreno(RenoConfig) built by NewRenoConfig,
         vegas => Vegas(VegasConfig),
+        vegas_ns2 => VegasNs2(VegasNs2Config),
+        westwood => Westwood(WestwoodConfig),
+        tibet => Tibet(TibetConfig),
         single_segment => SingleSegment(SingleSegmentConfig),
     }
 }

@@ -11,6 +11,7 @@ use rtolab_time::SimDuration;
 use serde::{Deserialize, Serialize};
 
 use crate::ack::{AckFactory, DelayedAckConfig, DelayedAckTimer, ImmediateAckConfig};
+use crate::cc::vegas_ns2::NS2_WINDOW;
 use crate::cc::{CcFactory, InitialWindow, RenoConfig, SingleSegmentConfig};
 use crate::clock::{Granularity, HostTimer, TimerStart};
 use crate::rto::{
@@ -280,13 +281,14 @@ const LWIP_MSS: usize = 1024;
 const LWIP_WND: usize = 8096;
 
 impl Profile {
-    /// The profile called `name` (`lwip`, `uip`, `linux`, `rfc`).
+    /// The profile called `name` (`lwip`, `uip`, `linux`, `rfc`, `ns2`).
     pub fn named(name: &str) -> Option<Profile> {
         match name {
             "lwip" => Some(Profile::lwip()),
             "uip" => Some(Profile::uip()),
             "linux" => Some(Profile::linux()),
             "rfc" => Some(Profile::rfc()),
+            "ns2" => Some(Profile::ns2()),
             _ => None,
         }
     }
@@ -462,7 +464,7 @@ impl Profile {
     }
 
     /// Names accepted by [`Profile::named`].
-    pub const NAMES: [&'static str; 4] = ["lwip", "uip", "linux", "rfc"];
+    pub const NAMES: [&'static str; 5] = ["lwip", "uip", "linux", "rfc", "ns2"];
 
     /// A plain RFC host: RFC 6298 timer (1 s minimum), NewReno, delayed
     /// ACKs every second segment or 200 ms, Nagle, no options beyond MSS.
@@ -598,6 +600,42 @@ impl Profile {
             // lwIP 2.1 runs its TCP timer only while it has connections
             // (tcp_timer_needed, src/core/timeouts.c).
             timer_start: TimerStart::FirstConnection,
+        }
+    }
+
+    /// ns-2.35's one-way TCP with its defaults (`tcl/lib/ns-default.tcl`),
+    /// the timelost study's hosts: 1000-byte packets (MSS 960 plus 40
+    /// bytes of headers, `packetSize_`), a window of 20 packets
+    /// (`window_`: a cap on the congestion window, as ns-2's sink has no
+    /// buffer to fill; a 20-packet receive buffer would also send the
+    /// window updates ns-2 never sends), initial window 2
+    /// (`windowInit_`), RTO from 3 s (`rtxcur_init_`) between 200 ms and
+    /// 60 s (`minrto_`, `maxrto_`) on a 10 ms tick (`tcpTick_`), an ACK for
+    /// every segment (`Agent/TCPSink`), no Nagle, no options. Reno's window
+    /// (`Agent/TCP/Reno`; ns-2's plain `Agent/TCP` is Tahoe, which the
+    /// engine does not have); `cc = { policy = "vegas_ns2" }` is ns-2's
+    /// Vegas.
+    pub fn ns2() -> Profile {
+        Profile {
+            name: "ns2".into(),
+            mss: 960,
+            send_buffer: 64 * 1024,
+            recv_buffer: 64 * 1024,
+            rto: RtoChoice::Rfc6298(Rfc6298Config {
+                initial: SimDuration::from_secs(3),
+                min: SimDuration::from_millis(200),
+                max: SimDuration::from_secs(60),
+                granularity: SimDuration::from_millis(10),
+                syn_timeout_rule: false,
+            }),
+            cc: CcChoice::Reno(RenoConfig {
+                initial_window: InitialWindow::Segments(2),
+                max_window: Some(NS2_WINDOW),
+                ..RenoConfig::default()
+            }),
+            ack: AckChoice::Immediate(ImmediateAckConfig {}),
+            nagle: false,
+            ..Profile::rfc()
         }
     }
 
@@ -768,6 +806,26 @@ mod tests {
             err.message,
             "must be at least 200.000ms (persist_min and the timer floor), got 1ns"
         );
+    }
+
+    #[test]
+    fn ns2_profile_has_ns2s_tcp_defaults() {
+        let p = Profile::ns2();
+        assert_eq!(usize::from(p.mss) + 40, 1000);
+        let RtoChoice::Rfc6298(rto) = p.rto else {
+            panic!("ns-2's timer is RFC 6298's form");
+        };
+        assert_eq!(rto.initial, SimDuration::from_secs(3));
+        assert_eq!(rto.min, SimDuration::from_millis(200));
+        assert_eq!(rto.max, SimDuration::from_secs(60));
+        assert_eq!(rto.granularity, SimDuration::from_millis(10));
+        let CcChoice::Reno(reno) = p.cc else {
+            panic!("Reno's window");
+        };
+        assert_eq!(reno.initial_window, InitialWindow::Segments(2));
+        assert_eq!(reno.max_window, Some(20 * usize::from(p.mss)));
+        assert!(matches!(p.ack, AckChoice::Immediate(_)));
+        assert!(!p.nagle && !p.timestamps && !p.sack && p.window_scale.is_none());
     }
 
     #[test]

@@ -21,6 +21,7 @@ fn vegas_queue_estimate_stays_between_alpha_and_beta() {
             initial_window: InitialWindow::Segments(2),
             ..RenoConfig::default()
         },
+        ..VegasConfig::default()
     });
     profile.time_wait = SimDuration::from_secs(1);
     let mut pair = Pair::with_profile(profile, 11);

@@ -68,6 +68,7 @@ pub struct RawWifiMember {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWifiMac {
+    preset: Option<String>,
     data_rate: Option<Rate>,
     basic_rate: Option<Rate>,
     slot: Option<Duration>,
@@ -140,8 +141,18 @@ fn phy_rate(rate: Option<Rate>, default: PhyRate, path: String) -> Result<PhyRat
 }
 
 fn validate_mac(raw: RawWifiMac, cx: &LinkCheck<'_>) -> Result<DcfSpec, ScenarioError> {
-    let d = DcfSpec::default();
     let at = |field: &str| cx.at(&format!("mac.{field}"));
+    // The preset gives the defaults of the fields left out.
+    let d = match raw.preset.as_deref() {
+        None | Some("802.11b") => DcfSpec::default(),
+        Some("ns2") => DcfSpec::ns2(),
+        Some(other) => {
+            return Err(ScenarioError::new(
+                at("preset"),
+                format!("must be \"802.11b\" or \"ns2\", got {other:?}"),
+            ))
+        }
+    };
     let spec = DcfSpec {
         slot: raw.slot.map_or(d.slot, |v| v.0),
         sifs: raw.sifs.map_or(d.sifs, |v| v.0),

@@ -161,6 +161,21 @@ impl Default for DcfSpec {
 }
 
 impl DcfSpec {
+    /// ns-2.35's `Mac/802_11` with its defaults (`tcl/lib/ns-default.tcl`,
+    /// `ns-mac.tcl`), the timelost study's MAC: data and control frames
+    /// at 1 Mbit/s, RTS/CTS before every unicast frame
+    /// (`RTSThreshold_ 0`), the rest as 802.11b (20 µs slots, 10 µs SIFS,
+    /// the long PLCP preamble, CW 31..1023, retry limits 7 and 4, an
+    /// interface queue of 50 packets).
+    pub fn ns2() -> DcfSpec {
+        DcfSpec {
+            data_rate: PhyRate::Mbps1,
+            basic_rate: PhyRate::Mbps1,
+            rts_threshold: 0,
+            ..DcfSpec::default()
+        }
+    }
+
     /// DIFS = SIFS + 2 slots.
     pub fn difs(&self) -> SimDuration {
         self.sifs + self.slot.saturating_mul(2)
@@ -230,8 +245,9 @@ pub struct TxRequest<P> {
     pub frame: DcfFrame<P>,
     /// Its time on air.
     pub airtime: SimDuration,
-    /// For a data frame: the time since its first attempt (zero on the
-    /// first), which the timelost option accounts.
+    /// For a data frame: the time since its first attempt, the first RTS
+    /// when RTS/CTS precedes it (zero on a first attempt without RTS),
+    /// which the timelost option accounts.
     pub since_first_attempt: SimDuration,
 }
 
@@ -713,9 +729,13 @@ impl<P: Clone> Dcf<P> {
     }
 
     fn send_rts(&mut self, now: SimTime) {
-        let Some(c) = &self.current else {
+        let Some(c) = self.current.as_mut() else {
             return;
         };
+        // The packet's first attempt is its first RTS: time lost to RTS
+        // frames that got no CTS is retransmission time too (timelost
+        // spec §2; ns-2's Mac/802_11 with the study's timer counts it).
+        c.first_attempt.get_or_insert(now);
         let s = &self.spec;
         let duration = s.sifs.saturating_mul(3)
             + s.ack_airtime().saturating_mul(2)
@@ -916,6 +936,49 @@ mod tests {
         let sent = drive(&mut d, at, &mut rng);
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].0, at);
+    }
+
+    #[test]
+    fn with_rts_cts_the_lost_time_counts_from_the_first_rts() {
+        let mut rng = component_stream(1, "dcf");
+        let mut d: Dcf<u32> = Dcf::new(DcfSpec::ns2(), 0);
+        d.enqueue(us(0), 1, 5, 100, &mut rng);
+        // Two RTS frames go unanswered... (the second's CTS comes below)
+        let mut rts = Vec::new();
+        while rts.len() < 2 {
+            let t = d.poll_timeout().unwrap();
+            d.handle_timeout(t, &mut rng);
+            while let Some(r) = d.poll_transmit() {
+                assert_eq!(r.frame.kind, FrameKind::Rts);
+                assert_eq!(r.since_first_attempt, SimDuration::ZERO);
+                rts.push(t);
+                d.handle_tx_end(t + r.airtime);
+            }
+        }
+        assert_eq!(rts[0], us(50), "DIFS after an idle medium");
+        // ...the second is answered SIFS after it ended (RTS 352 µs at
+        // 1 Mbit/s, CTS 304 µs).
+        let cts_end = rts[1] + SimDuration::from_micros(352 + 10 + 304);
+        let cts = DcfFrame {
+            kind: FrameKind::Cts,
+            src: 1,
+            dst: 0,
+            duration: SimDuration::from_micros(2000),
+            seq: 0,
+            retry: false,
+            len: ACK_LEN,
+            rate: PhyRate::Mbps1,
+            payload: None,
+        };
+        d.handle_frame(cts_end, Some(cts), &mut rng);
+        let t = d.poll_timeout().unwrap();
+        assert_eq!(t, cts_end + SimDuration::from_micros(10));
+        d.handle_timeout(t, &mut rng);
+        let data = d.poll_transmit().unwrap();
+        assert_eq!(data.frame.kind, FrameKind::Data);
+        assert!(!data.frame.retry, "the data frame's own first attempt");
+        // What the option accounts: from the first RTS, not from this frame.
+        assert_eq!(data.since_first_attempt, t - rts[0]);
     }
 
     #[test]

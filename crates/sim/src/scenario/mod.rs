@@ -8,7 +8,7 @@
 //! [[host]]
 //! name = "a"
 //! position = { x = 0, y = 0 } # optional, metres; used by broadcast links
-//! profile = "lwip"            # optional TCP profile: lwip, uip, linux, rfc
+//! profile = "lwip"            # optional TCP profile: lwip, uip, linux, rfc, ns2
 //! [host.tcp]                  # optional overrides of any profile field
 //! send_buffer = 8192
 //!

@@ -12,7 +12,8 @@
 //! included), as in [`crate::rto`].
 //!
 //! Implementations: [`reno`] (RFC 5681), [`newreno`] (RFC 6582), [`vegas`]
-//! (Brakmo and Peterson), [`single_segment`] (uIP).
+//! (Brakmo and Peterson), [`vegas_ns2`] (ns-2's Vegas), [`westwood`]
+//! (Westwood+), [`tibet`] (TIBET), [`single_segment`] (uIP).
 
 use core::fmt::Debug;
 
@@ -24,12 +25,18 @@ use crate::rto::RttSample;
 pub mod newreno;
 pub mod reno;
 pub mod single_segment;
+pub mod tibet;
 pub mod vegas;
+pub mod vegas_ns2;
+pub mod westwood;
 
 pub use newreno::NewRenoConfig;
 pub use reno::RenoConfig;
 pub use single_segment::SingleSegmentConfig;
+pub use tibet::TibetConfig;
 pub use vegas::VegasConfig;
+pub use vegas_ns2::VegasNs2Config;
+pub use westwood::WestwoodConfig;
 
 /// Initial congestion window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]

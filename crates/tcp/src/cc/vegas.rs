@@ -8,8 +8,10 @@
 //! one segment when `diff < alpha` and removes one when `diff > beta`. Slow
 //! start doubles the window every other round trip and ends when
 //! `diff > gamma`. `BaseRTT` is the smallest RTT seen; `RTT` is the smallest
-//! sample of the last round trip. Every sample is used, after its
-//! correction (timelost) is removed. Loss handling is NewReno's.
+//! sample of the last round trip (`round_rtt = "min"`, as Linux does) or
+//! their mean (`"mean"`, as ns-2 does, [`super::vegas_ns2`]). Every sample is
+//! used, after its correction (timelost) is removed. Loss handling is
+//! NewReno's.
 
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
@@ -19,6 +21,30 @@ use super::{
     AckEvent, CcContext, CcFactory, CcMetrics, CongestionControl, RecoveryAction, SpuriousTimeout,
 };
 use crate::rto::RttSample;
+
+/// Which RTT of the last round trip Vegas compares with `BaseRTT`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundRtt {
+    /// The smallest sample (Linux's `tcp_vegas`).
+    #[default]
+    Min,
+    /// The mean of the samples (ns-2's `Agent/TCP/Vegas`); a round without
+    /// samples counts the time since it began, as ns-2 does.
+    Mean,
+}
+
+/// How Vegas leaves slow start once `diff > gamma`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SlowStartExit {
+    /// To the window the path sustains plus one segment
+    /// (`cwnd * BaseRTT / RTT + 1`).
+    #[default]
+    Target,
+    /// One eighth off the window (ns-2: `cwnd -= cwnd / 8`).
+    Eighth,
+}
 
 /// Parameters of Vegas; thresholds are in segments.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
@@ -30,6 +56,10 @@ pub struct VegasConfig {
     pub beta: f64,
     /// Leave slow start when more than `gamma` segments are queued.
     pub gamma: f64,
+    /// The round's RTT: its smallest sample or their mean.
+    pub round_rtt: RoundRtt,
+    /// What leaving slow start does to the window.
+    pub slow_start_exit: SlowStartExit,
     /// Window parameters shared with Reno (initial window, cap, ...).
     pub window: RenoConfig,
 }
@@ -40,6 +70,8 @@ impl Default for VegasConfig {
             alpha: 2.0,
             beta: 4.0,
             gamma: 1.0,
+            round_rtt: RoundRtt::Min,
+            slow_start_exit: SlowStartExit::Target,
             window: RenoConfig::default(),
         }
     }
@@ -61,6 +93,11 @@ pub struct Vegas {
     core: RenoCore,
     base_rtt: Option<SimDuration>,
     round_min_rtt: Option<SimDuration>,
+    /// Sum and count of the round's samples (`RoundRtt::Mean`).
+    round_sum: SimDuration,
+    round_count: u32,
+    /// When the round began (`RoundRtt::Mean` without samples).
+    round_start: SimTime,
     /// The round trip ends when the ACK reaches this offset.
     round_end: u64,
     slow_start: bool,
@@ -79,6 +116,9 @@ impl Vegas {
             core: RenoCore::new(config.window, mss, true),
             base_rtt: None,
             round_min_rtt: None,
+            round_sum: SimDuration::ZERO,
+            round_count: 0,
+            round_start: SimTime::ZERO,
             round_end: 0,
             slow_start: true,
             slow_start_before_timeout: true,
@@ -92,9 +132,29 @@ impl Vegas {
         self.diff
     }
 
-    fn end_of_round(&mut self, ack: &AckEvent) {
+    /// The round's RTT by [`VegasConfig::round_rtt`], and the next
+    /// round's state started.
+    fn take_round_rtt(&mut self, now: SimTime) -> Option<SimDuration> {
+        let min = self.round_min_rtt.take();
+        let (sum, count) = (self.round_sum, self.round_count);
+        let started = self.round_start;
+        self.round_sum = SimDuration::ZERO;
+        self.round_count = 0;
+        self.round_start = now;
+        match self.config.round_rtt {
+            RoundRtt::Min => min,
+            RoundRtt::Mean if count > 0 => {
+                Some(SimDuration::from_nanos(sum.as_nanos() / u64::from(count)))
+            }
+            // ns-2: without samples, the round's length stands in.
+            RoundRtt::Mean => Some(now.saturating_since(started)),
+        }
+    }
+
+    fn end_of_round(&mut self, now: SimTime, ack: &AckEvent) {
         self.round_end = ack.highest_sent;
-        let (Some(base), Some(rtt)) = (self.base_rtt, self.round_min_rtt.take()) else {
+        let rtt = self.take_round_rtt(now);
+        let (Some(base), Some(rtt)) = (self.base_rtt, rtt) else {
             return;
         };
         if rtt.is_zero() {
@@ -108,10 +168,15 @@ impl Vegas {
         self.diff = Some(diff);
         if self.slow_start {
             if diff > self.config.gamma {
-                // Leave slow start at the window the path sustains plus one.
-                let target = segments * base / rtt;
                 self.slow_start = false;
-                self.core.cwnd = self.core.cwnd.min(((target + 1.0) * mss) as usize);
+                self.core.cwnd = match self.config.slow_start_exit {
+                    // The window the path sustains plus one.
+                    SlowStartExit::Target => {
+                        let target = segments * base / rtt;
+                        self.core.cwnd.min(((target + 1.0) * mss) as usize)
+                    }
+                    SlowStartExit::Eighth => self.core.cwnd - self.core.cwnd / 8,
+                };
                 self.core.ssthresh = self.core.cwnd;
             } else {
                 self.grow_this_round = !self.grow_this_round;
@@ -145,7 +210,7 @@ impl CongestionControl for Vegas {
             ..self.core.base_metrics()
         }
     }
-    fn on_ack(&mut self, _now: SimTime, ack: &AckEvent) -> RecoveryAction {
+    fn on_ack(&mut self, now: SimTime, ack: &AckEvent) -> RecoveryAction {
         if self.core.recovery.is_some() {
             return self.core.ack(ack, false);
         }
@@ -156,20 +221,23 @@ impl CongestionControl for Vegas {
             self.core.grow(ack.bytes_acked);
         }
         if ack.acked_to >= self.round_end {
-            self.end_of_round(ack);
+            self.end_of_round(now, ack);
         }
         RecoveryAction::None
     }
     fn on_duplicate_ack(&mut self, _now: SimTime, ack: &AckEvent) -> RecoveryAction {
         self.core.duplicate(ack)
     }
-    fn on_timeout(&mut self, _now: SimTime, ack: &AckEvent) {
+    fn on_timeout(&mut self, now: SimTime, ack: &AckEvent) {
         self.core.timeout(ack);
         self.slow_start_before_timeout = self.slow_start;
         self.slow_start = true;
         self.grow_this_round = true;
         self.round_end = ack.highest_sent;
         self.round_min_rtt = None;
+        self.round_sum = SimDuration::ZERO;
+        self.round_count = 0;
+        self.round_start = now;
     }
     fn on_rtt_sample(&mut self, _now: SimTime, sample: &RttSample) {
         if !sample.unambiguous() {
@@ -178,6 +246,8 @@ impl CongestionControl for Vegas {
         let rtt = sample.corrected();
         self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
         self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |b| b.min(rtt)));
+        self.round_sum += rtt;
+        self.round_count += 1;
     }
     fn on_spurious_timeout(&mut self, _now: SimTime, undo: &SpuriousTimeout) {
         // Loss handling is NewReno's, and so is undoing it; the phase
@@ -249,6 +319,69 @@ mod tests {
         // 10 segments, RTT 125 ms: diff 2 within [alpha, beta] -> unchanged.
         round(&mut v, 125, &mut to);
         assert_eq!(v.window(), 10_000);
+    }
+
+    #[test]
+    fn mean_round_rtt_averages_the_samples_of_the_round() {
+        let mut v = Vegas::new(
+            VegasConfig {
+                round_rtt: RoundRtt::Mean,
+                ..vegas().config
+            },
+            MSS,
+        );
+        v.slow_start = false;
+        v.base_rtt = Some(SimDuration::from_millis(100));
+        // Samples of 100 and 300 ms: the smallest says no queue, the mean
+        // (200 ms) says 10 * 100 / 200 = 5 segments queued > beta.
+        v.on_rtt_sample(T, &sample(100));
+        v.on_rtt_sample(T, &sample(300));
+        v.on_ack(T, &ack(1000, 0, 1000, 2000));
+        assert_eq!(v.metrics().queue_estimate, Some(5.0));
+        assert_eq!(v.window(), 9_000);
+        // The minimum would have grown the window instead.
+        let mut m = vegas();
+        m.slow_start = false;
+        m.base_rtt = Some(SimDuration::from_millis(100));
+        m.on_rtt_sample(T, &sample(100));
+        m.on_rtt_sample(T, &sample(300));
+        m.on_ack(T, &ack(1000, 0, 1000, 2000));
+        assert_eq!(m.metrics().queue_estimate, Some(0.0));
+        assert_eq!(m.window(), 11_000);
+    }
+
+    #[test]
+    fn mean_round_without_samples_counts_the_round_length() {
+        let mut v = Vegas::new(
+            VegasConfig {
+                round_rtt: RoundRtt::Mean,
+                ..vegas().config
+            },
+            MSS,
+        );
+        v.slow_start = false;
+        v.base_rtt = Some(SimDuration::from_millis(100));
+        // The round began at 0 and ends at 400 ms without a sample:
+        // 10 * 300 / 400 = 7.5 segments queued.
+        v.on_ack(SimTime::from_millis(400), &ack(1000, 0, 1000, 2000));
+        assert_eq!(v.metrics().queue_estimate, Some(7.5));
+    }
+
+    #[test]
+    fn eighth_exit_takes_an_eighth_off_the_window() {
+        let mut v = Vegas::new(
+            VegasConfig {
+                slow_start_exit: SlowStartExit::Eighth,
+                ..vegas().config
+            },
+            MSS,
+        );
+        let mut to = 0;
+        round(&mut v, 100, &mut to);
+        // 11 segments, 125 ms against 100: diff 2.2 > gamma; 11000 - 1375.
+        round(&mut v, 125, &mut to);
+        assert!(!v.slow_start);
+        assert_eq!(v.window(), 9625);
     }
 
     #[test]
