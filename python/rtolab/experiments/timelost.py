@@ -49,16 +49,63 @@ if TYPE_CHECKING:
     from rtolab.api import Result
 
 SYSTEM = "timelost"
-#: Each configuration's TCP settings on the wired source. Every one agrees
-#: the option, so packets are the same size in all of them; only the
-#: timelost ones remove the echoed time from their samples (RFC 6298's RTO
-#: included). A configuration is one more entry.
-CONFIGS: dict[str, dict[str, Any]] = {
-    "vegas": {"cc": {"policy": "vegas"}, "timelost": True, "rtt_correction": False},
-    "vegas-timelost": {"cc": {"policy": "vegas"}, "timelost": True, "rtt_correction": True},
-    "reno": {"cc": {"policy": "reno"}, "timelost": True, "rtt_correction": False},
-    "reno-timelost": {"cc": {"policy": "reno"}, "timelost": True, "rtt_correction": True},
+#: The network settings. ``ns2`` is the study's (timelost spec §3): ns-2.35's
+#: 802.11 with its defaults (1 Mbit/s, RTS/CTS before every frame: the
+#: link's ``preset = "ns2"``) and its TCP hosts (the ``ns2`` profile);
+#: ``802.11b`` is today's: 11 Mbit/s data without RTS/CTS and Linux-like
+#: hosts, the shipped scenario as it is. Both share the topology, the
+#: mobility and the propagation.
+SETTINGS = ("ns2", "802.11b")
+#: Prefix of a setting's configuration names (the study's has none).
+PREFIX = {"ns2": "", "802.11b": "11b-"}
+#: ns-2's TCP window: initial 2 packets (``windowInit_``), at most 20
+#: (``window_``) of the ``ns2`` profile's 960-byte MSS.
+NS2_WINDOW = {"initial_window": {"segments": 2}, "max_window": 19200}
+#: Each sender's congestion control in each setting: ns-2's Vegas (mean of
+#: the round's samples, its thresholds) in the study's setting, Linux's
+#: form in today's; the others with each setting's initial window.
+SENDERS: dict[str, dict[str, dict[str, Any]]] = {
+    "vegas": {"ns2": {"policy": "vegas_ns2"}, "802.11b": {"policy": "vegas"}},
+    "reno": {
+        "ns2": {"policy": "reno", "initial_window": {"segments": 2}, "max_window": 19200},
+        "802.11b": {"policy": "reno"},
+    },
+    "westwood": {
+        "ns2": {"policy": "westwood", "window": NS2_WINDOW},
+        "802.11b": {"policy": "westwood"},
+    },
+    "tibet": {
+        "ns2": {"policy": "tibet", "window": NS2_WINDOW},
+        "802.11b": {"policy": "tibet"},
+    },
 }
+
+
+def _configs() -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for setting in SETTINGS:
+        for sender, cc in SENDERS.items():
+            for corrected in (False, True):
+                name = f"{PREFIX[setting]}{sender}{'-timelost' if corrected else ''}"
+                out[name] = {
+                    "setting": setting,
+                    "sender": sender,
+                    "tcp": {"cc": cc[setting], "timelost": True, "rtt_correction": corrected},
+                }
+    return out
+
+
+#: Every configuration: a setting, a sender and whether it corrects its RTT
+#: samples. Every one agrees the option, so packets are the same size in all
+#: of them; only the ``-timelost`` ones remove the echoed time from their
+#: samples (the RTO's included).
+CONFIGS: dict[str, dict[str, Any]] = _configs()
+#: (without, with the correction) of every sender in every setting.
+PAIRS: tuple[tuple[str, str], ...] = tuple(
+    (f"{PREFIX[s]}{sender}", f"{PREFIX[s]}{sender}-timelost")
+    for s in SETTINGS
+    for sender in SENDERS
+)
 #: The study's mobility (timelost spec §3): moving until 150 s, then still.
 STOP_S = 150.0
 DURATION_S = 300.0
@@ -95,7 +142,8 @@ def with_config(base: str, config: str) -> str:
     """The TOML of ``base`` (a scenario with one ``tcp-bulk`` source and its
     ``tcp-sink``) with ``config``'s TCP settings on the source's host and
     the timelost option on the sink's host too (the option is agreed only
-    when both SYNs carry it), and no captures."""
+    when both SYNs carry it), and no captures. In the ``ns2`` setting both
+    hosts run the ``ns2`` profile and every wifi link ns-2's MAC."""
     import tomllib
 
     from rtolab.sweeps import _dump
@@ -108,13 +156,24 @@ def with_config(base: str, config: str) -> str:
     sinks = [a for a in apps if a.get("kind") == "tcp-sink"]
     if len(sources) != 1 or len(sinks) != 1:
         raise ValueError("the scenario needs exactly one tcp-bulk and one tcp-sink app")
-    settings = CONFIGS[config]
+    spec = CONFIGS[config]
+    settings = spec["tcp"]
+    ns2 = spec["setting"] == "ns2"
     sink_settings = {"timelost": bool(settings["timelost"])}
     for host in data.get("host", []):
         if host.get("name") == sources[0]["host"]:
             host["tcp"] = {**host.get("tcp", {}), **settings}
         elif host.get("name") == sinks[0]["host"]:
             host["tcp"] = {**host.get("tcp", {}), **sink_settings}
+        else:
+            continue
+        if ns2:
+            host["profile"] = "ns2"
+    if ns2:
+        for link in data.get("link", []):
+            if link.get("kind") == "wifi":
+                queue = link.get("mac", {}).get("queue")
+                link["mac"] = {"preset": "ns2", **({"queue": queue} if queue else {})}
     data["name"] = f"{data.get('name', 'timelost')}-{config}"
     data.pop("capture", None)
     return _dump(data)
@@ -322,13 +381,15 @@ def scenario(config: str, duration: float | None = None, capture: bool = False) 
 
 
 def runs() -> list[ExperimentRun]:
-    """Every configuration with every seed; the first seed of each also
-    captures the AP's radio (the retries-against-distance figure)."""
+    """Every configuration with every seed; the first seed of each Vegas
+    configuration also captures the AP's radio (the retries-against-distance
+    figure)."""
     plan = []
     first = seeds()[0] if seeds() else None
-    for config in CONFIGS:
+    for config, spec in CONFIGS.items():
         for seed in seeds():
-            text = scenario(config, capture=seed == first)
+            capture = seed == first and spec["sender"] == "vegas"
+            text = scenario(config, capture=capture)
             params = {"config": config, "duration_s": duration_s()}
             plan.append(ExperimentRun(f"{config}-seed{seed}", text, seed=seed, params=params))
     return plan
@@ -676,26 +737,52 @@ def throughput_figure(bins: pd.DataFrame, configs: Sequence[str]) -> Figure:
 
 
 def rtt_figure(samples: pd.DataFrame, title: str) -> Figure:
-    """Raw and corrected RTT samples of one run over time (``t_s``,
-    ``raw_s``, ``corrected_s``; corrected = raw minus the echoed timelost)."""
+    """One run's RTT samples (``t_s``, ``raw_s``, ``corrected_s``;
+    corrected = raw minus the echoed timelost) in two panels that hide
+    nothing: the distributions of the raw and corrected samples before and
+    after the mobile stops (empirical CDFs, lines, so neither covers the
+    other), and what the correction removed from each sample over time."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    ax.plot(samples["t_s"], samples["raw_s"] * 1e3, ".", ms=1.5, alpha=0.5, label="raw")
-    ax.plot(
-        samples["t_s"],
-        samples["corrected_s"] * 1e3,
-        ".",
-        ms=1.5,
-        alpha=0.5,
-        label="corrected (raw - echoed timelost)",
+    fig, (cdf, diff) = plt.subplots(1, 2, figsize=(11, 4.5))
+    raw_ms = samples["raw_s"].to_numpy(dtype=float) * 1e3
+    corrected_ms = samples["corrected_s"].to_numpy(dtype=float) * 1e3
+    t = samples["t_s"].to_numpy(dtype=float)
+    colours = {"raw": "C0", "corrected": "C1"}
+    for phase, inside, style in (
+        (f"before {STOP_S:g} s", t < STOP_S, ":"),
+        (f"after {STOP_S:g} s", t >= STOP_S, "-"),
+    ):
+        for name, values in (("raw", raw_ms[inside]), ("corrected", corrected_ms[inside])):
+            if values.size == 0:
+                continue
+            x = np.sort(values)
+            y = np.arange(1, x.size + 1) / x.size
+            cdf.step(
+                x,
+                y,
+                where="post",
+                ls=style,
+                color=colours[name],
+                label=f"{name}, {phase} (n = {x.size}, median {np.median(x):.1f} ms)",
+            )
+    cdf.set_xlabel("RTT sample (ms)")
+    cdf.set_ylabel("share of samples at or below")
+    cdf.set_title("Raw and corrected samples")
+    cdf.grid(alpha=0.3)
+    cdf.legend(fontsize="x-small", loc="lower right")
+    removed_ms = raw_ms - corrected_ms
+    diff.plot(t, removed_ms, ".", ms=2, alpha=0.6, color="C2")
+    diff.axvline(STOP_S, color="0.4", ls="--", lw=0.8)
+    nonzero = int((removed_ms > 0).sum())
+    diff.set_title(
+        f"Removed by the correction: {nonzero} of {removed_ms.size} samples, "
+        f"mean {removed_ms.mean() if removed_ms.size else 0:.2f} ms"
     )
-    ax.axvline(STOP_S, color="0.4", ls="--", lw=0.8)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("RTT sample (ms)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(markerscale=6)
+    diff.set_xlabel("time (s)")
+    diff.set_ylabel("raw - corrected (ms)")
+    diff.grid(alpha=0.3)
+    fig.suptitle(title)
     fig.tight_layout()
     return fig
 
@@ -750,8 +837,10 @@ def write_outputs(
     ``figures/*.png``; returns the tables."""
     runs, bins, distance = tables(planned, summaries)
     phases = phase_table(runs)
+    present = set(runs["config"])
     claim_rows = pd.concat(
-        [claims(runs, "vegas", "vegas-timelost"), claims(runs, "reno", "reno-timelost")],
+        [claims(runs, base, corrected) for base, corrected in PAIRS if base in present]
+        or [claims(runs)],
         ignore_index=True,
     )
     write_table(runs, out / "runs.csv")
@@ -763,7 +852,14 @@ def write_outputs(
     save_figure(
         throughput_figure(bins, ["vegas", "vegas-timelost"]), figures / "throughput-vegas.png"
     )
-    save_figure(throughput_figure(bins, list(CONFIGS)), figures / "throughput-all.png")
+    save_figure(
+        throughput_figure(bins, [c for c in CONFIGS if CONFIGS[c]["setting"] == "ns2"]),
+        figures / "throughput-all.png",
+    )
+    save_figure(
+        throughput_figure(bins, ["11b-vegas", "11b-vegas-timelost"]),
+        figures / "throughput-vegas-802.11b.png",
+    )
     save_figure(retries_figure(distance), figures / "retries-vs-distance.png")
     if rtt_samples is not None and len(rtt_samples):
         save_figure(rtt_figure(rtt_samples, rtt_title), figures / "rtt-raw-corrected.png")
@@ -866,12 +962,13 @@ register(
     Experiment(
         system=SYSTEM,
         name="vegas",
-        title="Vegas with and without timelost on a mobile 802.11 sink (and Reno for contrast)",
+        title="Vegas, Reno, Westwood+ and TIBET with and without timelost on a mobile 802.11 sink",
         description=(
-            "A wired source sends to a mobile sink behind an 802.11b access point; the sink "
-            "moves to the edge of coverage until 150 s and stays there until 300 s. Vegas and "
-            "Reno, each without and with RTT samples corrected by the timelost option, many "
-            "seeds. Writes throughput.csv, runs.csv, phases.csv and claims.csv."
+            "A wired source sends to a mobile sink behind an 802.11 access point; the sink "
+            "moves to the edge of coverage until 150 s and stays there until 300 s. Vegas, "
+            "Reno, Westwood+ and TIBET, each without and with RTT samples corrected by the "
+            "timelost option, in the study's setting (ns-2's 802.11 and TCP) and in today's "
+            "802.11b, many seeds. Writes throughput.csv, runs.csv, phases.csv and claims.csv."
         ),
         runs=runs,
         checks=checks,

@@ -1,0 +1,249 @@
+"""One scenario, written for both simulators.
+
+A wired host (`source`, 100 Mbit/s and 10 ms from the access point) and an
+802.11 BSS: the access point (`ap`) and its stations, each either at a
+fixed distance or moving along waypoints. Traffic is either one TCP bulk
+transfer from the wired source to the first station, or every station
+sending saturating UDP to the AP. `tcl()` is the ns-2 script (wired-cum-
+wireless: hierarchical addresses, the AP a base station running DSDV,
+ns-2's defaults for everything the setting does not name); `toml()` is the
+rtolab scenario with the same parameters (the `ns2` presets of the wifi
+link and of the TCP host, docs/wifi.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+#: Where the AP stands (ns-2's flat grid wants positive coordinates).
+AP_X, AP_Y = 10.0, 10.0
+#: Sequence numbers of ns-2's TCP count packets of this many bytes.
+PACKET = 1000
+#: The wired hop of the study's topology (timelost spec §3).
+WIRED_RATE, WIRED_DELAY_MS, WIRED_QUEUE = "100Mb", 10, 100
+#: UDP payload and rate of a saturated station (well above 1 Mbit/s).
+CBR_SIZE, CBR_RATE = 1000, "2Mb"
+
+
+@dataclass(frozen=True)
+class Station:
+    """A station: `waypoints` as (t in s, distance from the AP in m along
+    x); one waypoint is a fixed position."""
+
+    waypoints: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What both simulators run."""
+
+    name: str
+    duration_s: float
+    stations: tuple[Station, ...]
+    #: "tcp": one bulk transfer, wired source to the first station;
+    #: "cbr": every station saturates the uplink to the AP.
+    traffic: str = "tcp"
+    #: "vegas" or "reno" at the TCP source.
+    cc: str = "vegas"
+    start_s: float = 5.0
+    seed: int = 1
+    #: Whether the 802.11 interfaces account retransmission time and the
+    #: source removes it from its RTT samples.
+    timelost: bool = False
+    #: Phases of goodput (name, start, end) in seconds.
+    phases: tuple[tuple[str, float, float], ...] = field(default=())
+
+    @property
+    def size(self) -> float:
+        """Side of ns-2's flat grid: the farthest station plus a margin."""
+        far = max(d for s in self.stations for _, d in s.waypoints)
+        return AP_X + far + 100.0
+
+
+def tcl(s: Setting, trace: bool = True) -> str:
+    """The ns-2 script of `s`; writes `trace.tr` (new trace format, agent
+    and MAC events) in its working directory, or nothing without
+    `trace` (for timing)."""
+    n = len(s.stations)
+    lines = [
+        "set ns_ [new Simulator]",
+        "$ns_ use-newtrace",
+        f"global defaultRNG; $defaultRNG seed {s.seed}",
+        "$ns_ node-config -addressType hierarchical",
+        "AddrParams set domain_num_ 2",
+        "AddrParams set cluster_num_ {1 1}",
+        f"AddrParams set nodes_num_ {{1 {n + 1}}}",
+        "set tr [open trace.tr w]",
+        *(["$ns_ trace-all $tr"] if trace else []),
+        "set topo [new Topography]",
+        f"$topo load_flatgrid {s.size:.0f} {AP_Y * 2:.0f}",
+        f"create-god {n + 1}",
+        "set W [$ns_ node 0.0.0]",
+        "set prop [new Propagation/Shadowing]",
+        f"$prop seed predef {s.seed}",
+        "$ns_ node-config -adhocRouting DSDV -llType LL -macType Mac/802_11 "
+        "-ifqType Queue/DropTail/PriQueue -ifqLen 50 -antType Antenna/OmniAntenna "
+        "-propInstance $prop -phyType Phy/WirelessPhy "
+        "-channel [new Channel/WirelessChannel] -topoInstance $topo -wiredRouting ON "
+        "-agentTrace ON -routerTrace OFF -macTrace ON -movementTrace OFF",
+        "set AP [$ns_ node 1.0.0]",
+        "$AP random-motion 0",
+        f"$AP set X_ {AP_X}; $AP set Y_ {AP_Y}; $AP set Z_ 0.0",
+        "$ns_ node-config -wiredRouting OFF",
+    ]
+    for i, station in enumerate(s.stations):
+        d0 = station.waypoints[0][1]
+        lines += [
+            f"set st({i}) [$ns_ node 1.0.{i + 1}]",
+            f"$st({i}) base-station [AddrParams addr2id [$AP node-addr]]",
+            f"$st({i}) random-motion 0",
+            f"$st({i}) set X_ {AP_X + d0}; $st({i}) set Y_ {AP_Y}; $st({i}) set Z_ 0.0",
+        ]
+        for (ta, da), (tb, db) in itertools.pairwise(station.waypoints):
+            speed = abs(db - da) / (tb - ta)
+            lines.append(f'$ns_ at {ta} "$st({i}) setdest {AP_X + db} {AP_Y} {speed:.9f}"')
+    lines += [
+        f"$ns_ duplex-link $W $AP {WIRED_RATE} {WIRED_DELAY_MS}ms DropTail",
+        f"$ns_ queue-limit $W $AP {WIRED_QUEUE}",
+        f"$ns_ queue-limit $AP $W {WIRED_QUEUE}",
+    ]
+    if s.traffic == "tcp":
+        agent = {"vegas": "Agent/TCP/Vegas", "reno": "Agent/TCP/Reno"}[s.cc]
+        lines += [
+            f"set tcp [new {agent}]",
+            *(["$tcp set timelost_ true"] if s.timelost and s.cc == "vegas" else []),
+            "$ns_ attach-agent $W $tcp",
+            "set sink [new Agent/TCPSink]",
+            "$ns_ attach-agent $st(0) $sink",
+            "$ns_ connect $tcp $sink",
+            "set ftp [new Application/FTP]",
+            "$ftp attach-agent $tcp",
+            f'$ns_ at {s.start_s} "$ftp start"',
+        ]
+    else:
+        for i in range(n):
+            lines += [
+                f"set udp({i}) [new Agent/UDP]",
+                f"$ns_ attach-agent $st({i}) $udp({i})",
+                f"set null({i}) [new Agent/Null]",
+                f"$ns_ attach-agent $AP $null({i})",
+                f"$ns_ connect $udp({i}) $null({i})",
+                f"set cbr({i}) [new Application/Traffic/CBR]",
+                f"$cbr({i}) set packetSize_ {CBR_SIZE}",
+                f"$cbr({i}) set rate_ {CBR_RATE}",
+                f"$cbr({i}) attach-agent $udp({i})",
+                f'$ns_ at {s.start_s} "$cbr({i}) start"',
+            ]
+    lines += [
+        f'$ns_ at {s.duration_s} "$ns_ flush-trace; close $tr; $ns_ halt"',
+        "$ns_ run",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+#: ns-2.35's 802.11 (docs/wifi.md: the link's `ns2` preset) with its
+#: interface queue of 50 packets.
+NS2_MAC = '{ preset = "ns2", queue = 50 }'
+
+
+def ns2_tcp(s: Setting) -> str:
+    """A host's TCP: the `ns2` profile (ns-2.35's Agent/TCP defaults:
+    1000-byte packets, a 20-packet window, initial window 2, RTO from 3 s
+    between 0.2 and 60 s on a 10 ms tick, one ACK per segment, no options)
+    with ns-2's Vegas (`vegas_ns2`) or the profile's Reno, and the timelost
+    option on both ends when the setting has it."""
+    flag = "true" if s.timelost else "false"
+    lines = ['profile = "ns2"', "[host.tcp]"]
+    if s.cc == "vegas":
+        lines.append('cc = { policy = "vegas_ns2" }')
+    lines += [f"timelost = {flag}", f"rtt_correction = {flag}"]
+    return "\n".join(lines)
+
+
+def toml(s: Setting) -> str:
+    """The rtolab scenario of `s`: hosts `source`, `ap`, `st0`..; the
+    wireless link `wlan`; ns-2's defaults by the `ns2` presets."""
+    n = len(s.stations)
+    out = [
+        f'name = "ns2check-{s.name}"',
+        f"seed = {s.seed}",
+        f'duration = "{s.duration_s:g}s"',
+        "",
+        "[[host]]",
+        'name = "source"',
+        ns2_tcp(s),
+        "",
+        "[[host]]",
+        'name = "ap"',
+    ]
+    for i in range(n):
+        out += ["", "[[host]]", f'name = "st{i}"', ns2_tcp(s)]
+    out += [
+        "",
+        "[[link]]",
+        'name = "wired"',
+        'kind = "point-to-point"',
+        'ends = [ { host = "source", address = "10.0.1.1/24" }, '
+        '{ host = "ap", address = "10.0.1.2/24" } ]',
+        f'rate = "{WIRED_RATE}ps"',
+        f'delay = "{WIRED_DELAY_MS}ms"',
+        f"queue = {WIRED_QUEUE}",
+        "",
+        "[[link]]",
+        'name = "wlan"',
+        'kind = "wifi"',
+        f'ap = {{ host = "ap", address = "10.0.2.1/24", position = {{ x = {AP_X}, y = {AP_Y} }} }}',
+        "stations = [",
+    ]
+    for i, st in enumerate(s.stations):
+        if len(st.waypoints) == 1:
+            where = f"position = {{ x = {AP_X + st.waypoints[0][1]}, y = {AP_Y} }}"
+        else:
+            points = ", ".join(
+                f'{{ at = "{t:g}s", x = {AP_X + d}, y = {AP_Y} }}' for t, d in st.waypoints
+            )
+            where = f"mobility = {{ waypoints = [ {points} ] }}"
+        out.append(f'  {{ host = "st{i}", address = "10.0.2.{i + 2}/24", {where} }},')
+    out += [
+        "]",
+        f"mac = {NS2_MAC}",
+        f"timelost = {'true' if s.timelost else 'false'}",
+        "",
+        "[[route]]",
+        'host = "source"',
+        'destination = "default"',
+        'via = "10.0.1.2"',
+    ]
+    if s.traffic == "tcp":
+        out += [
+            "",
+            "[[app]]",
+            'kind = "tcp-sink"',
+            'name = "sink"',
+            'host = "st0"',
+            "port = 5001",
+            "",
+            "[[app]]",
+            'kind = "tcp-bulk"',
+            'name = "bulk"',
+            'host = "source"',
+            'peer = "10.0.2.2:5001"',
+            f'start = "{s.start_s:g}s"',
+        ]
+    else:
+        out += ["", "[[app]]", 'kind = "sink"', 'name = "sink"', 'host = "ap"', "port = 9000"]
+        for i in range(n):
+            out += [
+                "",
+                "[[app]]",
+                'kind = "cbr"',
+                f'name = "cbr{i}"',
+                f'host = "st{i}"',
+                'destination = "10.0.2.1:9000"',
+                f"size = {CBR_SIZE - 28}",
+                f'rate = "{CBR_RATE}ps"',
+                f'start = "{s.start_s:g}s"',
+            ]
+    return "\n".join(out) + "\n"
