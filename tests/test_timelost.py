@@ -166,7 +166,7 @@ def test_a_config_sets_the_source_and_turns_the_option_on_at_the_sink(
         "rtt_correction": True,
     }
     assert hosts["b"]["tcp"] == {"timelost": True}
-    assert "profile" not in hosts["a"] and "profile" not in hosts["b"]
+    assert (hosts["a"]["profile"], hosts["b"]["profile"]) == ("linux", "linux")
     assert "capture" not in data
     assert data["name"] == "p2p-bulk-11b-vegas-timelost"
     # The study's setting: ns-2's hosts and Vegas.
@@ -229,8 +229,11 @@ def test_reproduce_timelost_reduced_end_to_end(tmp_path: Path) -> None:
     assert runs["finished"].all()
     # Near the AP the sink gets data at the first seconds already.
     today = runs["config"].str.startswith("11b-")
-    assert (runs.loc[today, "throughput_mbps_before_100s"] > 0.5).all()
-    assert (runs.loc[today, "mac_attempts"] > 1000).all()
+    assert (runs.loc[today, "throughput_mbps_before_100s"] > 0.1).all()
+    assert (runs.loc[today, "mac_attempts"] > 100).all()
+    classic = today & runs["config"].str.contains("vegas|reno")
+    assert (runs.loc[classic, "throughput_mbps_before_100s"] > 0.5).all()
+    assert (runs.loc[classic, "mac_attempts"] > 1000).all()
     # The study's 1 Mbit/s with RTS/CTS: tenfold fewer frames, still data.
     assert (runs.loc[~today, "throughput_mbps_before_100s"] > 0.1).all()
     assert (runs.loc[~today, "mac_attempts"] > 100).all()

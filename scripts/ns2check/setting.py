@@ -158,7 +158,13 @@ def ns2_tcp(s: Setting) -> str:
     lines = ['profile = "ns2"', "[host.tcp]"]
     if s.cc == "vegas":
         lines.append('cc = { policy = "vegas_ns2" }')
-    lines += [f"timelost = {flag}", f"rtt_correction = {flag}"]
+    # ns-2's sink sends nothing but one ACK per segment: no window updates
+    # after the application reads (the engine's rule sends one per MSS read).
+    lines += [
+        "window_update_threshold = 32768",
+        f"timelost = {flag}",
+        f"rtt_correction = {flag}",
+    ]
     return "\n".join(lines)
 
 

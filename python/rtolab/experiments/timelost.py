@@ -169,6 +169,8 @@ def with_config(base: str, config: str) -> str:
             continue
         if ns2:
             host["profile"] = "ns2"
+            # ns-2's sink sends one ACK per segment and no window updates.
+            host["tcp"]["window_update_threshold"] = 32768
     if ns2:
         for link in data.get("link", []):
             if link.get("kind") == "wifi":

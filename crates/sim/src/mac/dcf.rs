@@ -733,8 +733,8 @@ impl<P: Clone> Dcf<P> {
             return;
         };
         // The packet's first attempt is its first RTS: time lost to RTS
-        // frames that got no CTS is retransmission time too (timelost
-        // spec §2; ns-2's Mac/802_11 with the study's timer counts it).
+        // frames that got no CTS is retransmission time too (ns-2 with the
+        // study's per-frame timer counts it the same way).
         c.first_attempt.get_or_insert(now);
         let s = &self.spec;
         let duration = s.sifs.saturating_mul(3)
