@@ -234,3 +234,121 @@ def test_max_stall_events_in_python(tmp_path: Path) -> None:
     for bad in (0, -1, 2**64, True):
         with pytest.raises(rtolab.ScenarioError, match="max_stall_events"):
             rtolab.run(bulk(duration="1s"), max_stall_events=bad)
+
+
+def exchanges(count: int, gap: str = "0s", extra: str = "") -> str:
+    """``count`` exchanges of 8 bytes for 1, one connection each, over a
+    1 Gbit/s, 10 us link: every connection's port stays in TIME-WAIT."""
+    return f"""
+name = "ports"
+duration = "{LONG_S}s"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[link]]
+name = "ab"
+kind = "point-to-point"
+ends = [ {{ host = "a", address = "10.0.0.1/24" }}, {{ host = "b", address = "10.0.0.2/24" }} ]
+rate = "1Gbps"
+delay = "10us"
+[[capture]]
+host = "a"
+link = "ab"
+file = "a.pcap"
+[[app]]
+kind = "exchange"
+host = "a"
+peer = "10.0.0.2:80"
+request = 8
+response = 1
+count = {count}
+gap = "{gap}"
+{extra}
+[[app]]
+kind = "exchange-server"
+host = "b"
+port = 80
+"""
+
+
+def test_a_host_out_of_ports_reports_the_connects_it_could_not_make(tmp_path: Path) -> None:
+    # 16 384 ephemeral ports, all in TIME-WAIT after as many exchanges: the
+    # next connect fails as EADDRNOTAVAIL would, the run goes on to its end.
+    path = tmp_path / "ports.toml"
+    path.write_text(exchanges(16_385), encoding="utf-8")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "rtolab", "run", str(path), "--out", str(out)]
+    done = subprocess.run(
+        [*command, "--no-plot", "--max-wall", "120"],
+        capture_output=True,
+        text=True,
+        timeout=STOP_WAIT_S * 3,
+    )
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert "stopped_by" not in metrics  # a complete run
+    client = metrics["apps"][0]
+    assert client["exchanges_completed"] == 16_384
+    assert client["exchanges_failed"] == 1
+    assert client["failure"] == "connect_failed"
+    assert client["connect_errors"] == 1
+    assert client["connections"] == 16_384
+    assert metrics["apps"][1]["connect_errors"] == 0
+
+
+def many_clients(count: int) -> str:
+    """``count`` TCP clients on host a, each sending a kilobyte to one sink."""
+    client = '[[app]]\nkind = "tcp-bulk"\nhost = "a"\npeer = "10.0.0.2:5001"\nbytes = 1000\n'
+    clients = client * count
+    return bulk(duration=f"{LONG_S}s").split("[[app]]")[0] + (
+        '[[app]]\nkind = "tcp-sink"\nhost = "b"\nport = 5001\n' + clients
+    )
+
+
+#: Scenarios written to make the simulator spend unbounded time somewhere:
+#: each must end by itself, by --max-wall or on SIGINT, never hang.
+HOSTILE_RUNS = {
+    # Every connect after the ports ran out, at one instant, a million times.
+    "ports out, no gap": exchanges(1_000_000),
+    # The same with time moving on between attempts.
+    "ports out, 1 ns gaps": exchanges(1_000_000, gap="1ns"),
+    # More clients than ephemeral ports, all at once.
+    "more clients than ports": many_clients(16_500),
+    # One-byte segments (mss = 1) in both directions.
+    "mss 1": bulk("mss = 1", "mss = 1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_RUNS))
+@pytest.mark.parametrize("stop", ["max-wall", "SIGINT"])
+def test_hostile_runs_end_by_their_limit_or_a_signal(case: str, stop: str, tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(HOSTILE_RUNS[case], encoding="utf-8")
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "rtolab", "run", str(path), "--out", str(out), "--no-plot"]
+    if stop == "max-wall":
+        args += ["--max-wall", "2"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if stop == "SIGINT":
+        # Once the simulation runs (its first output exists), interrupt it.
+        deadline = time.monotonic() + STOP_WAIT_S
+        while not (out / "a.pcap").exists() and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+    try:
+        _, stderr = proc.communicate(timeout=STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"{case}: still running {STOP_WAIT_S} s after it was asked to stop")
+    assert proc.returncode in (0, 2, 130), stderr
+    assert "Traceback" not in stderr, stderr
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    # A run that ended before the signal or limit has no "stopped_by".
+    if "stopped_by" in metrics:
+        assert metrics["complete"] is False, stderr
+        assert metrics["stopped_by"] in ("max_wall", "interrupted", "stalled"), stderr
