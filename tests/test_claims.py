@@ -82,8 +82,13 @@ def test_uip_rto_claim_needs_a_difference_beyond_the_intervals() -> None:
     (claim,) = uip_rto.claims(pd.DataFrame(base + better))
     assert claim.holds is True and "uip-rto spec §2.3" in claim.statement
     assert "fairness +0.200" in claim.ours
+    # No difference, measured tightly enough to rule out one of 0.02: the
+    # claim does not hold.
     same = _mesh_runs("lim2024", [0.30, 0.32, 0.28, 0.30], [1500, 1520, 1480, 1500])
-    assert uip_rto.claims(pd.DataFrame(base + same))[0].holds is None
+    assert uip_rto.claims(pd.DataFrame(base + same))[0].holds is False
+    # No difference, but an interval too wide to rule one out: cannot tell.
+    unclear = _mesh_runs("lim2024", [0.30, 0.41, 0.19, 0.30], [1500, 1520, 1480, 1500])
+    assert uip_rto.claims(pd.DataFrame(base + unclear))[0].holds is None
     fewer = _mesh_runs("lim2024", [0.50, 0.51, 0.49, 0.50], [1000, 1005, 995, 1000])
     assert uip_rto.claims(pd.DataFrame(base + fewer))[0].holds is False
     assert uip_rto.claims(pd.DataFrame(base)) == []

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::ack::{AckFactory, DelayedAckConfig, DelayedAckTimer, ImmediateAckConfig};
 use crate::cc::vegas_ns2::NS2_WINDOW;
-use crate::cc::{CcFactory, InitialWindow, RenoConfig, SingleSegmentConfig};
+use crate::cc::{
+    CcFactory, InitialWindow, RenoConfig, SingleSegmentConfig, TibetConfig, WestwoodConfig,
+};
 use crate::clock::{Granularity, HostTimer, TimerStart};
 use crate::rto::{
     Lim2020Config, Lim2024Config, LwipRtoConfig, Rfc6298Config, RtoFactory, UipRtoConfig,
@@ -256,6 +258,29 @@ fn check_reno(at: &str, c: &RenoConfig) -> Result<(), ProfileError> {
     )
 }
 
+/// Checks a Vegas controller's `[alpha, beta, gamma]` (either reading of
+/// Vegas) and its window parameters.
+fn check_vegas(thresholds: [f64; 3], window: &RenoConfig) -> Result<(), ProfileError> {
+    let [alpha, beta, _] = thresholds;
+    for (name, value) in ["alpha", "beta", "gamma"].into_iter().zip(thresholds) {
+        within(
+            &format!("cc.{name}"),
+            value,
+            0.0,
+            f64::MAX,
+            "a count of queued segments",
+        )?;
+    }
+    within(
+        "cc.beta",
+        beta,
+        alpha,
+        f64::MAX,
+        "Vegas grows below alpha and shrinks above beta",
+    )?;
+    check_reno("cc.window", window)
+}
+
 fn on() -> bool {
     true
 }
@@ -356,24 +381,18 @@ impl Profile {
         }
         match &self.cc {
             CcChoice::Reno(c) | CcChoice::Newreno(c) => check_reno("cc", c)?,
-            CcChoice::Vegas(c) => {
-                for (name, value) in [("alpha", c.alpha), ("beta", c.beta), ("gamma", c.gamma)] {
-                    within(
-                        &format!("cc.{name}"),
-                        value,
-                        0.0,
-                        f64::MAX,
-                        "a count of queued segments",
-                    )?;
-                }
+            CcChoice::Vegas(c) => check_vegas([c.alpha, c.beta, c.gamma], &c.window)?,
+            CcChoice::VegasNs2(c) => check_vegas([c.alpha, c.beta, c.gamma], &c.window)?,
+            CcChoice::Westwood(WestwoodConfig { gain, window })
+            | CcChoice::Tibet(TibetConfig { gain, window }) => {
                 within(
-                    "cc.beta",
-                    c.beta,
-                    c.alpha,
-                    f64::MAX,
-                    "Vegas grows below alpha and shrinks above beta",
+                    "cc.gain",
+                    *gain,
+                    0.0,
+                    1.0,
+                    "the weight of the previous estimate in a low-pass filter",
                 )?;
-                check_reno("cc.window", &c.window)?;
+                check_reno("cc.window", window)?;
             }
             CcChoice::SingleSegment(_) => {}
         }
@@ -1010,6 +1029,18 @@ mod tests {
         assert!(vegas("-1.0", "4.0").starts_with("cc.alpha: must be between 0 and"));
         assert!(vegas("nan", "4.0").starts_with("cc.alpha: must be between 0 and"));
         assert!(vegas("4.0", "2.0").starts_with("cc.beta: must be between 4 and"));
+        let ns2 = refusal(
+            &["cc"],
+            "{ policy = \"vegas_ns2\", alpha = 3.0, beta = 1.0 }",
+        );
+        assert!(ns2.starts_with("cc.beta: must be between 3 and"), "{ns2}");
+        for policy in ["westwood", "tibet"] {
+            let got = refusal(&["cc"], &format!("{{ policy = \"{policy}\", gain = 1.5 }}"));
+            assert!(
+                got.starts_with("cc.gain: must be between 0 and 1"),
+                "{policy}: {got}"
+            );
+        }
         // The edges of each range are accepted.
         for (key, value) in [
             ("mss", "1"),
