@@ -101,7 +101,8 @@ def test_reproduction_report_puts_the_claims_first(tmp_path: Path) -> None:
     # Claims are kept in the manifest and read back.
     assert Reproduction.load(tmp_path / "repro").claims == outcome.claims
     page = rtolab.report(tmp_path / "repro").read_text(encoding="utf-8")
-    first = page.index("<h2>The study's claims and ours</h2>")
-    assert first < page.index("<h2>Verdicts</h2>") < page.index("<figure")
+    contents = page.index("<h2>Contents</h2>")
+    first = page.index('<h2 id="claims">The study&#x27;s claims and ours</h2>')
+    assert contents < first < page.index('<h2 id="verdicts">Verdicts</h2>') < page.index("<figure")
     assert "same bytes" in page and 'class="holds">holds<' in page
     assert not math.isnan(outcome.wall_s)

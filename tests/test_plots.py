@@ -85,6 +85,10 @@ def test_throughput_and_drops(cbr_result: rtolab.Result) -> None:
     assert 1900 < max(ax.lines[0].get_ydata()) < 2400
     from_packets = plots.throughput_over_time(cbr_result.packets)
     assert {line.get_label() for line in from_packets.lines} == {"a-ab", "b-ab"}
+    # Both captures see the same packets: the second line, drawn over the
+    # first, is dashed so that the first shows through it.
+    styles = [line.get_linestyle() for line in from_packets.lines]
+    assert styles[0] == "-" and styles[1] != "-"
     drops = plots.drops_over_time(cbr_result)
     assert [line.get_label() for line in drops.lines] == ["random_loss"]
     lost = cbr_result.flat_metrics()["link.ab.directions[0].dropped_random_loss"]

@@ -957,15 +957,29 @@ def throughput_over_time(
     return _throughput_steps(ax, bytes_per_bin, bins, width)
 
 
+#: Line styles for series that may lie on top of each other: solid first,
+#: then dash patterns with gaps wide enough for the line below to show.
+SERIES_DASHES: tuple[Any, ...] = ("-", (0, (5, 3)), (0, (1, 2)), (0, (6, 2, 1, 2)))
+
+
 def _throughput_steps(
     ax: Axes, bytes_per_bin: Iterable[tuple[Any, pd.Series]], bins: int, width: float
 ) -> Axes:
     """One step line per group: its bytes received per bin of ``width``
     seconds (indexed by bin number), in kbit/s."""
-    for label, received in bytes_per_bin:
+    for i, (label, received) in enumerate(bytes_per_bin):
         kbps = (received * 8 / width / 1e3).reindex(range(bins), fill_value=0)
         name = " → ".join(str(x) for x in label) if isinstance(label, tuple) else str(label)
-        ax.step(kbps.index * width, kbps.to_numpy(), where="post", label=name)
+        # The same packets often cross two links (a router's uplink and the
+        # server's link carry the same bytes): a dash pattern per series
+        # lets a line drawn over an identical one show it through its gaps.
+        ax.step(
+            kbps.index * width,
+            kbps.to_numpy(),
+            where="post",
+            label=name,
+            linestyle=SERIES_DASHES[i % len(SERIES_DASHES)],
+        )
     ax.set_xlabel("time (s)")
     ax.set_ylabel("received (kbit/s)")
     ax.set_title("Throughput per link and receiver")
