@@ -219,7 +219,12 @@ def test_sweep_on_an_unreachable_scheduler_is_one_line(tmp_path: Path) -> None:
     done = rtolab(
         "sweep", str(spec), "--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9"
     )
-    assert "scheduler" in one_line_error(done)
+    # Not a terminal: the plan comes first as a plain progress line, then
+    # the error, in one line.
+    lines = done.stderr.strip().splitlines()
+    assert lines[0] == "sweep loss: 4 runs to do", done.stderr
+    assert done.returncode == 2 and len(lines) == 2, done.stderr
+    assert lines[1].startswith("error: scheduler") and "Traceback" not in done.stderr
 
 
 def test_reproduce_lists_runs_and_reports(tmp_path: Path) -> None:

@@ -254,7 +254,7 @@ def test_many_apps_draw_a_bounded_bar_chart() -> None:
     lat_ax, retx_ax = fig.subplots(1, 2)
     plots.latency_retransmission_bars(result, axes=[lat_ax, retx_ax])
     assert len(lat_ax.get_xticklabels()) == plots.MAX_BARS
-    assert lat_ax.get_title() == f"Latency (first {plots.MAX_BARS} of 60)"
+    assert lat_ax.get_title() == f"Latency and RTT (first {plots.MAX_BARS} of 60)"
     plots.plt.close(fig)
 
 

@@ -29,7 +29,9 @@ def test_sweep_figures_follow_the_parameters_and_metrics(loss_delay_sweep: Path)
     cells = sweeps.summarize(results, ["app.bulk.goodput_bps"])
     means = [c.metrics["app.bulk.goodput_bps"].mean for c in cells if c.params["link.ab.loss"] == 0]
     drawn = ax.containers[0].lines[0].get_ydata()
-    assert list(drawn) == pytest.approx(means)
+    # Drawn in the axis' unit, Mbit/s.
+    assert "Mbit/s" in ax.get_ylabel()
+    assert list(drawn) == pytest.approx([m / 1e6 for m in means])
     assert "2 combinations with no finished run" in ax.get_title()
     for fig in figures.values():
         texts = [t.get_text() for ax in fig.axes for t in ax.texts]
@@ -48,13 +50,13 @@ def test_sweep_report_puts_summary_and_figures_before_the_runs(loss_delay_sweep:
 def test_reproduction_report_leads_with_the_verdicts(tmp_path: Path) -> None:
     outcome = reproduce("foundation/determinism", tmp_path / "repro")
     page = rtolab.report(tmp_path / "repro").read_text(encoding="utf-8")
-    verdicts = page.index("<h2>Verdicts</h2>")
-    assert verdicts < page.index("<figure") < page.index("<h2>Runs</h2>")
+    verdicts = page.index('<h2 id="verdicts">Verdicts</h2>')
+    assert verdicts < page.index("<figure") < page.index('<h2 id="runs">Runs</h2>')
     checks = outcome.checks["foundation/determinism"]
     assert len(re.findall(r'class="pass">pass<', page)) == sum(c.passed for c in checks)
     # The list of runs is collapsed, its captures named by directory.
-    runs = page[page.index("<h2>Runs</h2>") :]
-    assert runs.startswith("<h2>Runs</h2>\n<details><summary>")
+    runs = page[page.index('<h2 id="runs">Runs</h2>') :]
+    assert runs.startswith('<h2 id="runs">Runs</h2>\n<details><summary>')
     assert 'class="scroll nowrap"' in runs and ".pcap" not in runs
 
 

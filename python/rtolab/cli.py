@@ -847,6 +847,16 @@ def sweep_summary_renderables(results: Any, spec: Mapping[str, Any], console: Co
     return shown
 
 
+def _print_whole(renderable: Any) -> None:
+    """Prints on stdout; piped or redirected, as wide as it needs, so that
+    no cell of a table is wrapped into lines a script cannot read."""
+    console = out_console
+    if not console.is_terminal:
+        width = Console(width=10_000).measure(renderable).maximum
+        console = Console(highlight=False, width=max(width, console.width))
+    console.print(renderable)
+
+
 def _print_sweep(
     results: Any, spec: Mapping[str, Any], outcome: dict[str, Any], page: Path | None
 ) -> None:
@@ -861,7 +871,7 @@ def _print_sweep(
     )
     if len(results):
         for renderable in sweep_summary_renderables(results, spec, out_console):
-            out_console.print(renderable)
+            _print_whole(renderable)
     out_console.print(Text(f"results: {_visible(str(outcome['results']))}"), soft_wrap=True)
     if page is not None:
         out_console.print(Text(f"report: {_visible(str(page))}"), soft_wrap=True)
@@ -1116,12 +1126,7 @@ def _print_comparison(result: Any) -> None:
     styles = {"matched": "", "only run": "yellow", "only ref": "red"}
     for cells, status in result.side_by_side():
         table.add_row(*(_cell(c) for c in cells), style=styles[status])
-    console = out_console
-    if not console.is_terminal:
-        # Piped or redirected: the whole table, as wide as it needs.
-        width = Console(width=10_000).measure(table).maximum
-        console = Console(highlight=False, width=max(width, console.width))
-    console.print(table)
+    _print_whole(table)
     for line in result.summary_lines():
         out_console.print(Text(_visible(line)), soft_wrap=True)
 

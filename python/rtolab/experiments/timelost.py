@@ -184,12 +184,17 @@ def with_config(base: str, config: str) -> str:
 def rtt_samples(traces: pd.DataFrame, node: str) -> pd.DataFrame:
     """``node``'s RTT samples: ``t_s``, ``raw_s``, ``timelost_s`` (what the
     ACK echoed, 0 without the option) and ``corrected_s`` (raw minus the
-    echo, never below zero, whether or not the host used it)."""
+    echo, never below zero, whether or not the host used it). Samples of
+    retransmitted segments are left out: the trace records them for the
+    timers that use them (Lim's weak samples), but which transmission an
+    ACK answers is ambiguous (Karn), so they measure no round trip."""
     from rtolab.plots import events
 
     rows = events(traces, "rtt_sample")
     if "node_name" in rows:
         rows = rows[rows["node_name"] == node]
+    if "retransmitted" in rows:
+        rows = rows[~rows["retransmitted"].astype("boolean").fillna(False).astype(bool)]
     raw = rows["raw"].astype(float) / 1e9 if "raw" in rows else pd.Series(dtype=float)
     echoed = (
         rows["timelost"].astype(float).fillna(0.0) / 1e9
