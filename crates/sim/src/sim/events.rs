@@ -272,19 +272,7 @@ impl Simulator {
                     }
                 );
             }
-            LinkOutput::TxStart { frame, .. } => {
-                self.capture(iface, CaptureDirection::Tx, frame.packet);
-                trace!(
-                    self,
-                    TraceEvent::PacketSent {
-                        node: iface.node.0,
-                        iface: iface.index,
-                        link,
-                        packet: self.pool.uid(frame.packet),
-                        len: frame.len,
-                    }
-                );
-            }
+            LinkOutput::TxStart { frame, .. } => self.sent(link, iface, frame),
             LinkOutput::Delivered { frame, .. } => self.delivered(link, iface, frame),
             LinkOutput::Arrived { datagram, .. } => {
                 let packet = self.pool.alloc();
@@ -293,17 +281,7 @@ impl Simulator {
                 self.delivered(link, iface, Frame { packet, len });
             }
             LinkOutput::Consumed { frame, .. } => {
-                self.capture(iface, CaptureDirection::Tx, frame.packet);
-                trace!(
-                    self,
-                    TraceEvent::PacketSent {
-                        node: iface.node.0,
-                        iface: iface.index,
-                        link,
-                        packet: self.pool.uid(frame.packet),
-                        len: frame.len,
-                    }
-                );
+                self.sent(link, iface, frame);
                 self.pool.free(frame.packet);
             }
             LinkOutput::Captured {
@@ -380,6 +358,22 @@ impl Simulator {
 
     /// A frame arrived intact at `iface`: captured, traced, and handed to
     /// the node's middleboxes or IP layer.
+    /// A frame leaving `iface`: captured and traced as sent (a link that
+    /// consumes the datagram frees it after).
+    fn sent(&mut self, link: u32, iface: IfaceId, frame: Frame<PacketId>) {
+        self.capture(iface, CaptureDirection::Tx, frame.packet);
+        trace!(
+            self,
+            TraceEvent::PacketSent {
+                node: iface.node.0,
+                iface: iface.index,
+                link,
+                packet: self.pool.uid(frame.packet),
+                len: frame.len,
+            }
+        );
+    }
+
     fn delivered(&mut self, link: u32, iface: IfaceId, frame: Frame<PacketId>) {
         self.capture(iface, CaptureDirection::Rx, frame.packet);
         trace!(
