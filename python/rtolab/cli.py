@@ -871,7 +871,7 @@ def _print_sweep(
     )
     if len(results):
         for renderable in sweep_summary_renderables(results, spec, out_console):
-            _print_whole(renderable)
+            out_console.print(renderable)
     out_console.print(Text(f"results: {_visible(str(outcome['results']))}"), soft_wrap=True)
     if page is not None:
         out_console.print(Text(f"report: {_visible(str(page))}"), soft_wrap=True)
