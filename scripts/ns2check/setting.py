@@ -158,10 +158,9 @@ def ns2_tcp(s: Setting) -> str:
     lines = ['profile = "ns2"', "[host.tcp]"]
     if s.cc == "vegas":
         lines.append('cc = { policy = "vegas_ns2" }')
-    # ns-2's sink sends nothing but one ACK per segment: no window updates
-    # after the application reads (the engine's rule sends one per MSS read).
+    # The `ns2` profile's sink sends one ACK per segment and no window
+    # updates, as ns-2's TCPSink.
     lines += [
-        "window_update_threshold = 32768",
         f"timelost = {flag}",
         f"rtt_correction = {flag}",
     ]

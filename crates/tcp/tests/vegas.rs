@@ -4,6 +4,7 @@
 mod common;
 
 use common::{pattern, Pair, Transfer};
+use rtolab_tcp::cc::vegas_ns2::{VegasNs2Config, NS2_WINDOW};
 use rtolab_tcp::cc::{InitialWindow, RenoConfig, VegasConfig};
 use rtolab_tcp::profile::CcChoice;
 use rtolab_tcp::Profile;
@@ -68,5 +69,76 @@ fn vegas_queue_estimate_stays_between_alpha_and_beta() {
     assert!(
         (total as f64) * 8.0 / elapsed > 0.8 * 2_000_000.0,
         "took {elapsed} s"
+    );
+}
+
+/// ns-2's Vegas with the `ns2` profile: deciding on the mean of a round's
+/// samples, it settles with one to three segments queued, under ns-2's
+/// 20-packet window, and the sink answers each segment with one ACK and
+/// nothing else (ns-2's `TCPSink` sends no window updates).
+#[test]
+fn ns2_vegas_settles_between_its_thresholds_under_the_window_cap() {
+    let mut profile = Profile::ns2();
+    profile.cc = CcChoice::VegasNs2(VegasNs2Config::default());
+    profile.time_wait = SimDuration::from_secs(1);
+    let mut pair = Pair::with_profile(profile, 7);
+    pair.latency = SimDuration::from_millis(20);
+    pair.bandwidth = Some(2_000_000);
+    pair.wire_log = Some(Vec::new());
+    let total = 2_000_000;
+    let mut t = Transfer::start(&mut pair, pattern(total));
+    let steady = SimTime::from_secs(2);
+    let (mut estimates, mut largest_window) = (Vec::new(), 0);
+    for _ in 0..2_000_000 {
+        if t.pump(&mut pair) || !pair.step() {
+            break;
+        }
+        let Some(c) = pair.client.conn(t.client) else {
+            break;
+        };
+        largest_window = largest_window.max(c.cwnd());
+        // Backlogged: more queued than the window can hold.
+        if pair.time > steady && c.send_queue_len() > NS2_WINDOW {
+            if let Some(q) = c.cc_metrics().queue_estimate {
+                estimates.push(q);
+            }
+        }
+    }
+    assert_eq!(t.received, t.data);
+    assert!(largest_window <= NS2_WINDOW, "window {largest_window}");
+    assert!(
+        estimates.len() > 100,
+        "too few samples: {}",
+        estimates.len()
+    );
+    // A decision moves the window by one segment a round, so the estimate
+    // may pass a threshold by about one segment before it is corrected.
+    let (alpha, beta) = (1.0, 3.0);
+    let outside = estimates
+        .iter()
+        .filter(|q| !(alpha - 1.0..=beta + 1.0).contains(*q))
+        .count();
+    assert_eq!(outside, 0, "queue estimates: {estimates:?}");
+    let mut sorted = estimates.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    assert!((alpha..=beta).contains(&median), "median {median}");
+
+    // The sink's segments: one ACK per data segment that reached it, plus
+    // its SYN-ACK, its FIN and the ACK of the client's FIN.
+    let server_port = pair.server_end.port();
+    let log = pair.wire_log.take().expect("logged");
+    let segments: Vec<_> = log.iter().filter_map(|d| common::tcp_of(d)).collect();
+    let data = segments
+        .iter()
+        .filter(|s| s.dst_port == server_port && !s.payload.is_empty())
+        .count();
+    let from_sink = segments
+        .iter()
+        .filter(|s| s.src_port == server_port)
+        .count();
+    assert!(
+        from_sink <= data + 3,
+        "{from_sink} segments from the sink for {data} data segments"
     );
 }

@@ -168,9 +168,9 @@ def with_config(base: str, config: str) -> str:
         else:
             continue
         if ns2:
+            # ns-2's TCP; its sink sends one ACK per segment and no window
+            # updates.
             host["profile"] = "ns2"
-            # ns-2's sink sends one ACK per segment and no window updates.
-            host["tcp"]["window_update_threshold"] = 32768
     if ns2:
         for link in data.get("link", []):
             if link.get("kind") == "wifi":
