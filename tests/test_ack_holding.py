@@ -37,7 +37,18 @@ def planned(cells: Callable[[], list[ack_holding.Cell]]) -> int:
 def reproduction(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("reproduce")
     done = subprocess.run(
-        [sys.executable, "-m", "rtolab", "reproduce", "ack-holding", "--out", str(out), "--json"],
+        # With the captures, which tshark reads below.
+        [
+            sys.executable,
+            "-m",
+            "rtolab",
+            "reproduce",
+            "ack-holding",
+            "--out",
+            str(out),
+            "--capture",
+            "--json",
+        ],
         env={**os.environ, **QUICK},
         capture_output=True,
         text=True,
@@ -84,7 +95,9 @@ def test_cwnd_and_figures_are_written(reproduction: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 def test_tshark_sees_no_third_duplicate_ack_with_ack_holding(reproduction: Path) -> None:
-    for pcap in sorted((reproduction / "ack-holding" / "outages").glob("*ack-holding*/fixed.pcap")):
+    pcaps = sorted((reproduction / "ack-holding" / "outages").glob("*ack-holding*/fixed.pcap"))
+    assert pcaps
+    for pcap in pcaps:
         done = subprocess.run(
             [
                 "tshark",

@@ -158,8 +158,9 @@ class Result:
 
     @property
     def pcaps(self) -> list[Path]:
-        """Every pcap file the run wrote, one per capture point."""
-        return [f for f in self.files if f.suffix == ".pcap"]
+        """Every pcap file the run wrote, one per capture point, but those
+        removed since (a reproduction keeps captures only on request)."""
+        return [f for f in self.files if f.suffix == ".pcap" and os.path.lexists(f)]
 
     @property
     def trace_file(self) -> Path | None:

@@ -906,6 +906,17 @@ def _print_sweep(
     is_flag=True,
     help="The full design, for experiments whose default is reduced (uip-rto readings).",
 )
+@click.option(
+    "--traces",
+    "all_traces",
+    is_flag=True,
+    help="Keep every trace family of every run (default: those the analysis reads).",
+)
+@click.option(
+    "--capture",
+    is_flag=True,
+    help="Keep every run's captures (default: only where the analysis reads them later).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def reproduce(
     target: str | None,
@@ -915,6 +926,8 @@ def reproduce(
     duration: float | None,
     workers: int | None,
     full: bool,
+    all_traces: bool,
+    capture: bool,
     as_json: bool,
 ) -> None:
     """Run every registered experiment of a system and report on them.
@@ -971,6 +984,7 @@ def reproduce(
                 on_result=on_result,
                 options=options,
                 workers=workers,
+                kept=registry.Kept(traces=all_traces, captures=capture),
             )
         page = None
         if report:

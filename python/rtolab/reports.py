@@ -472,7 +472,7 @@ def reproduction_report(directory: Path) -> str:
     failed_checks = len(outcome.failed_checks)
     body.append(
         f"<p>{len(outcome.runs)} runs, {len(outcome.failed)} failed; "
-        f"{checks_total} checks, {failed_checks} failed.</p>"
+        f"{checks_total} checks, {failed_checks} failed. {_esc(outcome.kept.sentence())}</p>"
     )
     keys: list[str] = []
     for r in outcome.runs:

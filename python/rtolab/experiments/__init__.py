@@ -31,7 +31,7 @@ import importlib.metadata
 import json
 import pkgutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +53,51 @@ ENTRY_POINT_GROUP = "rtolab.experiments"
 #: its key, so that a reproduction started again (after Ctrl-C, say) keeps
 #: the runs already done with the same scenario, seed and options.
 DONE_FILE = "reproduce-run.json"
+#: The families the standard figures of a run draw (:func:`rtolab.plots.run_figures`),
+#: which a reproduction's report shows for one run of each scenario.
+RUN_FIGURE_FAMILIES = (
+    "packet_received_bins",
+    "packet_dropped",
+    "tcp_state",
+    "tcp_rtt_sample",
+    "tcp_rto_armed",
+    "tcp_cwnd",
+    "tcp_ssthresh",
+    "tcp_retransmission",
+    "parent_changed",
+)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What a reproduction keeps of its runs beyond their reports and the
+    tables and figures computed from them: every trace family
+    (``rtolab reproduce --traces``) and the captures (``--capture``)."""
+
+    traces: bool = False
+    captures: bool = False
+
+    def families(self, experiment: Experiment) -> list[str] | None:
+        """The trace families an ``experiment``'s runs record (``None``: all)."""
+        if self.traces or experiment.trace_families is None:
+            return None
+        return sorted({*experiment.trace_families, *RUN_FIGURE_FAMILIES})
+
+    def sentence(self) -> str:
+        """What was kept, in words, for the reproduction's report."""
+        traces = (
+            "every trace family"
+            if self.traces
+            else "the trace families its analysis and the run figures read "
+            "(rtolab reproduce --traces: every family)"
+        )
+        captures = (
+            "its captures"
+            if self.captures
+            else "its captures only where the experiment's tables are computed from "
+            "them after the runs (--capture: every run's)"
+        )
+        return f"Each run kept its report, {traces} and {captures}."
 
 
 @dataclass(frozen=True)
@@ -118,6 +163,15 @@ class Experiment:
     #: into a small summary file in the run's directory); it must be a
     #: module-level function, so that workers can import it.
     analyse: Callable[[Result, dict[str, Any]], None] | None = None
+    #: The trace families its ``analyse``, checks and report read
+    #: (docs/traces.md). A reproduction records only these and
+    #: :data:`RUN_FIGURE_FAMILIES` unless ``rtolab reproduce --traces``;
+    #: ``None`` records every family.
+    trace_families: tuple[str, ...] | None = None
+    #: Whether its runs' captures stay once its checks have read them; when
+    #: ``False`` (what it shows is computed from them by then) they are
+    #: removed unless ``rtolab reproduce --capture``.
+    keep_captures: bool = True
 
     @property
     def key(self) -> str:
@@ -261,6 +315,8 @@ class Reproduction:
     #: The study's claims beside our numbers, per experiment.
     claims: dict[str, list[Claim]] = field(default_factory=dict)
     wall_s: float = 0.0
+    #: What the runs kept besides their reports.
+    kept: Kept = field(default_factory=Kept)
 
     @property
     def failed(self) -> list[RunRecord]:
@@ -277,6 +333,7 @@ class Reproduction:
         return {
             "out_dir": str(self.out_dir),
             "wall_s": self.wall_s,
+            "kept": {"traces": self.kept.traces, "captures": self.kept.captures},
             "runs": [r.__dict__ for r in self.runs],
             "checks": {
                 k: [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in cs]
@@ -305,6 +362,8 @@ class Reproduction:
                 checks={k: [Check(**c) for c in cs] for k, cs in data.get("checks", {}).items()},
                 claims={k: [Claim(**c) for c in cs] for k, cs in data.get("claims", {}).items()},
                 wall_s=float(data.get("wall_s", 0.0)),
+                # Written before outputs were reduced: everything was kept.
+                kept=Kept(**data.get("kept", {"traces": True, "captures": True})),
             )
         except (TypeError, ValueError, AttributeError):
             # Records of the wrong shape: the manifest was edited or damaged.
@@ -328,15 +387,18 @@ def execute_run(
     duration: float | None,
     params: dict[str, Any],
     analyse: Callable[[Result, dict[str, Any]], None] | None = None,
+    trace_families: Sequence[str] | None = None,
 ) -> tuple[str, str | None, str, float]:
     """Runs one experiment run into ``run_dir`` (in this process or on a
-    Dask worker), then ``analyse``; returns status, error, scenario name and
-    wall time."""
+    Dask worker), recording the ``trace_families`` given (default: all),
+    then ``analyse``; returns status, error, scenario name and wall time."""
     from rtolab.api import run
 
     t0 = time.perf_counter()
     try:
-        result = run(scenario, seed=seed, out=run_dir, duration=duration)
+        result = run(
+            scenario, seed=seed, out=run_dir, duration=duration, trace_families=trace_families
+        )
         if analyse is not None:
             analyse(result, params)
         status, error, name = "ok", None, result.name
@@ -345,18 +407,23 @@ def execute_run(
     return status, error, name, time.perf_counter() - t0
 
 
-def run_key(spec: ExperimentRun) -> str:
+def run_key(
+    spec: ExperimentRun,
+    trace_families: Sequence[str] | None = None,
+    captures_kept: bool = True,
+) -> str:
     """What identifies a run's outputs: a hash of its scenario text, seed,
-    duration and parameters (runs are deterministic)."""
+    duration and parameters (runs are deterministic), and of what it keeps
+    when that is less than everything: the trace families it records, and
+    whether its captures stay."""
     import hashlib
 
     from rtolab.api import scenario_text
 
-    text = json.dumps(
-        [scenario_text(spec.scenario), spec.seed, spec.duration, spec.params],
-        sort_keys=True,
-        default=str,
-    )
+    parts: list[Any] = [scenario_text(spec.scenario), spec.seed, spec.duration, spec.params]
+    if trace_families is not None or not captures_kept:
+        parts.append([None if trace_families is None else sorted(trace_families), captures_kept])
+    text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -376,6 +443,14 @@ def _done_before(run_dir: Path, key: str) -> tuple[Any, ...] | None:
     return ("ok", None, str(data.get("scenario", "")), 0.0)
 
 
+def _remove_captures(results: Iterable[Result]) -> None:
+    """Removes the runs' captures (their checks have read them)."""
+    for result in results:
+        if result.out_dir is not None:
+            for pcap in result.pcaps:
+                outdir.remove(result.out_dir, pcap.name)
+
+
 def reproduce(
     target: str,
     out: str | Path,
@@ -384,9 +459,14 @@ def reproduce(
     on_result: Callable[[RunRecord], None] | None = None,
     options: dict[str, Any] | None = None,
     workers: int | None = None,
+    kept: Kept | None = None,
 ) -> Reproduction:
     """Runs every experiment ``target`` names (see :func:`select`) into
     ``out/<system>/<experiment>/<label>/`` and writes ``out/reproduce.json``.
+
+    Each run records the trace families its experiment reads and leaves
+    its captures once the checks have read them, unless ``kept`` asks for
+    every family or the captures (:class:`Kept`).
 
     ``options`` (``rtolab reproduce --seeds``, ``--duration``) go to the
     experiments that read them. The runs of experiments marked ``parallel``
@@ -401,6 +481,7 @@ def reproduce(
     from rtolab.api import Result
 
     started = time.perf_counter()
+    kept = Kept() if kept is None else kept
     chosen = select(target)
     given = {k: v for k, v in (options or {}).items() if v is not None}
     check_options(chosen, given)
@@ -415,7 +496,11 @@ def reproduce(
         outcome = Reproduction(out_dir=out_dir)
         results: dict[str, dict[str, Result]] = {e.key: {} for e in chosen}
 
-        keys = {(e.key, r.label): run_key(r) for e, r in plan}
+        families = {e.key: kept.families(e) for e in chosen}
+        keys = {
+            (e.key, r.label): run_key(r, families[e.key], kept.captures or e.keep_captures)
+            for e, r in plan
+        }
 
         def record(experiment: Experiment, spec: ExperimentRun, done: tuple[Any, ...]) -> None:
             status, error, name, wall = done
@@ -446,7 +531,15 @@ def reproduce(
             run_dir = outdir.make_dir(
                 out_dir, f"{experiment.system}/{experiment.name}/{spec.label}"
             )
-            return (spec.scenario, spec.seed, str(run_dir), spec.duration, dict(spec.params))
+            return (
+                spec.scenario,
+                spec.seed,
+                str(run_dir),
+                spec.duration,
+                dict(spec.params),
+                experiment.analyse,
+                families[experiment.key],
+            )
 
         todo = []
         for experiment, spec in plan:
@@ -466,9 +559,7 @@ def reproduce(
 
             with _client(n_workers, None) as client:
                 futures = {
-                    client.submit(
-                        execute_run, *args(e, r), e.analyse, key=f"rtolab-{e.key}-{r.label}"
-                    ): i
+                    client.submit(execute_run, *args(e, r), key=f"rtolab-{e.key}-{r.label}"): i
                     for i, (e, r) in enumerate(spread)
                 }
                 for future in as_completed(list(futures)):
@@ -478,7 +569,7 @@ def reproduce(
         for experiment, spec in todo:
             if experiment.parallel and n_workers > 0:
                 continue
-            record(experiment, spec, execute_run(*args(experiment, spec), experiment.analyse))
+            record(experiment, spec, execute_run(*args(experiment, spec)))
         # The manifest lists runs in plan order, whatever order they ended in.
         order = {(e.key, r.label): i for i, (e, r) in enumerate(plan)}
         outcome.runs.sort(key=lambda rec: order[(f"{rec.system}/{rec.experiment}", rec.label)])
@@ -493,10 +584,13 @@ def reproduce(
                 claims = [v for v in verdicts if isinstance(v, Claim)]
                 if claims:
                     outcome.claims[experiment.key] = claims
+            if not (kept.captures or experiment.keep_captures):
+                _remove_captures(results[experiment.key].values())
     finally:
         _OPTIONS.clear()
         _ROOT.clear()
     outcome.wall_s = time.perf_counter() - started
+    outcome.kept = kept
     outdir.write_text(
         out_dir, MANIFEST, json.dumps(outcome.to_dict(), indent=2, default=str) + "\n"
     )

@@ -60,6 +60,9 @@ if TYPE_CHECKING:
     from rtolab.api import Result
 
 SYSTEM = "ack-holding"
+#: The trace families a run's rows read (:func:`run_row`, :func:`cwnd_rows`,
+#: and the paths experiment's fixed-host RTOs).
+TRACE_FAMILIES = ("link_indication", "packet_delivered", "tcp_rto_armed", "tcp_cwnd")
 MOBILE = "10.0.1.2"
 MSS = 1460
 #: The study's transfer.
@@ -697,6 +700,8 @@ register(
         runs=lambda: [c.run() for c in main_cells()],
         checks=main_checks,
         report=lambda directory: report_sections(directory, "runs.csv", ("cwnd", "schedule")),
+        trace_families=TRACE_FAMILIES,
+        keep_captures=False,
     )
 )
 
@@ -712,5 +717,7 @@ register(
         runs=lambda: [c.run() for c in sensitivity_cells()],
         checks=sensitivity_checks,
         report=lambda directory: report_sections(directory, "sensitivity.csv", ("sensitivity",)),
+        trace_families=TRACE_FAMILIES,
+        keep_captures=False,
     )
 )

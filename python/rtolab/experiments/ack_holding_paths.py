@@ -328,5 +328,7 @@ register(
         report=lambda directory: study.report_sections(
             directory, "paths.csv", ("paths",), keys=("variant",)
         ),
+        trace_families=study.TRACE_FAMILIES,
+        keep_captures=False,
     )
 )

@@ -57,6 +57,9 @@ if TYPE_CHECKING:
     from rtolab.api import Result
 
 SYSTEM = "bridge"
+#: The trace family the analysis reads (the rest comes from the captures,
+#: which stay).
+TRACE_FAMILIES = ("tcp_rto_armed",)
 
 # ----- the model's constants (bridge spec §1.1-1.3, §3.2) -----
 
@@ -1306,6 +1309,7 @@ register(
         runs=lambda: [c.run() for c in single_exchange_cells()],
         checks=single_exchange_checks,
         report=lambda directory: report_sections(directory, "single_exchange"),
+        trace_families=TRACE_FAMILIES,
     )
 )
 
@@ -1322,6 +1326,7 @@ register(
         runs=lambda: [c.run() for c in sweep_cells()],
         checks=sweep_checks,
         report=lambda directory: report_sections(directory, "initial_rto_sweep"),
+        trace_families=TRACE_FAMILIES,
     )
 )
 
@@ -1341,5 +1346,6 @@ register(
         runs=long_session_runs,
         checks=long_session_checks,
         report=lambda directory: report_sections(directory, "long_session"),
+        trace_families=TRACE_FAMILIES,
     )
 )

@@ -300,5 +300,6 @@ register(
         runs=lambda: [c.run() for c in filter_cells()],
         checks=filter_checks,
         report=filter_report,
+        trace_families=b.TRACE_FAMILIES,
     )
 )

@@ -983,5 +983,8 @@ register(
         options=("seeds", "duration"),
         parallel=True,
         analyse=analyse,
+        # What summarise reads; the capture is read by analyse on the worker.
+        trace_families=("tcp_rtt_sample", "tcp_rto_armed"),
+        keep_captures=False,
     )
 )

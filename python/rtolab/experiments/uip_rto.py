@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from rtolab.api import Result
 
 SYSTEM = "uip-rto"
+#: The trace families :func:`summarise` and the figures read.
+TRACE_FAMILIES = ("parent_changed", "tcp_rtt_sample", "tcp_retransmission", "tcp_rto_armed")
 #: The study's network, as shipped.
 BASE_SCENARIO = "mesh-uip"
 #: Each scheme's ``tcp`` table, merged onto the clients' (MSS 48 kept).
@@ -1017,5 +1019,7 @@ register(
         options=("seeds", "duration"),
         parallel=True,
         analyse=analyse,
+        trace_families=TRACE_FAMILIES,
+        keep_captures=False,
     )
 )

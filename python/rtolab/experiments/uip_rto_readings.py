@@ -466,6 +466,8 @@ register(
         options=("seeds", "duration", "full"),
         parallel=True,
         analyse=study.analyse,
+        trace_families=study.TRACE_FAMILIES,
+        keep_captures=False,
     )
 )
 
@@ -485,5 +487,7 @@ register(
         options=("seeds", "duration", "full"),
         parallel=True,
         analyse=study.analyse,
+        trace_families=study.TRACE_FAMILIES,
+        keep_captures=False,
     )
 )

@@ -1,0 +1,120 @@
+"""What a reproduction keeps of its runs: by default only the trace families
+its analysis reads and no captures its tables no longer need, with the same
+numbers as when every trace family and capture is kept (``rtolab reproduce
+--traces --capture``). On the quickest plan: ACK holding's paths experiment,
+reduced, whose tables come from the traces and, after the runs, from the
+captures."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rtolab import experiments as registry
+from rtolab.cli import app
+from rtolab.experiments import ack_holding
+from rtolab.frames import trace_families
+
+TARGET = "ack-holding/paths"
+TABLES = ("paths.csv", "paths-acks.csv")
+
+
+@pytest.fixture(scope="module")
+def quick() -> Iterator[None]:
+    saved = os.environ.get("RTOLAB_ACK_HOLDING_QUICK")
+    os.environ["RTOLAB_ACK_HOLDING_QUICK"] = "1"
+    yield
+    if saved is None:
+        del os.environ["RTOLAB_ACK_HOLDING_QUICK"]
+    else:
+        os.environ["RTOLAB_ACK_HOLDING_QUICK"] = saved
+
+
+def _reproduce(out: Path, *flags: str) -> None:
+    done = CliRunner().invoke(
+        app,
+        ["reproduce", TARGET, "--out", str(out), "--workers", "0", "--no-report", *flags],
+    )
+    assert done.exit_code == 0, done.output
+
+
+@pytest.fixture(scope="module")
+def reduced(quick: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reduced")
+    _reproduce(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def everything(quick: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("everything")
+    _reproduce(out, "--traces", "--capture")
+    return out
+
+
+def _run_dirs(out: Path) -> list[Path]:
+    found = sorted(p.parent for p in (out / ack_holding.SYSTEM).glob("paths/*/metrics.json"))
+    assert found, out
+    return found
+
+
+def _verdicts(out: Path) -> tuple[object, object]:
+    manifest = json.loads((out / registry.MANIFEST).read_text(encoding="utf-8"))
+    return manifest["checks"], manifest["claims"]
+
+
+def test_the_same_numbers_with_and_without_full_traces(reduced: Path, everything: Path) -> None:
+    for name in TABLES:
+        ours = (reduced / ack_holding.SYSTEM / name).read_bytes()
+        assert ours == (everything / ack_holding.SYSTEM / name).read_bytes(), name
+        # A table with rows: the comparison is of numbers, not of two empty files.
+        assert ours.count(b"\n") > 1, name
+    assert _verdicts(reduced) == _verdicts(everything)
+
+
+def test_by_default_no_full_traces_and_no_captures(reduced: Path) -> None:
+    experiment = registry.select(TARGET)[0]
+    recorded = set(registry.Kept().families(experiment) or ())
+    assert "packet_sent" not in recorded
+    for run_dir in _run_dirs(reduced):
+        assert not list(run_dir.glob("*.pcap")), run_dir
+        assert set(trace_families(run_dir / "traces")) <= recorded, run_dir
+    manifest = json.loads((reduced / registry.MANIFEST).read_text(encoding="utf-8"))
+    assert manifest["kept"] == {"traces": False, "captures": False}
+
+
+def test_traces_and_capture_keep_every_family_and_the_captures(everything: Path) -> None:
+    for run_dir in _run_dirs(everything):
+        assert (run_dir / "fixed.pcap").stat().st_size > 0, run_dir
+        families = set(trace_families(run_dir / "traces"))
+        # Per-packet families that no analysis of the experiment reads.
+        assert {"packet_sent", "packet_enqueued"} <= families, run_dir
+    outcome = registry.Reproduction.load(everything)
+    assert outcome.kept == registry.Kept(traces=True, captures=True)
+
+
+def test_the_report_says_what_was_kept(reduced: Path) -> None:
+    import html
+
+    from rtolab.reports import reproduction_report
+
+    page = reproduction_report(reduced)
+    assert html.escape(registry.Kept().sentence()) in page
+    assert "--traces" in page and "--capture" in page
+
+
+def test_a_run_done_with_fewer_outputs_runs_again_with_more(
+    quick: None, reduced: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    out = tmp_path / "again"
+    shutil.copytree(reduced, out)
+    _reproduce(out, "--capture")
+    for run_dir in _run_dirs(out):
+        assert (run_dir / "fixed.pcap").is_file(), run_dir
