@@ -46,6 +46,26 @@ pub enum SlowStartExit {
     Eighth,
 }
 
+/// How Vegas turns the round's RTT into segments queued.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueEstimate {
+    /// `cwnd/MSS * (RTT - BaseRTT) / RTT`, a real number (Brakmo and
+    /// Peterson; Linux's `tcp_vegas`).
+    #[default]
+    Window,
+    /// ns-2.35's `tcp-vegas.cc`: the segments outstanding plus one
+    /// (`t_seqno_ - last_ack_`) less the segments sent in the round scaled
+    /// by `BaseRTT / RTT`, rounded to a whole segment (`int(x + 0.5)`).
+    Ns2,
+}
+
+impl QueueEstimate {
+    fn is_window(&self) -> bool {
+        *self == QueueEstimate::Window
+    }
+}
+
 /// Parameters of Vegas; thresholds are in segments.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -60,6 +80,10 @@ pub struct VegasConfig {
     pub round_rtt: RoundRtt,
     /// What leaving slow start does to the window.
     pub slow_start_exit: SlowStartExit,
+    /// How the queue is estimated; written out only when not the default,
+    /// so run records that predate it read the same.
+    #[serde(skip_serializing_if = "QueueEstimate::is_window")]
+    pub queue_estimate: QueueEstimate,
     /// Window parameters shared with Reno (initial window, cap, ...).
     pub window: RenoConfig,
 }
@@ -72,6 +96,7 @@ impl Default for VegasConfig {
             gamma: 1.0,
             round_rtt: RoundRtt::Min,
             slow_start_exit: SlowStartExit::Target,
+            queue_estimate: QueueEstimate::Window,
             window: RenoConfig::default(),
         }
     }
@@ -152,7 +177,7 @@ impl Vegas {
     }
 
     fn end_of_round(&mut self, now: SimTime, ack: &AckEvent) {
-        self.round_end = ack.highest_sent;
+        let round_began_at = std::mem::replace(&mut self.round_end, ack.highest_sent);
         let rtt = self.take_round_rtt(now);
         let (Some(base), Some(rtt)) = (self.base_rtt, rtt) else {
             return;
@@ -164,7 +189,15 @@ impl Vegas {
         let segments = self.core.cwnd as f64 / mss;
         let base = base.as_nanos() as f64;
         let rtt = rtt.as_nanos() as f64;
-        let diff = segments * (rtt - base) / rtt;
+        let diff = match self.config.queue_estimate {
+            QueueEstimate::Window => segments * (rtt - base) / rtt,
+            QueueEstimate::Ns2 => {
+                let outstanding = ack.highest_sent.saturating_sub(ack.acked_to) as f64 / mss;
+                let sent_in_round = ack.highest_sent.saturating_sub(round_began_at) as f64 / mss;
+                // ns-2's `int()` truncates toward zero.
+                (outstanding + 1.0 - sent_in_round * base / rtt + 0.5).trunc()
+            }
+        };
         self.diff = Some(diff);
         if self.slow_start {
             if diff > self.config.gamma {
@@ -287,6 +320,39 @@ mod tests {
         v.on_rtt_sample(T, &sample(rtt_ms));
         *acked_to += 1000;
         v.on_ack(T, &ack(1000, 0, *acked_to, *acked_to + 1000));
+    }
+
+    #[test]
+    fn ns2_estimate_counts_the_round_and_rounds_to_a_segment() {
+        let mut v = Vegas::new(
+            VegasConfig {
+                queue_estimate: QueueEstimate::Ns2,
+                ..VegasConfig::default()
+            },
+            MSS,
+        );
+        v.base_rtt = Some(SimDuration::from_millis(100));
+        v.slow_start = false;
+        let window = v.core.cwnd;
+        // 10 segments sent in the round, 9 outstanding after this ACK, at
+        // 125 ms: 9 + 1 - 10 * 100/125 = 2, plus 0.5, truncated: 2.
+        v.round_end = 10_000;
+        v.on_rtt_sample(T, &sample(125));
+        v.on_ack(T, &ack(1000, 10_000, 11_000, 20_000));
+        assert_eq!(v.metrics().queue_estimate, Some(2.0));
+        assert_eq!(v.core.cwnd, window, "2 is within [alpha, beta]");
+        // 150 ms: 10 - 10 * 100/150 = 3.33, plus 0.5: 3, not above beta 4;
+        // the window estimate would say 10 * 50/150 = 3.3 too.
+        v.on_rtt_sample(T, &sample(150));
+        v.on_ack(T, &ack(1000, 19_000, 21_000, 30_000));
+        assert_eq!(v.metrics().queue_estimate, Some(3.0));
+        // What was sent in the round counts, not the window: 2 sent, 2
+        // outstanding, 200 ms: 2 + 1 - 2 * 100/200 + 0.5 = 2.5 -> 2, where
+        // the window form would say 10 * 100/200 = 5 > beta.
+        v.on_rtt_sample(T, &sample(200));
+        v.on_ack(T, &ack(1000, 2_000, 30_000, 32_000));
+        assert_eq!(v.metrics().queue_estimate, Some(2.0));
+        assert_eq!(v.core.cwnd, window);
     }
 
     #[test]

@@ -12,6 +12,10 @@
 //!   the previous decision) the mean of the samples since then, or, when
 //!   there were none, the time since then; `BaseRTT` the smallest sample or
 //!   round mean seen;
+//! * the queue estimate as ns-2 computes it: the segments outstanding
+//!   plus one (`t_seqno_ - last_ack_`) less the segments sent in the round
+//!   times `BaseRTT / RTT`, rounded to a whole segment
+//!   ([`super::vegas::QueueEstimate::Ns2`]);
 //! * thresholds α 1, β 3, γ 1 segments; in congestion avoidance one segment
 //!   more per round below α, one fewer above β;
 //! * slow start grows every other round trip and ends, once the queue
@@ -19,19 +23,19 @@
 //! * an initial window of 2 segments (`windowInit_`) and a cap of 20
 //!   packets (`window_`) of the `ns2` profile's 960-byte MSS.
 //!
-//! What it leaves: ns-2 rounds the queue estimate to a whole segment and
-//! computes it from the segments sent in the round rather than the window
-//! (equal once the window is full); its fine-grained retransmission timer
-//! (`v_timeout_`, a retransmission on the first or second duplicate ACK
-//! after a timeout-worthy delay) and its window cut on a duplicate ACK
-//! (by a quarter, or a half after a retransmission) are NewReno's fast
-//! recovery here; ns-2's timer is its own coarse one (`tcpTick_` 10 ms),
+//! What it leaves: ns-2 adds the segment a round grants one ACK at a
+//! time (`1/cwnd` each), here all at once at the decision; its
+//! fine-grained retransmission timer (`v_timeout_`, a retransmission on
+//! the first or second duplicate ACK after a timeout-worthy delay) and its
+//! window cut on a duplicate ACK (by a quarter, or a half after a
+//! retransmission) are NewReno's fast recovery here; ns-2's timer is its
+//! own coarse one (`tcpTick_` 10 ms),
 //! which the `ns2` profile sets.
 
 use serde::{Deserialize, Serialize};
 
 use super::reno::RenoConfig;
-use super::vegas::{RoundRtt, SlowStartExit, Vegas, VegasConfig};
+use super::vegas::{QueueEstimate, RoundRtt, SlowStartExit, Vegas, VegasConfig};
 use super::{CcContext, CcFactory, CongestionControl, InitialWindow};
 
 /// ns-2's `window_`, 20 packets, in bytes of the `ns2` profile's MSS (960
@@ -76,6 +80,7 @@ impl VegasNs2Config {
             gamma: self.gamma,
             round_rtt: RoundRtt::Mean,
             slow_start_exit: SlowStartExit::Eighth,
+            queue_estimate: QueueEstimate::Ns2,
             window: self.window,
         }
     }
@@ -100,6 +105,7 @@ mod tests {
         assert_eq!((v.alpha, v.beta, v.gamma), (1.0, 3.0, 1.0));
         assert_eq!(v.round_rtt, RoundRtt::Mean);
         assert_eq!(v.slow_start_exit, SlowStartExit::Eighth);
+        assert_eq!(v.queue_estimate, QueueEstimate::Ns2);
         assert_eq!(v.window.initial_window, InitialWindow::Segments(2));
     }
 }
