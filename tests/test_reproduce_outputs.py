@@ -106,6 +106,10 @@ def test_the_report_says_what_was_kept(reduced: Path) -> None:
     page = reproduction_report(reduced)
     assert html.escape(registry.Kept().sentence()) in page
     assert "--traces" in page and "--capture" in page
+    # Beside the experiment's own figures, one run's standard figures (of
+    # five runs, each its own scenario): drawing them took most of the time.
+    assert "Figures of one run" in page
+    assert page.count("<figcaption>time sequence — ") == 1
 
 
 def test_a_run_done_with_fewer_outputs_runs_again_with_more(

@@ -503,6 +503,8 @@ def reproduction_report(directory: Path) -> str:
         rows = []
         seen_scenarios: set[str] = set()
         figures: list[str] = []
+        registered = [e for e in experiments() if e.key == key]
+        own = bool(registered and registered[0].report is not None)
         for record in records:
             row: dict[str, Any] = {
                 "run": record.label,
@@ -520,8 +522,10 @@ def reproduction_report(directory: Path) -> str:
                 # The directory once, not every capture's path: long
                 # paths side by side would stretch the table.
                 row["captures"] = f"{len(result.pcaps)} in {record.out_dir}/"
-                # One set of figures per scenario keeps the page readable.
-                if record.scenario not in seen_scenarios:
+                # One set of figures per scenario keeps the page readable;
+                # one run's in all beside an experiment's own figures, which
+                # make its point: drawing them took most of a report's time.
+                if record.scenario not in seen_scenarios and not (own and seen_scenarios):
                     seen_scenarios.add(record.scenario)
                     figures.append(
                         f"<h3>{_esc(record.label)} (scenario {_esc(record.scenario)}, "
@@ -537,15 +541,13 @@ def reproduction_report(directory: Path) -> str:
             else:
                 row["error"] = record.error
             rows.append(row)
-        # The experiment's own tables and figures come first, then one run's
-        # figures per scenario; the list of runs is collapsed at the end.
-        registered = [e for e in experiments() if e.key == key]
-        if registered and registered[0].report is not None:
+        # The experiment's own tables and figures come first, then the runs'
+        # figures; the list of runs is collapsed at the end.
+        if own:
             body.extend(registered[0].report(directory))
-        own = bool(registered and registered[0].report is not None)
         if figures and own:
-            # The experiment's figures make its point; single runs' are detail.
-            title = f"Figures of single runs ({len(seen_scenarios)})"
+            # The experiment's figures make its point; a single run's are detail.
+            title = "Figures of one run"
             body.append(_collapsed(title, "".join(figures)))
         else:
             body.extend(figures)
