@@ -214,6 +214,12 @@ impl HostTimer {
     }
 }
 
+/// Floor of every timer that re-arms itself (retransmission, persist, and
+/// the ticks the lwIP and uIP timers count): 1 ms, the finest timer of any
+/// stack modelled (a Linux jiffy at HZ=1000). A shorter one only makes
+/// simulated time crawl: at zero it fires forever at one instant.
+pub const MIN_TIMER: SimDuration = SimDuration::from_millis(1);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,6 @@
 //! One TCP connection as a sans-IO state machine (RFC 9293).
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -23,75 +22,13 @@ use crate::rto::{
     Transmission,
 };
 use crate::send_buffer::SendBuffer;
+use crate::state::State;
 use crate::trace::{RetransmitCause, SpuriousDetection, TimerKind, Trace, TraceEvent, TraceLevel};
 
 /// Unit of the timelost option's `rets` field (802.11 slot time).
 pub const TIMELOST_UNIT: SimDuration = SimDuration::from_micros(20);
 /// Largest window-scale shift (RFC 7323 §2.3).
 const MAX_WINDOW_SCALE: u8 = 14;
-
-/// Connection states with the RFC 9293 names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum State {
-    /// No connection.
-    #[serde(rename = "CLOSED")]
-    Closed,
-    /// Waiting for a SYN.
-    #[serde(rename = "LISTEN")]
-    Listen,
-    /// SYN sent, waiting for SYN-ACK.
-    #[serde(rename = "SYN-SENT")]
-    SynSent,
-    /// SYN received and answered.
-    #[serde(rename = "SYN-RECEIVED")]
-    SynReceived,
-    /// Open.
-    #[serde(rename = "ESTABLISHED")]
-    Established,
-    /// We closed; our FIN is not yet acknowledged.
-    #[serde(rename = "FIN-WAIT-1")]
-    FinWait1,
-    /// Our FIN is acknowledged; waiting for the peer's.
-    #[serde(rename = "FIN-WAIT-2")]
-    FinWait2,
-    /// The peer closed; we may still send.
-    #[serde(rename = "CLOSE-WAIT")]
-    CloseWait,
-    /// Both closed at once; waiting for the ACK of our FIN.
-    #[serde(rename = "CLOSING")]
-    Closing,
-    /// The peer closed first, then we did; waiting for the last ACK.
-    #[serde(rename = "LAST-ACK")]
-    LastAck,
-    /// Waiting 2 MSL before forgetting the connection.
-    #[serde(rename = "TIME-WAIT")]
-    TimeWait,
-}
-
-impl fmt::Display for State {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self {
-            State::Closed => "CLOSED",
-            State::Listen => "LISTEN",
-            State::SynSent => "SYN-SENT",
-            State::SynReceived => "SYN-RECEIVED",
-            State::Established => "ESTABLISHED",
-            State::FinWait1 => "FIN-WAIT-1",
-            State::FinWait2 => "FIN-WAIT-2",
-            State::CloseWait => "CLOSE-WAIT",
-            State::Closing => "CLOSING",
-            State::LastAck => "LAST-ACK",
-            State::TimeWait => "TIME-WAIT",
-        };
-        f.write_str(name)
-    }
-}
-
-impl State {
-    fn synchronized(self) -> bool {
-        !matches!(self, State::Closed | State::Listen | State::SynSent)
-    }
-}
 
 /// What a connection tells its application (and its trace consumer).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -37,11 +37,12 @@ mod send_buffer;
 pub mod serde_duration;
 pub mod serde_off;
 mod stack;
+mod state;
 pub mod trace;
 
 /// Shared, immutable byte chunks, for [`Connection::send_shared`].
 pub use bytes::Bytes;
-pub use conn::{reset_reply, ConnError, Connection, ConnectionStats, Event, State, TIMELOST_UNIT};
+pub use conn::{reset_reply, ConnError, Connection, ConnectionStats, Event, TIMELOST_UNIT};
 pub use ip::{
     tuple_key, IpHeader, TupleKey, TupleKey6, TupleMap, TupleMap6, Tuples, DEFAULT_MSS,
     DEFAULT_MSS_V6,
@@ -49,3 +50,4 @@ pub use ip::{
 pub use policies::{policy_catalog, AckChoice, CcChoice, PolicyFamily, PolicyInfo, RtoChoice};
 pub use profile::{Config, Profile, ProfileError};
 pub use stack::{ConnId, ConnectError, Stack, EPHEMERAL_PORTS, EPHEMERAL_START};
+pub use state::State;

@@ -15,7 +15,7 @@ use crate::cc::vegas_ns2::NS2_WINDOW;
 use crate::cc::{
     CcFactory, InitialWindow, RenoConfig, SingleSegmentConfig, TibetConfig, WestwoodConfig,
 };
-use crate::clock::{Granularity, HostTimer, TimerStart};
+use crate::clock::{Granularity, HostTimer, TimerStart, MIN_TIMER};
 use crate::rto::{
     Lim2020Config, Lim2024Config, LwipRtoConfig, Rfc6298Config, RtoFactory, UipRtoConfig,
 };
@@ -149,12 +149,6 @@ pub struct Profile {
     #[serde(default, skip_serializing_if = "is_zero_start")]
     pub timer_start: TimerStart,
 }
-
-/// Floor of every timer that re-arms itself (retransmission, persist, and
-/// the ticks the lwIP and uIP timers count): 1 ms, the finest timer of any
-/// stack modelled (a Linux jiffy at HZ=1000). A shorter one only makes
-/// simulated time crawl: at zero it fires forever at one instant.
-pub const MIN_TIMER: SimDuration = SimDuration::from_millis(1);
 
 /// Floor of the keep-alive idle time and probe interval: 1 s, the smallest
 /// `TCP_KEEPIDLE` and `TCP_KEEPINTVL` Linux accepts.

@@ -27,10 +27,11 @@ use rtolab_wire::tcp::{SeqNumber, TcpFlags, TcpRepr};
 use rtolab_wire::WireError;
 
 use crate::clock::{HostTimer, TimerEpoch};
-use crate::conn::{reset_reply, ConnError, Connection, Event, State};
+use crate::conn::{reset_reply, ConnError, Connection, Event};
 use crate::ip::{plain, IpHeader, TupleKey, Tuples};
 use crate::profile::Config;
 use crate::rto::PathHint;
+use crate::state::State;
 use crate::trace::TraceLevel;
 
 /// Handle of a connection inside a [`Stack`].

@@ -6,7 +6,7 @@ use serde::{Serialize, Serializer};
 
 use crate::ack::AckReason;
 use crate::rto::SampleSource;
-use crate::State;
+use crate::state::State;
 
 /// Serialises a [`SimTime`] as integer nanoseconds.
 pub fn ser_time<S: Serializer>(t: &SimTime, s: S) -> Result<S::Ok, S::Error> {

@@ -52,7 +52,7 @@
 //!   upper ends as printed ([`LimRtoConfig::dither_ends`]), from a
 //!   ChaCha8 stream seeded by the connection's seed: the same seed gives
 //!   the same timers.
-//! * No timer is ever below 1 ms ([`crate::profile::MIN_TIMER`]), so a zero
+//! * No timer is ever below 1 ms ([`crate::clock::MIN_TIMER`]), so a zero
 //!   round trip cannot make the timer fire at one instant forever.
 //!
 //! With the engine's `uip` profile, timers fire on uIP's 500 ms pulse and
@@ -70,7 +70,7 @@ use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use super::{
     ConnectionContext, Expiry, RtoEstimate, RtoFactory, RtoPolicy, RttSample, Transmission,
 };
-use crate::profile::MIN_TIMER;
+use crate::clock::MIN_TIMER;
 use crate::serde_duration;
 
 /// ChaCha stream of the dithering draws, apart from any other use of the

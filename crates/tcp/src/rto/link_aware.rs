@@ -24,7 +24,7 @@
 //! RTO_0 = R                                    on fine timers
 //! ```
 //!
-//! never below 1 ms ([`crate::profile::MIN_TIMER`]). Without a hint (a
+//! never below 1 ms ([`crate::clock::MIN_TIMER`]). Without a hint (a
 //! passive open, a host whose link knows nothing, a mesh member not yet in
 //! the tree) the first timer is [`LimRtoConfig::initial`], 3 s as in the
 //! 2024 scheme.
@@ -82,7 +82,7 @@ use serde::{de, Deserialize, Deserializer, Serialize};
 use super::lim2020::{LimRto, LimRtoConfig};
 use super::{ConnectionContext, PathHint, RtoFactory, RtoPolicy};
 use crate::clock::Granularity;
-use crate::profile::MIN_TIMER;
+use crate::clock::MIN_TIMER;
 use rtolab_time::SimDuration;
 
 /// The link-aware scheme's settings: the first timer's formula and Lim's
