@@ -10,15 +10,8 @@
 //! Sky, except `csma.queue_len`, which is the study's 4 (Contiki's default
 //! `QUEUEBUF_NUM` on the Sky with IPv6 is 8).
 
-use rtolab_time::SimDuration;
-use rtolab_wire::ieee802154::{airtime_ns, ACK_PSDU_LEN, MAX_PSDU_LEN};
 use serde::{Deserialize, Serialize};
 
-use super::contikimac::{strobe_time, CHECK_TIME_TX};
-use super::radio::TURNAROUND;
-use super::ticks::rtimer;
-
-use super::csma::{CSMA_MAX_MAC_TRANSMISSIONS, CSMA_MAX_NEIGHBOR_QUEUES};
 use super::framer::IEEE802154_PANID;
 use crate::config::{deserialize_at, ScenarioError};
 
@@ -34,6 +27,13 @@ pub const MAX_CHECK_RATE_HZ: u32 = 128;
 
 /// The link-layer queue of the study: `QUEUEBUF_CONF_NUM` 4.
 pub const DEFAULT_QUEUE_LEN: usize = 4;
+
+/// Transmissions of a packet before it is dropped
+/// (`CSMA_MAX_MAC_TRANSMISSIONS`, csma.c).
+pub const CSMA_MAX_MAC_TRANSMISSIONS: u8 = 3;
+/// Neighbours with queued packets at once (`CSMA_MAX_NEIGHBOR_QUEUES`,
+/// csma.c).
+pub const CSMA_MAX_NEIGHBOR_QUEUES: usize = 2;
 
 /// A whole MAC stack: CSMA over a radio duty cycling (RDC) layer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,33 +145,6 @@ impl RdcConfig {
 }
 
 impl MacConfig {
-    /// The longest one hop takes to deliver a full-sized (127-byte) frame
-    /// with one transmission, its ACK included, to a neighbour whose radio
-    /// sleeps on this configuration's schedule. CSMA's retransmissions are
-    /// not included.
-    ///
-    /// * ContikiMAC: the sender's `CCA_COUNT_MAX_TX` channel checks
-    ///   (`CHECK_TIME_TX`), then a strobe train of at most `STROBE_TIME`
-    ///   (a cycle and two wake-up checks), in which the receiver wakes and
-    ///   takes a copy, then that copy's airtime, the turnaround and the
-    ///   ACK. A phase-locked send (a guard time before the receiver's
-    ///   wake-up, at most `MAX_PHASE_STROBE_TIME` of strobes) never takes
-    ///   longer. At 8 Hz: 4296 rtimer ticks (131.1 ms) + 4.256 ms +
-    ///   0.192 ms + 0.352 ms = 135.9 ms.
-    /// * nullrdc: the receiver is always on: the turnaround after the
-    ///   channel check, the frame, the turnaround and the ACK (4.99 ms).
-    pub fn hop_time(&self) -> SimDuration {
-        let frame_and_ack = SimDuration::from_nanos(airtime_ns(MAX_PSDU_LEN))
-            + TURNAROUND
-            + SimDuration::from_nanos(airtime_ns(ACK_PSDU_LEN));
-        match &self.rdc {
-            RdcConfig::ContikiMac(c) => {
-                rtimer(CHECK_TIME_TX + strobe_time(c.check_rate_hz)) + frame_and_ack
-            }
-            RdcConfig::NullRdc(_) => TURNAROUND + frame_and_ack,
-        }
-    }
-
     /// Reads a MAC table (a TOML value) at `path` and validates it; errors
     /// name the field below `path`.
     pub fn from_toml(value: toml::Value, path: &str) -> Result<MacConfig, ScenarioError> {

@@ -2,7 +2,8 @@
 //! neighbour, each with its own retransmission timer; a packet the RDC
 //! reports unacknowledged or collided is sent again after a random backoff
 //! that grows with its transmissions, until it has been sent
-//! [`CSMA_MAX_MAC_TRANSMISSIONS`] times.
+//! [`CSMA_MAX_MAC_TRANSMISSIONS`](super::config::CSMA_MAX_MAC_TRANSMISSIONS)
+//! times (or as configured).
 //!
 //! Two details of csma.c that shape the traffic are kept: collisions do not
 //! count as transmissions (a packet that keeps meeting a busy channel is
@@ -22,15 +23,9 @@ use super::ticks::clock;
 use super::{MacEvent, PacketId, TxStatus};
 use crate::rng::SimRng;
 
-/// Transmissions of a packet before it is dropped
-/// (`CSMA_MAX_MAC_TRANSMISSIONS`, csma.c).
-pub const CSMA_MAX_MAC_TRANSMISSIONS: u8 = 3;
 /// Largest exponent of the backoff window (`CSMA_MAX_BACKOFF_EXPONENT`,
 /// csma.c).
 pub const CSMA_MAX_BACKOFF_EXPONENT: u32 = 3;
-/// Neighbours with queued packets at once (`CSMA_MAX_NEIGHBOR_QUEUES`,
-/// csma.c).
-pub const CSMA_MAX_NEIGHBOR_QUEUES: usize = 2;
 
 #[derive(Clone, Debug)]
 struct Packet {
