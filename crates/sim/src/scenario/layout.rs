@@ -16,12 +16,10 @@
 //! run seeds then compares schemes on one topology, as studies that vary
 //! seeds over a fixed Cooja placement do; change `seed` for another layout.
 
-use serde::Deserialize;
-
 use rand::Rng;
 
-use super::raw::RawHost;
-use crate::config::{check_position, Distance, ScenarioError};
+use super::raw::{RawGrid, RawHost, RawHostGroup, RawRandom};
+use crate::config::{check_position, ScenarioError};
 use crate::position::Position;
 use crate::rng::component_stream;
 
@@ -29,38 +27,6 @@ use crate::rng::component_stream;
 /// enough that a typo (`rows = 40000`) is an error rather than a run that
 /// fills memory.
 pub const MAX_GROUP_HOSTS: u64 = 100_000;
-
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawHostGroup {
-    pub(super) prefix: String,
-    pub(super) grid: Option<RawGrid>,
-    pub(super) random: Option<RawRandom>,
-    pub(super) profile: Option<String>,
-    pub(super) tcp: Option<toml::Table>,
-}
-
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawGrid {
-    rows: u64,
-    cols: u64,
-    spacing: Distance,
-    origin: Option<Position>,
-}
-
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawRandom {
-    count: u64,
-    width: Distance,
-    height: Distance,
-    origin: Option<Position>,
-    seed: Option<u64>,
-}
 
 /// The hosts of group `index`, named `{prefix}{k}` for k from 1.
 /// `scenario_seed` is the default seed of a random layout.

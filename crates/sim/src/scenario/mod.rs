@@ -376,7 +376,7 @@ impl Scenario {
 
     /// Parses and validates a scenario.
     pub fn from_toml_str(text: &str) -> Result<Scenario, ScenarioError> {
-        let raw = raw::parse(text)?;
+        let raw = parse_tables(text)?;
         validate::validate(raw)
     }
 
@@ -386,4 +386,15 @@ impl Scenario {
             .map_err(|e| ScenarioError::new(path.display().to_string(), e.to_string()))?;
         Scenario::from_toml_str(&text)
     }
+}
+
+/// Parses the file's syntax and top-level tables; a large file piece by
+/// piece when its layout allows (see [`pieces`]).
+fn parse_tables(text: &str) -> Result<raw::RawScenario, ScenarioError> {
+    if text.len() > pieces::PIECE_BYTES {
+        if let Some(raw) = pieces::parse(text, pieces::PIECE_BYTES) {
+            return Ok(raw);
+        }
+    }
+    raw::parse_whole(text)
 }

@@ -17,8 +17,7 @@
 
 use serde::Deserialize;
 
-use super::layout::RawHostGroup;
-use super::raw::{RawCapture, RawHost, RawRoute, RawScenario};
+use super::raw::{RawCapture, RawHost, RawHostGroup, RawRoute, RawScenario};
 use crate::config::Duration;
 
 /// Files up to this size are parsed whole; larger ones in pieces of about
@@ -518,13 +517,13 @@ kind = 'sink'
         let text = many_apps(18_000);
         assert!(text.len() > PIECE_BYTES);
         assert!(cuts(&text, PIECE_BYTES).unwrap().len() >= 2);
-        let read = raw::parse(&text).unwrap();
+        let read = super::super::parse_tables(&text).unwrap();
         assert_eq!(read.app.len(), 18_000);
         assert_eq!(read, raw::parse_whole(&text).unwrap());
         // A syntax error near the end is reported at its line in the file.
         let broken = format!("{text}[[app]]\nport = = 3\n");
         let line = broken.lines().count();
-        let err = raw::parse(&broken).unwrap_err();
+        let err = super::super::parse_tables(&broken).unwrap_err();
         assert_eq!(err.path, format!("line {line}, column 8"), "{err:?}");
     }
 

@@ -8,11 +8,8 @@ use serde::{Deserialize, Deserializer};
 
 use crate::capture::CaptureDirection;
 use crate::cidr::{Ipv4Cidr, Ipv6Cidr, StrVisitor};
-use crate::config::{field_error, one_line, path_string, Duration, ScenarioError};
+use crate::config::{field_error, one_line, path_string, Distance, Duration, ScenarioError};
 use crate::position::Position;
-
-use super::layout::RawHostGroup;
-use super::pieces::{self, PIECE_BYTES};
 
 /// `"default"` or a prefix of either family.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -101,17 +98,6 @@ pub(super) struct RawCapture {
     pub(super) direction: CaptureDirection,
 }
 
-/// Parses the file's syntax and top-level tables; a large file piece by
-/// piece when its layout allows (see [`super::pieces`]).
-pub(super) fn parse(text: &str) -> Result<RawScenario, ScenarioError> {
-    if text.len() > PIECE_BYTES {
-        if let Some(raw) = pieces::parse(text, PIECE_BYTES) {
-            return Ok(raw);
-        }
-    }
-    parse_whole(text)
-}
-
 /// Parses the whole file at once.
 pub(super) fn parse_whole(text: &str) -> Result<RawScenario, ScenarioError> {
     let deserializer = toml::Deserializer::new(text);
@@ -143,4 +129,37 @@ fn deserialize_error(
         return ScenarioError::new(location, message);
     }
     ScenarioError::new(path, message)
+}
+
+/// A `[[host_group]]` table (its hosts are made in [`super::layout`]).
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHostGroup {
+    pub(super) prefix: String,
+    pub(super) grid: Option<RawGrid>,
+    pub(super) random: Option<RawRandom>,
+    pub(super) profile: Option<String>,
+    pub(super) tcp: Option<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGrid {
+    pub(super) rows: u64,
+    pub(super) cols: u64,
+    pub(super) spacing: Distance,
+    pub(super) origin: Option<Position>,
+}
+
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRandom {
+    pub(super) count: u64,
+    pub(super) width: Distance,
+    pub(super) height: Distance,
+    pub(super) origin: Option<Position>,
+    pub(super) seed: Option<u64>,
 }
