@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use rtolab_sim::scenario::{LinkModelSpec, RouteTarget};
+use rtolab_sim::scenario::{AppKindSpec, LinkModelSpec, RouteTarget};
 use rtolab_sim::units::parse_duration;
 use rtolab_sim::{Scenario, ScenarioError};
 use rtolab_tcp::profile::RtoChoice;
@@ -42,6 +42,7 @@ use rtolab_tcp::Profile;
 use rtolab_time::SimDuration;
 use serde::Serialize;
 
+use crate::lwip_options::{LwipOptions, LWIP_KINDS};
 use crate::netns;
 
 /// Which stack runs a host.
@@ -98,7 +99,7 @@ pub struct EmuScenario {
     pub linux: Vec<LinuxOptions>,
     /// `lwip[i]`: run-time settings of `scenario.hosts[i]` when it is an
     /// lwIP host (default for other kinds).
-    pub lwip: Vec<crate::lwip::LwipOptions>,
+    pub lwip: Vec<LwipOptions>,
 }
 
 /// Reads a host's `linux` table.
@@ -154,7 +155,7 @@ impl EmuScenario {
         };
         let mut stacks: Vec<Option<String>> = Vec::new();
         let mut linux: Vec<Option<LinuxOptions>> = Vec::new();
-        let mut lwip: Vec<Option<crate::lwip::LwipOptions>> = Vec::new();
+        let mut lwip: Vec<Option<LwipOptions>> = Vec::new();
         if let Some(toml::Value::Array(hosts)) = table.get_mut("host") {
             for (i, host) in hosts.iter_mut().enumerate() {
                 let (stack, options, lwip_table) = match host {
@@ -174,7 +175,7 @@ impl EmuScenario {
                 linux.push(options.map(|v| linux_options(i, &v)).transpose()?);
                 lwip.push(
                     lwip_table
-                        .map(|v| crate::lwip::LwipOptions::from_toml(i, &v))
+                        .map(|v| LwipOptions::from_toml(i, &v))
                         .transpose()?,
                 );
                 stacks.push(match stack {
@@ -448,8 +449,46 @@ impl EmuScenario {
                 }
             }
         }
-        crate::lwip::check_supported(self)
+        check_lwip_hosts(self)
     }
+}
+
+/// Rejects what an lwIP host cannot run, naming the field.
+fn check_lwip_hosts(emu: &EmuScenario) -> Result<(), ScenarioError> {
+    let s = &emu.scenario;
+    let is_lwip = |host: &str| emu.kind_of(host) == Some(HostKind::Lwip);
+    for (i, route) in s.routes.iter().enumerate() {
+        let default = matches!(route.target, RouteTarget::V4 { destination, .. } if destination.prefix_len == 0);
+        if is_lwip(&route.host) && !default {
+            return Err(error(
+                format!("route[{i}]"),
+                "an lwIP host takes a default route only (its interface's subnet is on-link)",
+            ));
+        }
+    }
+    for (i, app) in s.apps.iter().enumerate() {
+        let kind = app.kind.kind();
+        if is_lwip(&app.host) && !LWIP_KINDS.contains(&kind) {
+            return Err(error(
+                format!("app[{i}].kind"),
+                format!(
+                    "an lwIP host runs {} apps, not {kind}",
+                    LWIP_KINDS.join(", ")
+                ),
+            ));
+        }
+        if let AppKindSpec::TcpBulk(b) = &app.kind {
+            if is_lwip(&app.host)
+                && (b.bytes.is_none() || b.stop.is_some() || b.reconnect.is_some())
+            {
+                return Err(error(
+                    format!("app[{i}]"),
+                    "a tcp-bulk app on an lwIP host sends a fixed number of bytes (set bytes; no stop or reconnect)",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The kinds of link the emulator runs, as scenario files name them.

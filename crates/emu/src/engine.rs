@@ -18,7 +18,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rand::RngCore;
-use rtolab_sim::app::AppStats;
 use rtolab_sim::link::{Frame, Link, LinkIndication, LinkModel, LinkOutput};
 use rtolab_sim::middlebox::{ChainEvent, MiddleboxChain};
 use rtolab_sim::node::NodeId;
@@ -35,7 +34,7 @@ use rtolab_wire::pcap::PcapWriter;
 use serde::Serialize;
 
 use crate::apps::rtolab::{RtolabApp, RtolabHost};
-use crate::apps::AppResult;
+use crate::apps::EngineAppReport;
 use crate::config::{EmuScenario, HostKind};
 use crate::error::EmuError;
 use crate::wire_stats::{WireCounts, WireTracker};
@@ -188,19 +187,6 @@ pub struct HostReport {
     /// The engine's own counters (rtolab hosts; not smoltcp hosts).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<TcpCounts>,
-}
-
-/// An app of an rtolab host in an [`EngineReport`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct EngineAppReport {
-    /// App name.
-    pub name: String,
-    /// Host name.
-    pub host: String,
-    /// What it did.
-    pub result: AppResult,
-    /// The simulator app's own counters, as the simulator reports them.
-    pub stats: AppStats,
 }
 
 /// The engine's view of a run.

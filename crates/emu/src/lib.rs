@@ -21,6 +21,8 @@
 //!   devices;
 //! * [`apps`]: the scenario's apps on both kinds of host: the simulator's
 //!   own apps on rtolab hosts, socket programs on Linux hosts;
+//! * [`lwip`] and [`lwip_options`]: lwIP hosts (the real lwIP in a
+//!   program of ours) and the settings the scenario gives them;
 //! * [`wire_stats`]: per-host TCP counters read off the wire;
 //! * [`cli`]: the command line, shared by `rtolab-emu` and `rtolab emulate`.
 //!
@@ -47,6 +49,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod lwip;
+pub mod lwip_options;
 pub mod netns;
 pub mod runtime;
 mod sys;

@@ -221,7 +221,8 @@ fn lwip_moves_bulk_data_and_serves_exchanges_over_a_lossy_link() {
 /// rejects malformed ones). No root needed.
 #[test]
 fn lwip_program_survives_oversized_fragmented_and_garbage_datagrams() {
-    use rtolab_emu::lwip::{LwipHost, LwipOptions};
+    use rtolab_emu::lwip::LwipHost;
+    use rtolab_emu::lwip_options::LwipOptions;
     use rtolab_wire::ipv4::Ipv4Repr;
     use rtolab_wire::packet::{self, Transport};
     use rtolab_wire::tcp::{SeqNumber, TcpFlags, TcpOptions, TcpRepr};

@@ -14,6 +14,7 @@
 pub mod linux;
 pub mod rtolab;
 
+use rtolab_sim::app::AppStats;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -61,6 +62,19 @@ pub struct AppResult {
     pub sha256_received: Vec<String>,
     /// Why the app stopped early.
     pub failure: Option<String>,
+}
+
+/// An app of an rtolab host in an [`EngineReport`](crate::engine::EngineReport).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EngineAppReport {
+    /// App name.
+    pub name: String,
+    /// Host name.
+    pub host: String,
+    /// What it did.
+    pub result: AppResult,
+    /// The simulator app's own counters, as the simulator reports them.
+    pub stats: AppStats,
 }
 
 impl AppResult {

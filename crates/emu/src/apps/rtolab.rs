@@ -30,8 +30,7 @@ use rtolab_wire::packet::{self, Transport};
 use rtolab_wire::WireError;
 use sha2::{Digest, Sha256};
 
-use super::{hex_digest, AppResult};
-use crate::engine::EngineAppReport;
+use super::{hex_digest, AppResult, EngineAppReport};
 
 /// The connections of a host's apps: the flow ids the apps know them by,
 /// the [`ConnId`]s the stack does, and the app owning each.
