@@ -63,9 +63,12 @@ class Setting:
 
 def tcl(s: Setting, trace: bool = True) -> str:
     """The ns-2 script of `s`; writes `trace.tr` (new trace format, agent
-    and MAC events) in its working directory, or nothing without
-    `trace` (for timing)."""
+    and MAC events) in its working directory, or, without `trace` (for
+    timing), only what ns-2 cannot run without: its wireless nodes need a
+    trace target, so the wired links' events go to /dev/null and the
+    agent and MAC traces are off."""
     n = len(s.stations)
+    on = "ON" if trace else "OFF"
     lines = [
         "set ns_ [new Simulator]",
         "$ns_ use-newtrace",
@@ -74,8 +77,8 @@ def tcl(s: Setting, trace: bool = True) -> str:
         "AddrParams set domain_num_ 2",
         "AddrParams set cluster_num_ {1 1}",
         f"AddrParams set nodes_num_ {{1 {n + 1}}}",
-        "set tr [open trace.tr w]",
-        *(["$ns_ trace-all $tr"] if trace else []),
+        f"set tr [open {'trace.tr' if trace else '/dev/null'} w]",
+        "$ns_ trace-all $tr",
         "set topo [new Topography]",
         f"$topo load_flatgrid {s.size:.0f} {AP_Y * 2:.0f}",
         f"create-god {n + 1}",
@@ -86,7 +89,7 @@ def tcl(s: Setting, trace: bool = True) -> str:
         "-ifqType Queue/DropTail/PriQueue -ifqLen 50 -antType Antenna/OmniAntenna "
         "-propInstance $prop -phyType Phy/WirelessPhy "
         "-channel [new Channel/WirelessChannel] -topoInstance $topo -wiredRouting ON "
-        "-agentTrace ON -routerTrace OFF -macTrace ON -movementTrace OFF",
+        f"-agentTrace {on} -routerTrace OFF -macTrace {on} -movementTrace OFF",
         "set AP [$ns_ node 1.0.0]",
         "$AP random-motion 0",
         f"$AP set X_ {AP_X}; $AP set Y_ {AP_Y}; $AP set Z_ 0.0",

@@ -42,7 +42,9 @@ pub enum SlowStartExit {
     /// (`cwnd * BaseRTT / RTT + 1`).
     #[default]
     Target,
-    /// One eighth off the window (ns-2: `cwnd -= cwnd / 8`).
+    /// ns-2's: considered only at the decisions that begin a growing
+    /// round trip (every other one), then one eighth off the window
+    /// (`cwnd -= cwnd / 8`).
     Eighth,
 }
 
@@ -200,7 +202,17 @@ impl Vegas {
         };
         self.diff = Some(diff);
         if self.slow_start {
-            if diff > self.config.gamma {
+            // ns-2 turns the growth on and off at each decision and
+            // considers leaving only where a growing round trip would
+            // begin; the other form considers it at every decision.
+            let considered = match self.config.slow_start_exit {
+                SlowStartExit::Target => true,
+                SlowStartExit::Eighth => {
+                    self.grow_this_round = !self.grow_this_round;
+                    self.grow_this_round
+                }
+            };
+            if considered && diff > self.config.gamma {
                 self.slow_start = false;
                 self.core.cwnd = match self.config.slow_start_exit {
                     // The window the path sustains plus one.
@@ -211,7 +223,7 @@ impl Vegas {
                     SlowStartExit::Eighth => self.core.cwnd - self.core.cwnd / 8,
                 };
                 self.core.ssthresh = self.core.cwnd;
-            } else {
+            } else if self.config.slow_start_exit == SlowStartExit::Target {
                 self.grow_this_round = !self.grow_this_round;
             }
         } else if diff > self.config.beta {
@@ -448,6 +460,28 @@ mod tests {
         round(&mut v, 125, &mut to);
         assert!(!v.slow_start);
         assert_eq!(v.window(), 9625);
+    }
+
+    #[test]
+    fn eighth_exit_is_considered_only_where_growth_would_begin() {
+        let mut v = Vegas::new(
+            VegasConfig {
+                slow_start_exit: SlowStartExit::Eighth,
+                ..vegas().config
+            },
+            MSS,
+        );
+        let mut to = 0;
+        // Decisions turn growth off, on, off, on: only the second and the
+        // fourth consider leaving.
+        round(&mut v, 100, &mut to);
+        round(&mut v, 100, &mut to);
+        // Off: not considered, however large the queue.
+        round(&mut v, 200, &mut to);
+        assert!(v.slow_start);
+        // On: considered, and about 5 segments are queued, above gamma.
+        round(&mut v, 200, &mut to);
+        assert!(!v.slow_start);
     }
 
     #[test]

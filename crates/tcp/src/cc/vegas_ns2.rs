@@ -19,7 +19,9 @@
 //! * thresholds α 1, β 3, γ 1 segments; in congestion avoidance one segment
 //!   more per round below α, one fewer above β;
 //! * slow start grows every other round trip and ends, once the queue
-//!   estimate passes γ, with an eighth off the window (`cwnd -= cwnd/8`);
+//!   estimate passes γ at a decision that would begin a growing round
+//!   trip (ns-2 does not look at the others), with an eighth off the
+//!   window (`cwnd -= cwnd/8`);
 //! * an initial window of 2 segments (`windowInit_`) and a cap of 20
 //!   packets (`window_`) of the `ns2` profile's 960-byte MSS.
 //!
