@@ -529,14 +529,20 @@ def summarise(result: Result, params: dict[str, Any]) -> RunSummary:
     )
 
 
+#: The run whose RTT samples the report draws (``rtt.csv``), by configuration.
+RTT_FIGURE_CONFIG = "vegas-timelost"
+
+
 def analyse(result: Result, params: dict[str, Any]) -> None:
-    """Writes :func:`summarise` and the source's RTT samples (``rtt.csv``)
-    into the run's directory (on the worker)."""
+    """Writes :func:`summarise` into the run's directory (on the worker),
+    and the source's RTT samples (``rtt.csv``, over 1 MB) for the run the
+    figure draws."""
     if result.out_dir is None:
         return
     summary = summarise(result, params)
     outdir.write_text(result.out_dir, SUMMARY_FILE, json.dumps(summary.to_dict()) + "\n")
-    write_table(rtt_samples(result.traces, SOURCE), result.out_dir / "rtt.csv")
+    if params["config"] == RTT_FIGURE_CONFIG and result.seed == seeds()[0]:
+        write_table(rtt_samples(result.traces, SOURCE), result.out_dir / "rtt.csv")
 
 
 # ----- tables -----
@@ -939,7 +945,7 @@ def checks(results: dict[str, Result]) -> list[Check | Claim]:
             summaries[(str(spec.params["config"]), spec.seed)] = summarise(result, spec.params)
     first = plan[0].seed if plan else 1
     rtt = None
-    label = f"vegas-timelost-seed{first}"
+    label = f"{RTT_FIGURE_CONFIG}-seed{first}"
     rtt_dir = results[label].out_dir if label in results else None
     if rtt_dir is not None and (rtt_dir / "rtt.csv").is_file():
         rtt = pd.read_csv(rtt_dir / "rtt.csv")
