@@ -323,3 +323,19 @@ def test_ns2_check_smoke_both_simulators_near_the_access_point(tmp_path: Path) -
     ns, ours = (runs[(c, "goodput transfer (Mbit/s)")] for c in ("ns-2", "rtolab"))
     assert ours == pytest.approx(ns, rel=0.15)
     assert "| 10 m | down: delivery per attempt |" in text
+
+
+def test_ns2_check_smoke_two_saturated_stations(tmp_path: Path) -> None:
+    """Two stations next to the AP saturating the uplink with UDP from 5 s
+    to 8 s: both simulators carry what one 1 Mbit/s channel with RTS/CTS
+    can, and both report it (the sink's datagrams are counted on each
+    side)."""
+    ns2check = _ns2check()
+    binary = ns2check.ns2.ensure_ns()
+    case = ns2check.cases.stations(8.0, (2,))
+    text, ok = ns2check.report.run_case(case, tmp_path, 1, binary, progress=lambda _: None)
+    assert ok, text
+    runs = pd.read_csv(tmp_path / "runs.csv").set_index(["column", "measure"])["value"]
+    for column in ("ns-2", "rtolab"):
+        assert 0.5 < runs[(column, "goodput saturated (Mbit/s)")] < 1.0
+        assert runs[(column, "up: RTS/CTS exchanges per frame")] >= 1.0

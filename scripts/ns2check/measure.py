@@ -180,7 +180,7 @@ def from_rtolab(report: Any, traces: pd.DataFrame, s: Setting) -> Measured:
     else:
         down = Direction()
         up = _rtolab_direction(members, attempts, dropped, names, "ap")
-        received = _events(traces, "app_datagram_received")
+        received = _events(traces, "datagram_received")
         received = received[received["node_name"] == "ap"] if "node_name" in received else received
         times = received["t_s"].to_numpy(dtype=float) if len(received) else np.array([])
         goodput = phase_goodput(times, np.ones(len(times)), s)
