@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::{Frame, LinkOutput, Port};
 use crate::cidr::Ipv6Cidr;
-use crate::mesh::mac::{framer, MacEvent, MacStack, PacketId as MacPacketId, TxStatus, BROADCAST};
+use crate::mesh::mac::{framer, MacEvent, MacPacketId, MacStack, TxStatus, BROADCAST};
 use crate::mesh::rpl::addr::{interface_id, is_link_local, link_local, with_iid, ALL_RPL_NODES};
 use crate::mesh::rpl::{self, Rpl, RplTransmit};
 use crate::trace::DropReason;

@@ -31,7 +31,7 @@ mod ends;
 mod fading;
 mod gilbert_elliott;
 mod half_duplex;
-mod lowpan;
+mod ieee802154;
 mod mesh_member;
 mod nfc;
 mod p2p;
@@ -54,9 +54,9 @@ pub use half_duplex::{
     HalfDuplexConfig, HalfDuplexLink, HalfDuplexSpec, HalfDuplexStats, MediumTiming, Occupancy,
     RateDelay,
 };
-pub use lowpan::{
-    Boot, LowpanConfig, LowpanMemberStats, LowpanMesh, LowpanSpec, LowpanStats, MemberSetup,
-    ParentChange, RawLowpan, Routing,
+pub use ieee802154::{
+    Boot, Ieee802154Config, Ieee802154Link, Ieee802154MemberStats, Ieee802154Spec, Ieee802154Stats,
+    MemberSetup, ParentChange, RawIeee802154, Routing,
 };
 pub use nfc::{NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcSpec, NfcStats};
 pub use p2p::{P2pConfig, P2pLink, P2pSpec, P2pStats, WiredSpec};
@@ -318,8 +318,8 @@ link_registry! {
     /// ([`FadingLink`]).
     Fading => FadingSpec,
     /// A duty-cycled IEEE 802.15.4 mesh with 6LoWPAN and RPL inside
-    /// ([`LowpanMesh`]).
-    Ieee802154 => LowpanSpec,
+    /// ([`Ieee802154Link`]).
+    Ieee802154 => Ieee802154Spec,
     /// A SLIP serial line, timed by each datagram's encoding ([`SlipLink`]).
     Slip => SlipSpec,
     /// An IEEE 802.11 BSS: an access point and stations with the DCF on a

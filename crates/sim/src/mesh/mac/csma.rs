@@ -20,7 +20,7 @@ use super::config::CsmaConfig;
 use super::framer::{data_frame, psdu_len};
 use super::rdc::{Burst, OutFrame, RdcStatus};
 use super::ticks::clock;
-use super::{MacEvent, PacketId, TxStatus};
+use super::{MacEvent, MacPacketId, TxStatus};
 use crate::rng::SimRng;
 
 /// Largest exponent of the backoff window (`CSMA_MAX_BACKOFF_EXPONENT`,
@@ -29,7 +29,7 @@ pub const CSMA_MAX_BACKOFF_EXPONENT: u32 = 3;
 
 #[derive(Clone, Debug)]
 struct Packet {
-    id: PacketId,
+    id: MacPacketId,
     seq: u8,
     payload: Vec<u8>,
     /// The frame once the RDC has created it (ContikiMAC keeps it, with
@@ -87,8 +87,8 @@ impl Csma {
         dst: Address,
         payload: Vec<u8>,
         rng: &mut SimRng,
-    ) -> (PacketId, Option<TxStatus>) {
-        let id = PacketId(self.next_id);
+    ) -> (MacPacketId, Option<TxStatus>) {
+        let id = MacPacketId(self.next_id);
         self.next_id += 1;
         // The sequence number starts random (802.15.4) and skips 0, which
         // framer-802154.c would take for "none".
@@ -204,7 +204,7 @@ impl Csma {
         &mut self,
         now: SimTime,
         dst: Address,
-        id: PacketId,
+        id: MacPacketId,
         status: RdcStatus,
         rng: &mut SimRng,
     ) -> Option<MacEvent> {

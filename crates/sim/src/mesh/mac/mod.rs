@@ -92,9 +92,11 @@ impl MacConfig {
     }
 }
 
-/// A packet handed to [`MacStack::send`], named in its outcome.
+/// A packet handed to [`MacStack::send`], named in its outcome. Only the
+/// MAC's own: not the simulator's [`PacketId`](crate::pool::PacketId) of
+/// the datagram it carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct PacketId(pub u64);
+pub struct MacPacketId(pub u64);
 
 /// The final result of a packet (Contiki's `MAC_TX_*` as CSMA reports it
 /// upward).
@@ -121,7 +123,7 @@ pub enum MacEvent {
     /// A packet's final result.
     TxOutcome {
         /// The packet, as [`MacStack::send`] named it.
-        id: PacketId,
+        id: MacPacketId,
         /// Its destination.
         dst: Address,
         /// The result.
@@ -274,7 +276,7 @@ impl MacStack {
 
     /// Queues `payload` for `dst` (a neighbour, or [`BROADCAST`]). A packet
     /// refused at once has its [`MacEvent::TxOutcome`] ready immediately.
-    pub fn send(&mut self, now: SimTime, dst: Address, payload: Vec<u8>) -> PacketId {
+    pub fn send(&mut self, now: SimTime, dst: Address, payload: Vec<u8>) -> MacPacketId {
         let (id, refused) = self.csma.send(now, self.me, dst, payload, &mut self.rng);
         match refused {
             None => self.stats.packets_queued += 1,

@@ -6,12 +6,12 @@ use std::collections::VecDeque;
 use rtolab_wire::ieee802154::Address;
 
 use super::radio::RadioCtl;
-use super::{MacStats, PacketId};
+use super::{MacPacketId, MacStats};
 
 /// One queued packet handed to the RDC, framed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct OutFrame {
-    pub id: PacketId,
+    pub id: MacPacketId,
     pub seq: u8,
     pub psdu: Vec<u8>,
     /// The frame pending bit it carries: more frames of the burst follow.
@@ -40,7 +40,7 @@ pub(crate) enum RdcNote {
     /// The sent callback of one frame.
     Sent {
         dst: Address,
-        id: PacketId,
+        id: MacPacketId,
         status: RdcStatus,
     },
     /// A new (not duplicate) data frame for us or broadcast.

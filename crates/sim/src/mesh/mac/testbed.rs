@@ -12,7 +12,7 @@ use std::collections::BinaryHeap;
 use rtolab_time::{SimDuration, SimTime};
 use rtolab_wire::ieee802154::{airtime_ns, Address};
 
-use super::{MacConfig, MacEvent, MacStack, PacketId, RadioCommand};
+use super::{MacConfig, MacEvent, MacPacketId, MacStack, RadioCommand};
 use crate::rng::component_stream;
 
 /// Node `i`'s address, in the style of Cooja's Sky motes.
@@ -101,7 +101,7 @@ impl Testbed {
         Testbed::new(config, seed, boots, adjacent)
     }
 
-    pub fn send(&mut self, from: usize, dst: Address, payload: Vec<u8>) -> PacketId {
+    pub fn send(&mut self, from: usize, dst: Address, payload: Vec<u8>) -> MacPacketId {
         let id = self.nodes[from].send(self.now, dst, payload);
         self.service(from);
         id

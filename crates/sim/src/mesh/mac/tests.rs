@@ -49,7 +49,7 @@ fn received(tb: &Testbed, node: usize) -> Vec<(SimTime, Address, Vec<u8>)> {
         .collect()
 }
 
-fn outcome(tb: &Testbed, node: usize, id: PacketId) -> Option<(SimTime, TxStatus, u32)> {
+fn outcome(tb: &Testbed, node: usize, id: MacPacketId) -> Option<(SimTime, TxStatus, u32)> {
     tb.events[node].iter().find_map(|(t, e)| match e {
         MacEvent::TxOutcome {
             id: i,

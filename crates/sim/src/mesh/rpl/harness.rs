@@ -26,7 +26,7 @@ use super::{Role, Rpl, RplConfig, RplEvent, TxStatus};
 use crate::rng::{component_stream, SimRng};
 
 /// One node of the test network.
-pub struct Node {
+pub struct HarnessNode {
     pub rpl: Rpl,
     pub alive: bool,
 }
@@ -59,7 +59,7 @@ pub struct Counts {
 }
 
 pub struct Harness {
-    pub nodes: Vec<Node>,
+    pub nodes: Vec<HarnessNode>,
     /// `links[i]`: (neighbour, delivery probability from i to it).
     links: Vec<Vec<(usize, f64)>>,
     queue: BTreeMap<(SimTime, u64), Ev>,
@@ -120,7 +120,7 @@ impl Harness {
                     Role::Node
                 };
                 let rng = component_stream(seed, &format!("rpl/n{i}"));
-                Node {
+                HarnessNode {
                     rpl: Rpl::new(SimTime::ZERO, config.clone(), mac(i), role, rng).unwrap(),
                     alive: true,
                 }

@@ -77,9 +77,9 @@ pub struct MemberSetup {
     pub off_at: Option<SimTime>,
 }
 
-/// Everything a [`LowpanMesh`] is built from.
+/// Everything a [`Ieee802154Link`] is built from.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LowpanConfig {
+pub struct Ieee802154Config {
     /// The members, by port.
     pub members: Vec<MemberSetup>,
     /// The port of the RPL root (the border router).
@@ -109,7 +109,7 @@ pub struct ParentChange {
 
 /// Counters and state of one member.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LowpanMemberStats {
+pub struct Ieee802154MemberStats {
     /// The host.
     pub host: String,
     /// Its global address.
@@ -134,14 +134,16 @@ pub struct LowpanMemberStats {
 
 /// Counters of a mesh, one entry per member (port).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LowpanStats {
+pub struct Ieee802154Stats {
     /// `members[p]` is port `p`'s.
-    pub members: Vec<LowpanMemberStats>,
+    pub members: Vec<Ieee802154MemberStats>,
     /// Preferred parent changes so far.
     pub parent_changes: usize,
 }
 
-struct Node<P> {
+/// A member at one port of the link: its setup, its radio and its
+/// stack, and whether it has booted or is switched off.
+struct MeshPort<P> {
     setup: MemberSetup,
     radio: RadioId,
     member: Member<P>,
@@ -151,9 +153,9 @@ struct Node<P> {
 }
 
 /// The mesh link. See the [module documentation](self).
-pub struct LowpanMesh<P> {
+pub struct Ieee802154Link<P> {
     medium: RadioMedium<Vec<u8>>,
-    nodes: Vec<Node<P>>,
+    nodes: Vec<MeshPort<P>>,
     /// The RPL root's port (the border router).
     root: usize,
     /// The DODAG prefix.
@@ -165,7 +167,7 @@ pub struct LowpanMesh<P> {
     // The simulator polls after every call and most calls touch a member
     // or two, so what each member needs is kept rather than recomputed
     // over all of them.
-    /// `due[p]`: node `p`'s share of [`LowpanMesh::poll_timeout`], as of
+    /// `due[p]`: node `p`'s share of [`Ieee802154Link::poll_timeout`], as of
     /// the last time it was touched.
     due: Vec<Option<SimTime>>,
     /// The same shares, earliest first: (when, port).
@@ -176,18 +178,18 @@ pub struct LowpanMesh<P> {
     is_dirty: Vec<bool>,
     /// The earliest boot or switch-off still to come.
     lifecycle_at: Option<SimTime>,
-    /// Scratch: the members a pass of [`LowpanMesh::run`] visits.
+    /// Scratch: the members a pass of [`Ieee802154Link::run`] visits.
     visit: Vec<usize>,
 }
 
-impl<P: Copy> LowpanMesh<P> {
+impl<P: Copy> Ieee802154Link<P> {
     /// Builds the mesh, drawing boot instants from `rng` and seeding every
     /// member's streams (`mac/<name>`, `rpl/<name>`) and the medium's from
-    /// it. `config` must be valid as [`LowpanSpec`] validation leaves it:
+    /// it. `config` must be valid as [`Ieee802154Spec`] validation leaves it:
     /// at least one member, a root among them, a prefix of at most 64
     /// bits, valid MAC and RPL configurations, a parent list without
     /// cycles.
-    pub fn new(config: &LowpanConfig, mut rng: SimRng) -> Self {
+    pub fn new(config: &Ieee802154Config, mut rng: SimRng) -> Self {
         let seed: u64 = rng.gen();
         let mut medium = RadioMedium::new(config.radio.clone(), component_stream(seed, "radio"));
         let n = config.members.len();
@@ -241,7 +243,7 @@ impl<P: Copy> LowpanMesh<P> {
             let radio = medium.add_radio(Mobility::Static(setup.position));
             let member = Member::new(port, mac, rpl, config.prefix, setup.mac.csma.queue_len);
             by_link_local.insert(member.link_local(), port);
-            nodes.push(Node {
+            nodes.push(MeshPort {
                 setup: setup.clone(),
                 radio,
                 member,
@@ -250,7 +252,7 @@ impl<P: Copy> LowpanMesh<P> {
                 off: false,
             });
         }
-        let mut mesh = LowpanMesh {
+        let mut mesh = Ieee802154Link {
             medium,
             nodes,
             root: config.root,
@@ -273,7 +275,7 @@ impl<P: Copy> LowpanMesh<P> {
         mesh
     }
 
-    /// Node `p`'s share of [`LowpanMesh::poll_timeout`], computed afresh.
+    /// Node `p`'s share of [`Ieee802154Link::poll_timeout`], computed afresh.
     fn node_due(&self, p: usize) -> Option<SimTime> {
         let n = &self.nodes[p];
         if n.off {
@@ -302,7 +304,7 @@ impl<P: Copy> LowpanMesh<P> {
         }
     }
 
-    /// Notes that member `p` may have output for [`LowpanMesh::service`].
+    /// Notes that member `p` may have output for [`Ieee802154Link::service`].
     fn mark_dirty(&mut self, p: usize) {
         if !self.is_dirty[p] {
             self.is_dirty[p] = true;
@@ -582,14 +584,14 @@ impl<P: Copy> LowpanMesh<P> {
     }
 
     /// A snapshot of the counters as of `now`.
-    pub fn stats(&self, now: SimTime) -> LowpanStats {
+    pub fn stats(&self, now: SimTime) -> Ieee802154Stats {
         let radios = self.medium.stats(now).radios;
-        LowpanStats {
+        Ieee802154Stats {
             members: self
                 .nodes
                 .iter()
                 .enumerate()
-                .map(|(p, n)| LowpanMemberStats {
+                .map(|(p, n)| Ieee802154MemberStats {
                     host: n.setup.name.clone(),
                     address: n.member.global(),
                     parent: self
@@ -609,8 +611,8 @@ impl<P: Copy> LowpanMesh<P> {
     }
 }
 
-impl<P: Copy> LinkModel<P> for LowpanMesh<P> {
-    type Stats = LowpanStats;
+impl<P: Copy> LinkModel<P> for Ieee802154Link<P> {
+    type Stats = Ieee802154Stats;
 
     fn transmit(
         &mut self,
@@ -635,11 +637,11 @@ impl<P: Copy> LinkModel<P> for LowpanMesh<P> {
     }
 
     fn poll_timeout(&self) -> Option<SimTime> {
-        LowpanMesh::poll_timeout(self)
+        Ieee802154Link::poll_timeout(self)
     }
 
-    fn stats(&self, now: SimTime) -> LowpanStats {
-        LowpanMesh::stats(self, now)
+    fn stats(&self, now: SimTime) -> Ieee802154Stats {
+        Ieee802154Link::stats(self, now)
     }
 
     fn max_ports(&self) -> Option<usize> {
@@ -658,7 +660,7 @@ impl<P: Copy> LinkModel<P> for LowpanMesh<P> {
         datagram: &[u8],
         out: &mut Vec<LinkOutput<P>>,
     ) {
-        LowpanMesh::transmit_datagram(self, now, from, frame, datagram, out);
+        Ieee802154Link::transmit_datagram(self, now, from, frame, datagram, out);
     }
 
     fn set_frame_captures(&mut self, on: bool) {
@@ -670,7 +672,7 @@ impl<P: Copy> LinkModel<P> for LowpanMesh<P> {
     }
 
     fn path_hint(&self, port: Port, dst: IpAddr, _now: SimTime) -> Option<PathHint> {
-        LowpanMesh::path_hint(self, port, dst)
+        Ieee802154Link::path_hint(self, port, dst)
     }
 }
 
@@ -702,7 +704,7 @@ struct RawOff {
 /// The `[[link]]` fields of an `ieee802154` mesh.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawLowpan {
+pub struct RawIeee802154 {
     members: Option<toml::Value>,
     root: Option<String>,
     prefix: Option<Ipv6Cidr>,
@@ -714,14 +716,14 @@ pub struct RawLowpan {
     off: Option<Vec<toml::Value>>,
 }
 
-/// `kind = "ieee802154"`: a [`LowpanMesh`].
+/// `kind = "ieee802154"`: a [`Ieee802154Link`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct LowpanSpec {
+pub struct Ieee802154Spec {
     /// What the model is built from (member names are host names).
-    pub config: LowpanConfig,
+    pub config: Ieee802154Config,
 }
 
-impl LowpanSpec {
+impl Ieee802154Spec {
     /// The global address the member at `port` gets.
     pub fn member_address(&self, port: Port) -> Ipv6Cidr {
         let iid = crate::mesh::rpl::addr::interface_id(member_mac(port));
@@ -742,15 +744,15 @@ fn overlay(base: &toml::Table, over: &toml::Table) -> toml::Table {
     merged
 }
 
-impl ScenarioLink for LowpanSpec {
+impl ScenarioLink for Ieee802154Spec {
     const KIND: &'static str = "ieee802154";
     // The emulator has no radio medium.
     const EMULATED: bool = false;
-    type Raw = RawLowpan;
+    type Raw = RawIeee802154;
     // Boxed: it holds every member's whole stack.
-    type Model = Box<LowpanMesh<PacketId>>;
+    type Model = Box<Ieee802154Link<PacketId>>;
 
-    fn validate(raw: RawLowpan, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
+    fn validate(raw: RawIeee802154, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
         let i = cx.index;
         let prefix = raw.prefix.ok_or_else(|| cx.required("prefix"))?;
         if !(1..=64).contains(&prefix.prefix_len) || prefix.addr.is_multicast() {
@@ -990,8 +992,8 @@ impl ScenarioLink for LowpanSpec {
             members[m].off_at = Some(SimTime::ZERO + off.at.0);
         }
 
-        let spec = LowpanSpec {
-            config: LowpanConfig {
+        let spec = Ieee802154Spec {
+            config: Ieee802154Config {
                 members,
                 root,
                 prefix,
@@ -1043,8 +1045,8 @@ impl ScenarioLink for LowpanSpec {
             .collect()
     }
 
-    fn build(&self, rng: SimRng) -> Box<LowpanMesh<PacketId>> {
-        Box::new(LowpanMesh::new(&self.config, rng))
+    fn build(&self, rng: SimRng) -> Box<Ieee802154Link<PacketId>> {
+        Box::new(Ieee802154Link::new(&self.config, rng))
     }
 }
 
@@ -1064,7 +1066,7 @@ mod tests {
     }
 
     /// The study's 4 × 4 grid (40 m apart), n1 the root at the origin.
-    fn grid() -> LowpanConfig {
+    fn grid() -> Ieee802154Config {
         let members = (0..16)
             .map(|k| MemberSetup {
                 name: format!("n{}", k + 1),
@@ -1076,7 +1078,7 @@ mod tests {
                 off_at: None,
             })
             .collect();
-        LowpanConfig {
+        Ieee802154Config {
             members,
             root: 0,
             prefix: PREFIX.parse().unwrap(),
@@ -1088,7 +1090,7 @@ mod tests {
 
     /// Drives a mesh alone and sorts what it says.
     struct Driver {
-        mesh: LowpanMesh<u32>,
+        mesh: Ieee802154Link<u32>,
         now: SimTime,
         out: Vec<LinkOutput<u32>>,
         arrived: Vec<(SimTime, Port, Vec<u8>)>,
@@ -1098,9 +1100,9 @@ mod tests {
     }
 
     impl Driver {
-        fn new(config: &LowpanConfig, seed: u64) -> Self {
+        fn new(config: &Ieee802154Config, seed: u64) -> Self {
             Driver {
-                mesh: LowpanMesh::new(config, component_stream(seed, "link/mesh")),
+                mesh: Ieee802154Link::new(config, component_stream(seed, "link/mesh")),
                 now: SimTime::ZERO,
                 out: Vec::new(),
                 arrived: Vec::new(),
@@ -1429,7 +1431,7 @@ mod tests {
                 off_at: None,
             })
             .collect();
-        let config = LowpanConfig {
+        let config = Ieee802154Config {
             members,
             root: 1,
             prefix: PREFIX.parse().unwrap(),
