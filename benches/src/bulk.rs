@@ -25,7 +25,7 @@ use rtolab_sim::app::{
     TcpSinkConfig,
 };
 use rtolab_sim::link::P2pConfig;
-use rtolab_sim::tcp::{FlowId, TcpEvent};
+use rtolab_sim::tcp_layer::{FlowId, TcpEvent};
 use rtolab_sim::units::{parse_duration, parse_rate};
 use rtolab_sim::{CaptureDirection, Ipv4Cidr, SimDuration, SimTime, Simulator};
 use rtolab_tcp::ack::{DelayedAckConfig, DelayedAckTimer};

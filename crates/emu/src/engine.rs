@@ -25,7 +25,7 @@ use rtolab_sim::out_dir::OutDir;
 use rtolab_sim::pool::{PacketId, PacketPool};
 use rtolab_sim::rng::component_stream;
 use rtolab_sim::scenario::LinkModelSpec;
-use rtolab_sim::tcp::TcpCounts;
+use rtolab_sim::tcp_layer::TcpCounts;
 use rtolab_sim::{CaptureDirection, Ipv4Cidr};
 use rtolab_tcp::{Config, Profile};
 use rtolab_time::SimTime;

@@ -24,7 +24,7 @@
 //! * [`mesh`]: the low-power 802.15.4 mesh's layers (Contiki's MACs, RPL);
 //! * [`config`]: what every kind's scenario table is read with: errors
 //!   naming the field, values with units, the topology;
-//! * [`tcp`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
+//! * [`tcp_layer`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
 //!   drives, and the per-connection counters computed from their traces;
 //! * [`trace`]: typed trace events and sinks;
 //! * [`trace_table`]: trace levels and families, and the sink writing
@@ -67,7 +67,7 @@ pub mod run;
 pub mod scenario;
 pub mod sim;
 pub mod smol;
-pub mod tcp;
+pub mod tcp_layer;
 pub mod trace;
 pub mod trace_table;
 pub mod units;

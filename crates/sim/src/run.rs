@@ -19,7 +19,7 @@ use crate::node::{LinkId, MiddleboxId, NodeId, NodeStats};
 use crate::out_dir::OutDir;
 use crate::scenario::{RouteTarget, Scenario, METRICS_FILE, TRACES_DIR, TRACES_FILE};
 use crate::sim::{BuildError, SimError, Simulator};
-use crate::tcp::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts};
+use crate::tcp_layer::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts};
 use crate::trace::JsonlSink;
 use crate::trace_table::{FilteredSink, ParquetSink, TraceSelection};
 

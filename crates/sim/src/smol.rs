@@ -21,7 +21,7 @@ use rtolab_time::SimTime;
 use smoltcp::iface::SocketHandle;
 
 use crate::node::AppId;
-use crate::tcp::{FlowId, TcpError, TcpEvent};
+use crate::tcp_layer::{FlowId, TcpError, TcpEvent};
 
 /// The first flow number of smoltcp connections.
 pub const SMOLTCP_FLOW_BASE: u32 = 1 << 31;

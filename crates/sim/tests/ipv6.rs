@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use rtolab_sim::app::{AnyApp, App, AppContext, AppCx, AppStats, Binding};
 use rtolab_sim::link::P2pConfig;
-use rtolab_sim::tcp::{FlowId, TcpEvent};
+use rtolab_sim::tcp_layer::{FlowId, TcpEvent};
 use rtolab_sim::trace::{DropReason, MemorySink, TraceEvent};
 mod common;
 

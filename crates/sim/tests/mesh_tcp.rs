@@ -15,7 +15,7 @@ use rtolab_sim::app::{AnyApp, App, AppContext, AppCx};
 use rtolab_sim::link::LinkStats;
 use rtolab_sim::node::{LinkId, NodeId};
 use rtolab_sim::run::build_simulator;
-use rtolab_sim::tcp::{FlowId, TcpEvent};
+use rtolab_sim::tcp_layer::{FlowId, TcpEvent};
 use rtolab_sim::trace::{MemorySink, TraceEvent};
 use rtolab_sim::{run_scenario, RunOptions, Scenario, SimDuration, SimTime};
 use rtolab_tcp::profile::RtoChoice;
@@ -114,7 +114,7 @@ fn upload_over_three_hops(
 fn collector(
     sim: &mut rtolab_sim::Simulator,
     node: NodeId,
-    config: rtolab_sim::tcp::TcpConfigId,
+    config: rtolab_sim::tcp_layer::TcpConfigId,
 ) -> Arc<Mutex<Vec<u8>>> {
     let got = Arc::new(Mutex::new(Vec::new()));
     let collect = sim.add_app(

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use rtolab_sim::app::{AnyApp, App, AppContext, AppCx, AppStats};
 use rtolab_sim::node::NodeId;
 use rtolab_sim::run::{build_simulator, report};
-use rtolab_sim::tcp::{FlowId, TcpEvent};
+use rtolab_sim::tcp_layer::{FlowId, TcpEvent};
 use rtolab_sim::trace::{MemorySink, TraceEvent};
 use rtolab_sim::{run_scenario, RunOptions, RunReport, Scenario, SimTime};
 use rtolab_tcp::trace::{TimerKind, TraceEvent as EngineTrace};

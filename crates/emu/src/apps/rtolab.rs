@@ -22,7 +22,7 @@ use rtolab_sim::app::{AnyApp, App, AppCx, AppId, AppStats, BindError, Binding, D
 use rtolab_sim::rng::{component_stream, SimRng};
 use rtolab_sim::scenario::{AppKindSpec, AppSpec};
 use rtolab_sim::smol::SmolHost;
-use rtolab_sim::tcp::{FlowId, TcpCounts, TcpError, TcpEvent};
+use rtolab_sim::tcp_layer::{FlowId, TcpCounts, TcpError, TcpEvent};
 use rtolab_sim::trace::AppEvent;
 use rtolab_tcp::{Bytes, Config, ConnId, ConnectError, Connection, Event, Stack, State};
 use rtolab_time::SimTime;

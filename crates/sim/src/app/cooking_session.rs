@@ -24,7 +24,7 @@ use super::message_series::{MessageSeriesApp, MessageSeriesConfig, MessageSeries
 use super::registry::{AppCheck, ScenarioApp};
 use super::{App, AppCx, AppStats};
 use crate::config::{required, Duration, ScenarioError};
-use crate::tcp::{FlowId, TcpEvent};
+use crate::tcp_layer::{FlowId, TcpEvent};
 
 /// An inclusive range `[lo, hi]` a value is drawn from uniformly.
 pub type Span = (u32, u32);

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::tcp_bulk::CHUNK;
 use super::{failure_name, pattern, App, AppCx, AppStats, Latency};
-use crate::tcp::{FlowId, TcpEvent};
+use crate::tcp_layer::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
 /// Bytes of the request header: request length, then response length.

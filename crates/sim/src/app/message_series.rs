@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::exchange::REQUEST_HEADER_LEN;
 use super::tcp_bulk::CHUNK;
 use super::{pattern, transfer_failed, App, AppCx, AppStats, Latency};
-use crate::tcp::{FlowId, TcpEvent};
+use crate::tcp_layer::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
 /// Parameters of a [`MessageSeriesApp`].

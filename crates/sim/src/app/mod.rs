@@ -9,7 +9,7 @@
 //! [`AppContext`]; the emulator runs the same apps over an rtolab host's
 //! engine stack with its own.
 //!
-//! TCP runs in the kernel, one engine stack per host (see [`crate::tcp`]):
+//! TCP runs in the kernel, one engine stack per host (see [`crate::tcp_layer`]):
 //! apps call [`AppCx::tcp_connect`], [`AppCx::tcp_listen`], `tcp_send`,
 //! `tcp_recv` and `tcp_close`, and hear back through [`App::on_tcp`]. A
 //! custom transport can instead bind raw datagrams and drive its own
@@ -79,7 +79,7 @@ use crate::pool::{PacketId, PacketPool};
 use crate::queue::{EventId, EventQueue};
 use crate::rng::{LazyStream, SimRng};
 use crate::smol::SmolHost;
-use crate::tcp::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
+use crate::tcp_layer::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
 use crate::trace::{AppEvent, TraceEvent, Tracer};
 
 app_registry! {

@@ -16,7 +16,7 @@ use serde::Serialize;
 use rtolab_tcp::Bytes;
 
 use super::{pattern, transfer_failed, App, AppCx, AppStats};
-use crate::tcp::{FlowId, TcpEvent};
+use crate::tcp_layer::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
 /// Bytes written to or read from TCP per call; the apps' buffers are this

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::tcp_bulk::{discard_input, send_pattern};
 use super::{transfer_failed, App, AppCx, AppStats};
-use crate::tcp::{FlowId, TcpEvent};
+use crate::tcp_layer::{FlowId, TcpEvent};
 use crate::trace::AppEvent;
 
 const TOKEN_START: u64 = 0;

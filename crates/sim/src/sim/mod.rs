@@ -37,7 +37,7 @@ use crate::pool::{PacketId, PacketPool};
 use crate::queue::EventQueue;
 use crate::rng::LazyStream;
 use crate::smol::SmolHost;
-use crate::tcp::{TcpConfigId, TcpLayer};
+use crate::tcp_layer::{TcpConfigId, TcpLayer};
 use crate::trace::Tracer;
 
 /// Work generated while handling an event, done before the next one.

@@ -27,7 +27,7 @@ use crate::pool::PacketPool;
 use crate::queue::EventQueue;
 use crate::rng::{component_stream, LazyStream, SimRng};
 use crate::smol::SmolHost;
-use crate::tcp::{FlowId, FlowInfo, TcpAppMetrics, TcpConfigId, TcpLayer};
+use crate::tcp_layer::{FlowId, FlowInfo, TcpAppMetrics, TcpConfigId, TcpLayer};
 use crate::trace::{TraceSink, Tracer};
 
 use super::{AppSlot, BuildError, MiddleboxSlot, Simulator};

@@ -11,7 +11,7 @@ use crate::event::Event;
 use crate::node::NodeId;
 use crate::pool::PacketId;
 use crate::smol::is_smoltcp_flow;
-use crate::tcp::Drained;
+use crate::tcp_layer::Drained;
 use crate::trace::{DropReason, TcpTrace, TraceEvent};
 
 use super::ip::ip_version;

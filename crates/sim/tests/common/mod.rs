@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use rtolab_sim::app::{App, AppContext, AppCx, AppStats};
-use rtolab_sim::tcp::{FlowId, TcpEvent};
+use rtolab_sim::tcp_layer::{FlowId, TcpEvent};
 
 /// Sends `data` over one connection to `peer`, then closes it.
 pub struct Upload {
