@@ -106,6 +106,13 @@ fn ns2_vegas_settles_between_its_thresholds_under_the_window_cap() {
     }
     assert_eq!(t.received, t.data);
     assert!(largest_window <= NS2_WINDOW, "window {largest_window}");
+    // Queueing one to three segments keeps the bottleneck busy: at least
+    // 90 % of 2 Mbit/s over the transfer.
+    let elapsed = pair.time.as_secs_f64() - 1.0;
+    assert!(
+        (total as f64) * 8.0 / elapsed > 0.9 * 2_000_000.0,
+        "took {elapsed} s"
+    );
     assert!(
         estimates.len() > 100,
         "too few samples: {}",

@@ -56,9 +56,9 @@ pub enum QueueEstimate {
     /// Peterson; Linux's `tcp_vegas`).
     #[default]
     Window,
-    /// ns-2.35's `tcp-vegas.cc`: the segments outstanding plus one
-    /// (`t_seqno_ - last_ack_`) less the segments sent in the round scaled
-    /// by `BaseRTT / RTT`, rounded to a whole segment (`int(x + 0.5)`).
+    /// ns-2.35's `tcp-vegas.cc`: the segments sent in the round, less
+    /// them scaled by `BaseRTT / RTT`, rounded to a whole segment
+    /// (`int(x + 0.5)`): what the window was, not what it is.
     Ns2,
 }
 
@@ -194,10 +194,13 @@ impl Vegas {
         let diff = match self.config.queue_estimate {
             QueueEstimate::Window => segments * (rtt - base) / rtt,
             QueueEstimate::Ns2 => {
-                let outstanding = ack.highest_sent.saturating_sub(ack.acked_to) as f64 / mss;
+                // ns-2 decides one ACK later, on the ACK of the first
+                // segment sent after its previous decision; there
+                // `t_seqno_ - last_ack_` is the segments sent since then,
+                // which is what is sent in the round here.
                 let sent_in_round = ack.highest_sent.saturating_sub(round_began_at) as f64 / mss;
                 // ns-2's `int()` truncates toward zero.
-                (outstanding + 1.0 - sent_in_round * base / rtt + 0.5).trunc()
+                (sent_in_round - sent_in_round * base / rtt + 0.5).trunc()
             }
         };
         self.diff = Some(diff);
@@ -346,8 +349,8 @@ mod tests {
         v.base_rtt = Some(SimDuration::from_millis(100));
         v.slow_start = false;
         let window = v.core.cwnd;
-        // 10 segments sent in the round, 9 outstanding after this ACK, at
-        // 125 ms: 9 + 1 - 10 * 100/125 = 2, plus 0.5, truncated: 2.
+        // 10 segments sent in the round, at 125 ms: 10 - 10 * 100/125 = 2,
+        // plus 0.5, truncated: 2.
         v.round_end = 10_000;
         v.on_rtt_sample(T, &sample(125));
         v.on_ack(T, &ack(1000, 10_000, 11_000, 20_000));
@@ -358,13 +361,13 @@ mod tests {
         v.on_rtt_sample(T, &sample(150));
         v.on_ack(T, &ack(1000, 19_000, 21_000, 30_000));
         assert_eq!(v.metrics().queue_estimate, Some(3.0));
-        // What was sent in the round counts, not the window: 2 sent, 2
-        // outstanding, 200 ms: 2 + 1 - 2 * 100/200 + 0.5 = 2.5 -> 2, where
-        // the window form would say 10 * 100/200 = 5 > beta.
+        // What was sent in the round counts, not the window: 2 sent at
+        // 200 ms: 2 - 2 * 100/200 + 0.5 = 1.5 -> 1, below alpha 2, where
+        // the window form would say 10 * 100/200 = 5, above beta.
         v.on_rtt_sample(T, &sample(200));
         v.on_ack(T, &ack(1000, 2_000, 30_000, 32_000));
-        assert_eq!(v.metrics().queue_estimate, Some(2.0));
-        assert_eq!(v.core.cwnd, window);
+        assert_eq!(v.metrics().queue_estimate, Some(1.0));
+        assert_eq!(v.core.cwnd, window + MSS);
     }
 
     #[test]

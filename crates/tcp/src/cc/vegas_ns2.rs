@@ -12,9 +12,8 @@
 //!   the previous decision) the mean of the samples since then, or, when
 //!   there were none, the time since then; `BaseRTT` the smallest sample or
 //!   round mean seen;
-//! * the queue estimate as ns-2 computes it: the segments outstanding
-//!   plus one (`t_seqno_ - last_ack_`) less the segments sent in the round
-//!   times `BaseRTT / RTT`, rounded to a whole segment
+//! * the queue estimate as ns-2 computes it: from the segments sent in
+//!   the round rather than the window, rounded to a whole segment
 //!   ([`super::vegas::QueueEstimate::Ns2`]);
 //! * thresholds α 1, β 3, γ 1 segments; in congestion avoidance one segment
 //!   more per round below α, one fewer above β;
