@@ -43,6 +43,23 @@ def _reproduce(out: Path, *flags: str) -> None:
     assert done.exit_code == 0, done.output
 
 
+def _reproduce_timelost(out: Path, *flags: str) -> None:
+    # In a process of its own: its figures of runs this short warn of empty
+    # legends, which the test session turns into errors.
+    import subprocess
+    import sys
+
+    args = ["--seeds", "1", "--duration", "5", "--workers", "0", "--no-report", *flags]
+    done = subprocess.run(
+        [sys.executable, "-m", "rtolab", "reproduce", "timelost", "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
 @pytest.fixture(scope="module")
 def reduced(quick: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("reduced")
@@ -137,3 +154,28 @@ def test_the_same_tables_when_run_again_into_the_same_directory(
     for name in TABLES:
         ours = (out / ack_holding.SYSTEM / name).read_bytes()
         assert ours == (reduced / ack_holding.SYSTEM / name).read_bytes(), name
+
+
+def test_timelost_keeps_one_run_s_trace_tables_with_the_same_tables(tmp_path: Path) -> None:
+    # Its tables come from each run's summary: after the checks only the
+    # first run's trace tables stay (the report draws its figures), and the
+    # tables are those of a reproduction that keeps every trace.
+    from rtolab.experiments import timelost
+
+    default, full = tmp_path / "default", tmp_path / "full"
+    _reproduce_timelost(default)
+    _reproduce_timelost(full, "--traces")
+    runs = sorted((default / timelost.SYSTEM / "vegas").iterdir())
+    first = timelost.runs()[0].label
+    assert [r.name for r in runs if (r / "traces").is_dir()] == [first]
+    assert all((r / "traces").is_dir() for r in (full / timelost.SYSTEM / "vegas").iterdir())
+    tables = ("runs.csv", "throughput.csv", "claims.csv")
+    for name in tables:
+        ours = (default / timelost.SYSTEM / name).read_bytes()
+        assert ours == (full / timelost.SYSTEM / name).read_bytes(), name
+    # Run again into the same directory: the runs are kept, their tables
+    # read from the summaries again.
+    _reproduce_timelost(default)
+    for name in tables:
+        ours = (default / timelost.SYSTEM / name).read_bytes()
+        assert ours == (full / timelost.SYSTEM / name).read_bytes(), name

@@ -88,8 +88,9 @@ class Kept:
         traces = (
             "every trace family"
             if self.traces
-            else "the trace families its analysis and the run figures read "
-            "(rtolab reproduce --traces: every family)"
+            else "the trace families its analysis and the run figures read (only the "
+            "first run, where the experiment's tables come from per-run summaries; "
+            "rtolab reproduce --traces: every family of every run)"
         )
         captures = (
             "its captures"
@@ -172,6 +173,11 @@ class Experiment:
     #: ``False`` (what it shows is computed from them by then) they are
     #: removed unless ``rtolab reproduce --capture``.
     keep_captures: bool = True
+    #: Whether its runs' trace tables stay once its checks have run; when
+    #: ``False`` (its tables come from summaries its ``analyse`` wrote)
+    #: only the first run's stay, for the report's figures, unless
+    #: ``rtolab reproduce --traces``.
+    keep_traces: bool = True
 
     @property
     def key(self) -> str:
@@ -461,6 +467,16 @@ def _remove_captures(results: Iterable[Result]) -> None:
                 outdir.remove(result.out_dir, pcap.name)
 
 
+def _remove_traces(results: Iterable[Result]) -> None:
+    """Removes the runs' trace tables (their summaries hold what the
+    experiment's tables need)."""
+    from rtolab.api import TRACES_DIR
+
+    for result in results:
+        if result.out_dir is not None:
+            outdir.remove(result.out_dir, TRACES_DIR)
+
+
 def reproduce(
     target: str,
     out: str | Path,
@@ -596,6 +612,11 @@ def reproduce(
                     outcome.claims[experiment.key] = claims
             if not (kept.captures or experiment.keep_captures):
                 _remove_captures(results[experiment.key].values())
+            if not (kept.traces or experiment.keep_traces):
+                # The report draws the first run's figures (in plan order).
+                ran = results[experiment.key]
+                first = next((r.label for e, r in plan if e is experiment and r.label in ran), None)
+                _remove_traces(result for label, result in ran.items() if label != first)
     finally:
         _OPTIONS.clear()
         _ROOT.clear()

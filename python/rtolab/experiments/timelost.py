@@ -992,5 +992,7 @@ register(
         # What summarise reads; the capture is read by analyse on the worker.
         trace_families=("tcp_rtt_sample", "tcp_rto_armed"),
         keep_captures=False,
+        # The tables come from each run's summary (timelost.json).
+        keep_traces=False,
     )
 )
