@@ -14,6 +14,12 @@ from __future__ import annotations
 
 import typing as _typing
 
+from rtolab import _command
+
+# First: the imports below take long enough for a Ctrl-C to arrive in them.
+if _command.started_as_command():
+    _command.install()
+
 from rtolab._rtolab import __version__
 from rtolab.api import (
     Result,

@@ -27,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rtolab import api, outdir
+from rtolab._command import EXIT_INTERRUPTED, interrupt
 from rtolab._rtolab import DEFAULT_STALL_EVENTS
 from rtolab.errors import (
     MAX_TOML_NESTING,
@@ -69,6 +70,8 @@ class _State:
     #: Set by a command whose outputs are all written and closed, and which
     #: left no thread, process or temporary file to clean up at exit.
     nothing_to_tear_down = False
+    #: What an interrupted command says after "interrupted" (what it kept).
+    interrupted_note: str | None = None
 
 
 # The command line is click's, used directly: typer, on top of it, builds a
@@ -445,7 +448,7 @@ def run(
     embedded default when omitted. A run stopped by a limit, Ctrl-C or
     SIGTERM keeps valid outputs, with metrics.json marked incomplete."""
     # SIGTERM stops a run the way Ctrl-C does, outputs flushed.
-    signal.signal(signal.SIGTERM, _interrupt)
+    _stop_on_sigterm()
     with _user_errors():
         source = scenario if scenario is not None else api.default_scenario()
         started = time.perf_counter()
@@ -481,7 +484,7 @@ def run(
             # takes longer than the stop itself.
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(130)
+            os._exit(EXIT_INTERRUPTED)
         elapsed = time.perf_counter() - started
         # The same files as rtolab.run(out=...) writes, by the same code.
         from rtolab.outputs import write_outputs
@@ -508,8 +511,17 @@ def run(
         _State.nothing_to_tear_down = True
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def _stop_on_sigterm(note: str | None = None) -> None:
+    """SIGTERM (a batch system's or a service manager's stop) stops the
+    command the way Ctrl-C does; ``note`` says what an interrupted command
+    kept, after "interrupted"."""
+    signal.signal(signal.SIGTERM, interrupt)
+    _State.interrupted_note = note
+
+
+def _print_interrupted() -> None:
+    note = _State.interrupted_note
+    err_console.print(Text("interrupted" + (f"; {_visible(note)}" if note else "")), soft_wrap=True)
 
 
 def _interrupted(out: Path) -> str:
@@ -678,9 +690,13 @@ def sweep(
 
     if workers is not None and scheduler is not None:
         raise _bad_input("give --workers or --scheduler, not both")
+    _stop_on_sigterm()
     with _user_errors():
         spec = _with_spinner("checking the sweep", lambda: Sweep.load(file), as_json)
         target = out if out is not None else Path("results/sweep") / spec.name
+        _State.interrupted_note = (
+            f"finished runs kept in {target}; the same command resumes the sweep"
+        )
         with _progress(as_json) as progress:
             task = progress.add_task(f"sweep {_shown(spec.name)}", total=None)
 
@@ -936,6 +952,7 @@ def reproduce(
     to list the experiments."""
     from rtolab import experiments as registry
 
+    _stop_on_sigterm(f"finished runs kept in {out}; the same command resumes")
     with _user_errors():
         if target is None:
             found = registry.experiments()
@@ -1224,15 +1241,15 @@ def main() -> None:
         click.echo(err.ctx.get_help())
         sys.exit(0)
     except click.Abort:
-        err_console.print("interrupted")
-        sys.exit(130)
+        _print_interrupted()
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as err:
         # Usage errors (a bad flag value, an unknown command) and the like.
         _print_error(_usage_message(err))
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
+        _print_interrupted()
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as err:
         # Anything that is not a user error is a bug of ours: still one line
         # unless the user asked for the traceback.

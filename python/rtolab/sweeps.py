@@ -59,13 +59,16 @@ import logging
 import math
 import os
 import re
+import signal
 import socket
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -1012,21 +1015,84 @@ def _client(workers: int, scheduler: str | None) -> Iterator[Any]:
             f"{script}:{line} starts local worker processes, which import the script "
             'again: put that code under `if __name__ == "__main__":` (or use workers=0)',
         )
-    cluster = LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        # Without a dashboard the scheduler still serves a few HTTP routes,
-        # on port 8787 unless told otherwise: any free port, so that two
-        # sweeps (or another Dask program) can run side by side.
-        scheduler_kwargs={"dashboard_address": ":0"},
-        silence_logs=logging.ERROR,
-    )
-    with cluster, Client(cluster) as client:
+    with _closed_quietly() as stack:
+        with _stops_held():
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                # Without a dashboard the scheduler still serves a few HTTP
+                # routes, on port 8787 unless told otherwise: any free port,
+                # so that two sweeps (or another Dask program) can run side
+                # by side.
+                scheduler_kwargs={"dashboard_address": ":0"},
+                silence_logs=logging.ERROR,
+                # Quiet once they close: see rtolab._worker.
+                preload=["rtolab._worker"],
+            )
+            stack.enter_context(cluster)
+            client = stack.enter_context(Client(cluster))
         # Every worker takes part from the first task on.
         client.wait_for_workers(workers, timeout=60)
         yield client
+
+
+#: Signals that stop a sweep (the command maps SIGTERM to Ctrl-C's stop).
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _stops_held() -> Iterator[None]:
+    """Local workers start with Ctrl-C blocked, and a stop asked for
+    meanwhile is acted on once they are up.
+
+    A terminal sends Ctrl-C to every process of its foreground group,
+    worker processes included, where it raised tracebacks mid-task. The
+    threads Dask starts here to spawn workers inherit this thread's signal
+    mask, and the workers too (a mask survives fork and exec), for as long
+    as they live: Ctrl-C reaches only this process, which stops the sweep
+    and closes the cluster. Stopping Dask's start-up half-way left objects
+    that its exit handler then failed on, so SIGINT and SIGTERM are held
+    until it ends, and raised again then."""
+    # Started first: starting it unblocks SIGINT in the thread that does.
+    resource_tracker.ensure_running()
+    held: list[int] = []
+    previous: dict[int, Any] = {}
+    # Python runs signal handlers, and lets them be set, in the main thread only.
+    if threading.current_thread() is threading.main_thread():
+        for signum in _STOPS:
+            if signal.getsignal(signum) is not None:
+                previous[signum] = signal.signal(signum, lambda s, _: held.append(s))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        # A SIGINT that came while blocked is handled (held) as it is unblocked.
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def _closed_quietly() -> Iterator[contextlib.ExitStack]:
+    """An exit stack for a cluster and its client that closes them without
+    a word when a sweep is stopped: workers cut off mid-task make Dask log
+    errors and ``CommClosedError`` tracebacks, which say nothing to whoever
+    pressed Ctrl-C."""
+    with contextlib.ExitStack() as stack:
+        try:
+            yield stack
+        except BaseException:
+            before = logging.root.manager.disable
+            logging.disable(logging.CRITICAL)
+            try:
+                stack.close()
+            finally:
+                logging.disable(before)
+            raise
 
 
 def sweep(
