@@ -129,6 +129,65 @@ def test_report_on_a_garbled_trace_table_names_it(tmp_path: Path) -> None:
     assert str(table) in line and "unreadable trace table" in line
 
 
+#: Trace tables put in a run's place: (family, table's columns, what the error says).
+WRONG_TRACE_TABLES = {
+    "other columns": ("packet_dropped", {"x": [1, 2], "y": ["a", "b"]}, "no column t_ns"),
+    "times as text": ("packet_dropped", {"t_ns": ["1", "2"]}, "column t_ns holds string"),
+    "indices as text": (
+        "packet_dropped",
+        {"t_ns": [1, 2], "node": ["a", "b"], "reason": ["x", "y"]},
+        "column node holds string",
+    ),
+    "bins without links": ("packet_received_bins", {"t_ns": [1, 2]}, "no column link"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_TRACE_TABLES))
+def test_report_on_a_trace_table_of_another_schema_names_it(case: str, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    family, columns, needle = WRONG_TRACE_TABLES[case]
+    run = tmp_path / "run"
+    assert rtolab_cli("run", "p2p-cbr", "--out", str(run), "--no-plot").returncode == 0
+    table = run / "traces" / f"{family}.parquet"
+    assert table.is_file()
+    pq.write_table(pa.table(columns), table)
+    line = one_line_error(rtolab_cli("report", str(run)))
+    assert str(table) in line and needle in line
+
+
+def test_report_on_trace_events_of_another_schema_names_the_field(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    cli = rtolab_cli("run", "p2p-cbr", "--out", str(run), "--no-plot", "--trace-format", "jsonl")
+    assert cli.returncode == 0
+    with open(run / "traces.jsonl", "a") as f:
+        f.write('{"t_ns": 5, "event": "packet_dropped", "node": "a"}\n')
+    line = one_line_error(rtolab_cli("report", str(run)))
+    assert f"{run / 'traces.jsonl'}: garbled: events whose node is not an integer" in line
+
+
+@pytest.mark.parametrize(
+    ("number", "needle"),
+    [
+        ("9" * 5000, "field seed: an integer of 5000 digits"),
+        ("-" + "9" * 400, "field seed: an integer of 400 digits, out of range"),
+        ("NaN", "field seed: nan, not a finite number"),
+    ],
+)
+def test_report_on_a_number_no_run_writes_names_the_field(
+    number: str, needle: str, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    assert rtolab_cli("run", "p2p-cbr", "--out", str(run), "--no-plot").returncode == 0
+    metrics = run / "metrics.json"
+    text = metrics.read_text()
+    assert '"seed": 1,' in text
+    metrics.write_text(text.replace('"seed": 1,', f'"seed": {number},', 1))
+    line = one_line_error(rtolab_cli("report", str(run)))
+    assert f"{metrics}: garbled: {needle}" in line
+
+
 def test_report_on_a_garbled_reproduction_manifest_names_it(tmp_path: Path) -> None:
     (tmp_path / "reproduce.json").write_bytes(b"\x00\x01 not json")
     line = one_line_error(rtolab_cli("report", str(tmp_path)))

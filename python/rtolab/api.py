@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
+import sys
 import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
@@ -21,6 +23,7 @@ from rtolab.errors import (
     OutputError,
     ResultError,
     ScenarioError,
+    json_field,
     native_errors,
     read_file,
     read_json_file,
@@ -228,12 +231,33 @@ class Result:
 
 
 def _read_report(path: Path) -> Mapping[str, Any]:
-    """The report in a ``metrics.json``, kept as text; whatever the core's
-    reader does not take is read as before, with the same errors."""
+    """The report in a ``metrics.json``, kept as text. What the core's
+    reader does not take is refused naming the file: read as JSON for the
+    error (not JSON, not an object), else a number no run writes."""
     try:
         return Report(read_file(path, follow=False))
-    except (OSError, ValueError):
+    except OSError:
         return read_json_file(path)
+    except ValueError as err:
+        refused = str(err)
+    found = json_field(read_json_file(path), _unwritable)
+    if found is not None:
+        where, value = found
+        what = (
+            f"an integer of {len(str(abs(value)))} digits, out of range"
+            if isinstance(value, int)
+            else f"{value}, not a finite number"
+        )
+        raise ResultError(str(path), f"garbled: field {where}: {what}")
+    raise ResultError(str(path), f"garbled: {refused}")
+
+
+def _unwritable(value: Any) -> bool:
+    """A JSON number the core neither writes nor reads: NaN, an infinity,
+    or an integer beyond a double's range."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    return isinstance(value, int) and abs(value) > sys.float_info.max
 
 
 def run(

@@ -7,7 +7,8 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -146,8 +147,10 @@ def read_json_file(path: Path, kind: type = dict) -> Any:
     default); raises :class:`ResultError` naming the file otherwise, whatever
     is wrong with it (missing, a link, not UTF-8, not JSON, nested too
     deeply)."""
+    text = ""
     try:
-        data = json.loads(read_file(path, follow=False).decode("utf-8"))
+        text = read_file(path, follow=False).decode("utf-8")
+        data = json.loads(text)
     except FileNotFoundError:
         raise ResultError(str(path), "no such file") from None
     except OSError as err:
@@ -159,9 +162,53 @@ def read_json_file(path: Path, kind: type = dict) -> Any:
         raise ResultError(str(path), f"garbled: not JSON ({where})") from None
     except RecursionError:
         raise ResultError(str(path), "garbled: nested too deeply") from None
+    except ValueError:
+        # Python reads integers of at most sys.get_int_max_str_digits() digits.
+        raise ResultError(str(path), f"garbled: {_long_number(text)}") from None
     if not isinstance(data, kind):
         raise ResultError(str(path), f"garbled: expected a JSON {kind.__name__}")
     return data
+
+
+def json_field(data: Any, wanted: Callable[[Any], bool]) -> tuple[str, Any] | None:
+    """The first value of JSON ``data`` (in the text's order) that is
+    ``wanted``, and where: ``apps[2].sent`` (``""`` for ``data`` itself)."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if wanted(value):
+            return where, value
+        # Reversed: the first value of the text comes out first.
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{k}" if where else k, v) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+class _TooLong:
+    """An integer too long to read, where a JSON text holds one."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def _long_number(text: str) -> str:
+    """Which field of JSON ``text`` holds an integer of more digits than
+    Python reads (``sys.get_int_max_str_digits()``), and how long it is."""
+    limit = sys.get_int_max_str_digits()
+
+    def integer(text: str) -> int | _TooLong:
+        digits = len(text.lstrip("-"))
+        return int(text) if digits <= limit else _TooLong(digits)
+
+    # Read again with such integers kept aside (nested too deeply, it failed before).
+    found = json_field(json.loads(text, parse_int=integer), lambda v: isinstance(v, _TooLong))
+    if found is None:
+        return "a number too long to read"
+    where, value = found
+    field = f"field {where}: " if where else ""
+    return f"{field}an integer of {value.digits} digits, more than the {limit} read"
 
 
 @contextmanager

@@ -210,6 +210,7 @@ def traces(trace_file: Path | None, report: Mapping[str, Any] | None = None) -> 
         frame = _trace_columns(Path(trace_file))
         if frame is None:
             frame = pd.DataFrame.from_records(_trace_records(Path(trace_file)))
+        _check_trace_events(Path(trace_file), frame)
     if frame.empty:
         return _empty_traces()
     return _finish_traces(frame, report)
@@ -289,6 +290,8 @@ def _read_family(
         return pa.table({})
     try:
         schemas = [ds.dataset(f, format="parquet").schema for f in files]
+        for file, file_schema in zip(files, schemas, strict=True):
+            _check_trace_schema(file, family, file_schema)
         schema = pa.unify_schemas(schemas, promote_options="permissive")
         dataset = ds.dataset([str(f) for f in files], schema=schema, format="parquet")
         if columns is not None:
@@ -306,6 +309,84 @@ def _read_family(
         if pa.types.is_dictionary(f.type):
             table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
     return table
+
+
+#: Columns whose type rtolab's readers rely on, as the run writes them
+#: (docs/traces.md): times, indices and lengths are integers, names text.
+_INTEGER_COLUMNS = (
+    "t_ns",
+    "node",
+    "iface",
+    "link",
+    "app",
+    "flow",
+    "parent",
+    "packet",
+    "len",
+    "packets",
+    "bytes",
+)
+_TEXT_COLUMNS = ("event", "tcp_event", "reason", "cause", "source", "from", "to", "policy")
+#: Integer columns of some families that the figures draw.
+_FIGURE_INTEGER_COLUMNS = {
+    "tcp_cwnd": ("new", "old"),
+    "tcp_ssthresh": ("new", "old"),
+    "tcp_rto_armed": ("rto", "srtt", "rttvar"),
+    "tcp_rtt_sample": ("raw", "corrected"),
+}
+#: Columns a family's table must have: every one has ``t_ns``; these have
+#: more that the figures read.
+_REQUIRED_COLUMNS = {
+    RECEIVED_BINS: ("t_ns", "link", "node", "iface", "packets", "bytes"),
+    "parent_changed": ("t_ns", "node", "parent"),
+}
+
+
+def _check_trace_schema(file: Path, family: str, schema: Any) -> None:
+    """Raises :class:`ResultError` naming ``file`` and the column when its
+    ``schema`` is not one a run writes for ``family``: a table put there by
+    something else would fail, or draw nonsense, further on."""
+    import pyarrow as pa
+
+    def text(kind: Any) -> bool:
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+    for name in _REQUIRED_COLUMNS.get(family, ("t_ns",)):
+        if name not in schema.names:
+            raise ResultError(str(file), f"not a trace table as a run writes it: no column {name}")
+    integers = _INTEGER_COLUMNS + _FIGURE_INTEGER_COLUMNS.get(family, ())
+    for field in schema:
+        if pa.types.is_null(field.type):
+            # A field no event of the table's first row group had.
+            continue
+        if field.name in integers and not pa.types.is_integer(field.type):
+            expected = "integers"
+        elif field.name in _TEXT_COLUMNS and not text(field.type):
+            expected = "text"
+        else:
+            continue
+        raise ResultError(
+            str(file),
+            f"not a trace table as a run writes it: column {field.name} holds "
+            f"{field.type}, not {expected}",
+        )
+
+
+def _check_trace_events(file: Path, frame: pd.DataFrame) -> None:
+    """Raises :class:`ResultError` naming ``file`` and the field when the
+    events read from it are not as a run writes them (see
+    :func:`_check_trace_schema`)."""
+    if not frame.empty and "t_ns" not in frame:
+        raise ResultError(str(file), "garbled: events without t_ns")
+    types = pd.api.types
+    for name in _INTEGER_COLUMNS:
+        column = frame.get(name)
+        if column is not None and (
+            not types.is_numeric_dtype(column) or types.is_bool_dtype(column)
+        ):
+            raise ResultError(str(file), f"garbled: events whose {name} is not an integer")
 
 
 def _tables_frame(tables: list[Any]) -> pd.DataFrame:
