@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 import rtolab
@@ -467,3 +468,14 @@ def test_a_table_with_too_many_rows_is_refused_before_its_packets_are_built(
     with pytest.raises(comparison.CompareError, match="more than 10 packets"):
         comparison.read_packets(path)
     assert not built
+
+
+def test_figures_draw_a_trace_field_no_event_of_the_first_rows_had(tmp_path: Path) -> None:
+    # In its first 5 s the RTO is armed before any RTT sample: the table's
+    # rttvar column is all null, of null type, and was thinned with the rest.
+    out = tmp_path / "run"
+    done = rtolab_cli("run", "wifi-timelost", "--duration", "5s", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    schema = pq.read_schema(out / "traces" / "tcp_rto_armed.parquet")
+    assert str(schema.field("rttvar").type) == "null"
+    assert (out / "plots" / "rto-rtt.png").is_file()

@@ -458,6 +458,10 @@ def trace_events(
         thinned = []
         for table in tables:
             group = [k for k in ("node", "flow") if k in table.column_names]
+            # A field no event had (all null, of null type) has no "last"
+            # to take: it stays all null.
+            empty = [f.name for f in table.schema if pa.types.is_null(f.type)]
+            table = table.drop_columns(empty)
             values = [c for c in table.column_names if c not in group]
             t_type = table.schema.field("t_ns").type
             bins = pc.divide(table.column("t_ns"), pa.scalar(width, t_type))
@@ -468,7 +472,10 @@ def trace_events(
             last = last.rename_columns(
                 [c.removesuffix("_last") if c.endswith("_last") else c for c in last.column_names]
             )
-            thinned.append(last.drop_columns(["_bin"]).sort_by("t_ns"))
+            last = last.drop_columns(["_bin"]).sort_by("t_ns")
+            for name in empty:
+                last = last.append_column(name, pa.nulls(last.num_rows))
+            thinned.append(last)
         tables = thinned
     frame = _tables_frame(tables)
     if "event" not in frame:
