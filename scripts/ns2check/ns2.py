@@ -58,9 +58,17 @@ def ensure_ns() -> str:
 
 
 def version(binary: str) -> str:
-    """What `ns -version` says (e.g. `2.35`)."""
-    done = subprocess.run([binary, "-version"], capture_output=True, text=True, check=False)
-    words = (done.stdout + done.stderr).split()
+    """What ns's `ns-version` says (e.g. `2.35`); ns-2.35 prints nothing
+    for `ns -version`, so the command goes through its Tcl prompt."""
+    done = subprocess.run(
+        [binary],
+        input="puts [ns-version]\nexit\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    words = done.stdout.split()
     return words[-1] if words else "unknown"
 
 
