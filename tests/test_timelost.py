@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -301,16 +302,22 @@ def test_ns2_trace_lines_are_read_by_their_flags() -> None:
     assert ns2check.ns2.parse_line("+ 5.03539 0 1 tcp 1000 ------- 0 0.0.0.0 1.0.1.0 1 4") is None
 
 
+def _ns2_case(tmp_path: Path, pick: Any) -> tuple[str, pd.Series]:
+    """Runs the case `pick(ns2check.cases)` with one seed in both
+    simulators; its table and its measures by (column, measure)."""
+    ns2check = _ns2check()
+    binary = ns2check.ns2.ensure_ns()
+    case = pick(ns2check.cases)
+    text, ok = ns2check.report.run_case(case, tmp_path, 1, binary, progress=lambda _: None)
+    assert ok, text
+    return text, pd.read_csv(tmp_path / "runs.csv").set_index(["column", "measure"])["value"]
+
+
 def test_ns2_check_smoke_both_simulators_near_the_access_point(tmp_path: Path) -> None:
     """ns-2.35 and rtolab, one station 10 m from the AP, 12 s with a TCP
     Vegas transfer from 5 s: both MACs deliver every frame at the first
     attempt after an RTS/CTS exchange, and the goodputs agree."""
-    ns2check = _ns2check()
-    binary = ns2check.ns2.ensure_ns()
-    case = ns2check.cases.distance(12.0, (10.0,))
-    text, ok = ns2check.report.run_case(case, tmp_path, 1, binary, progress=lambda _: None)
-    assert ok, text
-    runs = pd.read_csv(tmp_path / "runs.csv").set_index(["column", "measure"])["value"]
+    text, runs = _ns2_case(tmp_path, lambda cases: cases.distance(12.0, (10.0,)))
     for column in ("ns-2", "rtolab"):
         assert runs[(column, "down: delivery per attempt")] == pytest.approx(1.0, abs=0.01)
         assert runs[(column, "down: attempts per frame")] == pytest.approx(1.0, abs=0.02)
@@ -330,12 +337,7 @@ def test_ns2_check_smoke_two_saturated_stations(tmp_path: Path) -> None:
     to 8 s: both simulators carry what one 1 Mbit/s channel with RTS/CTS
     can, and both report it (the sink's datagrams are counted on each
     side)."""
-    ns2check = _ns2check()
-    binary = ns2check.ns2.ensure_ns()
-    case = ns2check.cases.stations(8.0, (2,))
-    text, ok = ns2check.report.run_case(case, tmp_path, 1, binary, progress=lambda _: None)
-    assert ok, text
-    runs = pd.read_csv(tmp_path / "runs.csv").set_index(["column", "measure"])["value"]
+    _, runs = _ns2_case(tmp_path, lambda cases: cases.stations(8.0, (2,)))
     for column in ("ns-2", "rtolab"):
         assert 0.5 < runs[(column, "goodput saturated (Mbit/s)")] < 1.0
         assert runs[(column, "up: RTS/CTS exchanges per frame")] >= 1.0

@@ -448,15 +448,19 @@ mod tests {
         assert_eq!(v.metrics().queue_estimate, Some(7.5));
     }
 
-    #[test]
-    fn eighth_exit_takes_an_eighth_off_the_window() {
-        let mut v = Vegas::new(
+    fn eighth_exit_vegas() -> Vegas {
+        Vegas::new(
             VegasConfig {
                 slow_start_exit: SlowStartExit::Eighth,
                 ..vegas().config
             },
             MSS,
-        );
+        )
+    }
+
+    #[test]
+    fn eighth_exit_takes_an_eighth_off_the_window() {
+        let mut v = eighth_exit_vegas();
         let mut to = 0;
         round(&mut v, 100, &mut to);
         // 11 segments, 125 ms against 100: diff 2.2 > gamma; 11000 - 1375.
@@ -467,13 +471,7 @@ mod tests {
 
     #[test]
     fn eighth_exit_is_considered_only_where_growth_would_begin() {
-        let mut v = Vegas::new(
-            VegasConfig {
-                slow_start_exit: SlowStartExit::Eighth,
-                ..vegas().config
-            },
-            MSS,
-        );
+        let mut v = eighth_exit_vegas();
         let mut to = 0;
         // Decisions turn growth off, on, off, on: only the second and the
         // fourth consider leaving.
