@@ -394,6 +394,34 @@ def test_deep_dotted_keys_never_reach_pythons_toml_reader(
     assert cli._is_sweep_file(str(sweep)) is True
 
 
+def test_many_sinks_on_one_port_are_refused_by_the_core_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 20 000 sinks on one port (1 MB): the core refuses the second one.
+    # Before, the refusal sent the file through Python's TOML reader to see
+    # whether it was a sweep, which took minutes for a million sinks.
+    path = tmp_path / "sinks.toml"
+    head = (
+        'name = "sinks"\nduration = "1s"\n[[host]]\nname = "a"\n[[host]]\nname = "b"\n'
+        '[[link]]\nname = "l"\nkind = "point-to-point"\n'
+        'ends = [{ host = "a", address = "10.0.0.1/24" },\n'
+        '        { host = "b", address = "10.0.0.2/24" }]\n'
+        'rate = "1Mbps"\ndelay = "1ms"\n'
+    )
+    sinks = "".join(
+        f'[[app]]\nkind = "sink"\nname = "s{i}"\nhost = "b"\nport = 9000\n' for i in range(20_000)
+    )
+    path.write_text(head + sinks)
+    assert cli._is_large(str(path))
+
+    def refuse(text: str) -> None:
+        raise AssertionError("Python's TOML reader was given a scenario without a sweep key")
+
+    monkeypatch.setattr(cli.tomllib, "loads", refuse)
+    with pytest.raises(rtolab.ScenarioError, match=r"app\[1\]\.port.*already used by app\[0\]"):
+        cli._large_scenario_summary(str(path))
+
+
 def test_validate_refuses_deep_dotted_keys_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "deep.toml"
     path.write_text("a" + ".a" * 50_000 + " = 1\n")

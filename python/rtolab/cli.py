@@ -550,9 +550,17 @@ def _is_large(path: str) -> bool:
         return False
 
 
+#: A line that can give a TOML file its top-level ``scenario`` key, which
+#: every sweep has: a cheap test before Python's TOML reader, which takes
+#: minutes on a large scenario (a million apps, 50 MB).
+SWEEP_SCENARIO_LINE = re.compile(r"""^[ \t]*(?:scenario|"scenario"|'scenario')[ \t]*=""", re.M)
+
+
 def _is_sweep_file(path: str) -> bool:
     try:
         text = Path(path).read_text(encoding="utf-8")
+        if not SWEEP_SCENARIO_LINE.search(text):
+            return False
         # Python's TOML reader costs far more than the text's size on deep
         # nesting: the core's own reader refuses it instead.
         if toml_nesting(text) > MAX_TOML_NESTING:
