@@ -56,6 +56,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 
 
+def toml_text(data: Mapping[str, Any]) -> str:
+    """A scenario's tables (or any tables) as TOML text."""
+    return tomli_w.dumps(dict(data))
+
+
 def duration_text(value: str | float | datetime.timedelta) -> str:
     """A duration for a scenario file: strings pass through, numbers are seconds.
 
@@ -330,7 +335,7 @@ class Scenario:
 
     def to_toml(self) -> str:
         """The scenario as TOML text, ready for :func:`rtolab.run` or a file."""
-        return tomli_w.dumps(self.to_dict())
+        return toml_text(self.to_dict())
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Writes the scenario to a TOML file; returns its path."""

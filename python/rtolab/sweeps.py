@@ -86,7 +86,7 @@ from rtolab.errors import (
     read_file,
     toml_nesting,
 )
-from rtolab.scenario import set_path
+from rtolab.scenario import set_path, toml_text
 
 #: Keys a sweep file may have.
 SWEEP_KEYS = ("name", "scenario", "seeds", "set", "grid", "keep_files")
@@ -257,7 +257,7 @@ class Sweep:
                 self._check_value(with_fixed, key, value, f'grid."{key}"[{i}]')
         # Combinations can still clash (two values fine alone, not together).
         for combo in self.combinations():
-            text = _dump(_applied(with_fixed, combo, "grid"))
+            text = toml_text(_applied(with_fixed, combo, "grid"))
             try:
                 api.validate(text)
             except ScenarioError as err:
@@ -271,7 +271,7 @@ class Sweep:
         except ScenarioError as err:
             raise SweepError(where, err.message if err.path == key else str(err)) from None
         try:
-            api.validate(_dump(data))
+            api.validate(toml_text(data))
         except ScenarioError as err:
             raise SweepError(where, f"{value!r}: {err}") from None
 
@@ -289,7 +289,7 @@ class Sweep:
         specs = []
         for combo in self.combinations():
             data = _applied(base, combo, "grid")
-            text = _dump(data)
+            text = toml_text(data)
             for seed in self.seeds:
                 specs.append(
                     RunSpec(
@@ -317,12 +317,6 @@ class Sweep:
 
 def _describe(combo: Mapping[str, Any]) -> str:
     return "{" + ", ".join(f"{k} = {v!r}" for k, v in combo.items()) + "}"
-
-
-def _dump(data: Mapping[str, Any]) -> str:
-    import tomli_w
-
-    return tomli_w.dumps(dict(data))
 
 
 def _applied(base: Mapping[str, Any], values: Mapping[str, Any], section: str) -> dict[str, Any]:
@@ -996,7 +990,7 @@ def _unguarded_main() -> tuple[str, int] | None:
 
 
 @contextlib.contextmanager
-def _client(workers: int, scheduler: str | None) -> Iterator[Any]:
+def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
@@ -1155,7 +1149,7 @@ def sweep(
     elif todo:
         from distributed import as_completed
 
-        with _client(max(n_workers, 1), scheduler) as client:
+        with dask_client(max(n_workers, 1), scheduler) as client:
             outcome.workers = len(client.scheduler_info().get("workers", {}))
             futures = [
                 client.submit(execute, run, files_dir, key=f"rtolab-run-{run.run_id}", retries=2)

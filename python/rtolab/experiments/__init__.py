@@ -581,9 +581,9 @@ def reproduce(
         if spread:
             from distributed import as_completed
 
-            from rtolab.sweeps import _client
+            from rtolab.sweeps import dask_client
 
-            with _client(n_workers, None) as client:
+            with dask_client(n_workers, None) as client:
                 futures = {
                     client.submit(execute_run, *args(e, r), key=f"rtolab-{e.key}-{r.label}"): i
                     for i, (e, r) in enumerate(spread)

@@ -146,7 +146,7 @@ def with_config(base: str, config: str) -> str:
     hosts run the ``ns2`` profile and every wifi link ns-2's MAC."""
     import tomllib
 
-    from rtolab.sweeps import _dump
+    from rtolab.scenario import toml_text
 
     if config not in CONFIGS:
         raise ValueError(f"config: one of {', '.join(CONFIGS)}, got {config!r}")
@@ -178,7 +178,7 @@ def with_config(base: str, config: str) -> str:
                 link["mac"] = {"preset": "ns2", **({"queue": queue} if queue else {})}
     data["name"] = f"{data.get('name', 'timelost')}-{config}"
     data.pop("capture", None)
-    return _dump(data)
+    return toml_text(data)
 
 
 def rtt_samples(traces: pd.DataFrame, node: str) -> pd.DataFrame:
@@ -378,13 +378,13 @@ def scenario(config: str, duration: float | None = None, capture: bool = False) 
     import tomllib
 
     from rtolab.api import shipped_scenarios
-    from rtolab.sweeps import _dump
+    from rtolab.scenario import toml_text
 
     data = tomllib.loads(with_config(shipped_scenarios()[BASE_SCENARIO], config))
     data["duration"] = f"{duration_s() if duration is None else duration:g}s"
     if capture:
         data["capture"] = [{"host": AP, "link": WLAN, "file": CAPTURE_FILE}]
-    return _dump(data)
+    return toml_text(data)
 
 
 def runs() -> list[ExperimentRun]:

@@ -157,7 +157,7 @@ def scenario(
     mesh (the medium, each MAC and each RPL node draw from their own
     seeded streams, ``crates/sim/src/rng.rs``)."""
     from rtolab.api import shipped_scenarios
-    from rtolab.sweeps import _dump
+    from rtolab.scenario import toml_text
 
     if tcp is None:
         if scheme not in SCHEMES:
@@ -173,7 +173,7 @@ def scenario(
     for app in data["app"]:
         if app["kind"] == "tcp-bulk":
             app["reconnect"] = RECONNECT
-    return _dump(data)
+    return toml_text(data)
 
 
 def runs() -> list[ExperimentRun]:
