@@ -170,3 +170,41 @@ if __name__ == "__main__":
     for cycle in found:
         print("cycle:", " -> ".join(cycle))
     sys.exit(1 if found else 0)
+
+
+def private_imports(root: Path = PACKAGE) -> list[str]:
+    """``from rtolab.x import _name`` between modules of the package: a
+    name kept private to one module, used by another. Private modules
+    (``rtolab._native`` and the like) are the package's own seams and may
+    be imported from."""
+    found = []
+    modules = module_files(root)
+    for name, path in modules.items():
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            if not node.module.startswith(root.name) or node.module.split(".")[-1].startswith("_"):
+                continue
+            found += [
+                f"{name}:{node.lineno} imports {node.module}.{alias.name}"
+                for alias in node.names
+                if alias.name.startswith("_")
+                and not alias.name.startswith("__")
+                and f"{node.module}.{alias.name}" not in modules
+            ]
+    return found
+
+
+def test_private_imports_are_found(tmp_path: Path) -> None:
+    package = tmp_path / "rtolab"
+    package.mkdir()
+    (package / "a.py").write_text("def _helper() -> None: ...\n")
+    (package / "b.py").write_text("from rtolab.a import _helper\nfrom rtolab._n import _x\n")
+    (package / "_n.py").write_text("_x = 1\n")
+    assert private_imports(package) == ["rtolab.b:1 imports rtolab.a._helper"]
+
+
+def test_no_private_name_crosses_modules() -> None:
+    assert private_imports() == []

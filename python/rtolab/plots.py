@@ -778,7 +778,7 @@ def routing_tree(
     tree = tree_at(data, at)
     if not tree:
         return _empty(ax, "no routing tree in this run")
-    names = sorted(set(tree) | {p for p in tree.values() if p is not None}, key=_natural)
+    names = sorted(set(tree) | {p for p in tree.values() if p is not None}, key=node_order)
     where = _positions(data, names)
     for child, parent in tree.items():
         if parent is None:
@@ -833,7 +833,7 @@ def routing_tree(
     return ax
 
 
-def _natural(name: str) -> tuple[str, int]:
+def node_order(name: str) -> tuple[str, int]:
     """Sort key putting n2 before n10."""
     stem = name.rstrip("0123456789")
     digits = name[len(stem) :]
@@ -866,9 +866,9 @@ def parent_timeline(data: Result | pd.DataFrame, *, ax: Axes | None = None) -> A
     if changes.empty:
         return _empty(ax, "no routing tree in this run")
     end = float(_report(data).get("duration_s", 0.0)) or float(changes["t_s"].max()) + 1.0
-    children = sorted(changes["child"].unique(), key=_natural)
+    children = sorted(changes["child"].unique(), key=node_order)
     parents = sorted(
-        {p for p in changes["parent"] if p is not None and not pd.isna(p)}, key=_natural
+        {p for p in changes["parent"] if p is not None and not pd.isna(p)}, key=node_order
     )
     colour = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(parents)}
     for row, child in enumerate(children):

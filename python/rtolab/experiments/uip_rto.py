@@ -233,9 +233,9 @@ def tree_class(root_children: int, off_shortest: int, orphans: int) -> str:
 def tree_text(tree: dict[str, str | None]) -> str:
     """A tree as one comparable string, ``child>parent`` pairs in node order
     (``-`` for a node without parent)."""
-    from rtolab.plots import _natural
+    from rtolab.plots import node_order
 
-    return " ".join(f"{c}>{tree[c] or '-'}" for c in sorted(tree, key=_natural))
+    return " ".join(f"{c}>{tree[c] or '-'}" for c in sorted(tree, key=node_order))
 
 
 def segment_waits(
