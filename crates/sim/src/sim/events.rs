@@ -356,8 +356,6 @@ impl Simulator {
         }
     }
 
-    /// A frame arrived intact at `iface`: captured, traced, and handed to
-    /// the node's middleboxes or IP layer.
     /// A frame leaving `iface`: captured and traced as sent (a link that
     /// consumes the datagram frees it after).
     fn sent(&mut self, link: u32, iface: IfaceId, frame: Frame<PacketId>) {
@@ -374,6 +372,8 @@ impl Simulator {
         );
     }
 
+    /// A frame arrived intact at `iface`: captured, traced, and handed to
+    /// the node's middleboxes or IP layer.
     fn delivered(&mut self, link: u32, iface: IfaceId, frame: Frame<PacketId>) {
         self.capture(iface, CaptureDirection::Rx, frame.packet);
         trace!(
