@@ -165,3 +165,140 @@ impl<W: Write> Write for CountingWriter<W> {
         self.inner.flush()
     }
 }
+
+/// Wall time one event may take before [`Watchdog`] gives up on it: no
+/// handler comes near it (the slowest take milliseconds in debug builds),
+/// and a loaded machine stretches that far less than this.
+#[cfg(debug_assertions)]
+pub const WATCHDOG_AFTER: Duration = Duration::from_secs(60);
+
+/// Debug builds only: a thread that reports an event whose handler has not
+/// returned after [`WATCHDOG_AFTER`] of wall time. The budgets and the stop
+/// flag are checked between events, so a handler that loops for ever (as
+/// the port search did once a host had used all its ports) ignores every
+/// limit and signal; with the watchdog every debug test run hunts for such
+/// paths, and one found aborts the test naming the event instead of
+/// hanging it.
+#[cfg(debug_assertions)]
+pub(crate) struct Watchdog {
+    state: Arc<WatchState>,
+    // Dropping it wakes the thread, which then ends.
+    _alive: std::sync::mpsc::Sender<()>,
+}
+
+#[cfg(debug_assertions)]
+#[derive(Default)]
+struct WatchState {
+    /// Events begun; the thread sees progress as this number changing.
+    begun: AtomicU64,
+    /// Whether an event is in hand.
+    busy: AtomicBool,
+    /// Which it is, for the report (copied, not described: describing
+    /// every event would cost a string each).
+    event: std::sync::Mutex<Option<crate::event::Event>>,
+}
+
+#[cfg(debug_assertions)]
+impl Watchdog {
+    /// Watches events, calling `stuck` with a description of the first one
+    /// still in hand `after` it began (polled at a tenth of `after`).
+    pub(crate) fn start(after: Duration, stuck: impl Fn(String) + Send + 'static) -> Watchdog {
+        let state = Arc::new(WatchState::default());
+        let (alive, gone) = std::sync::mpsc::channel::<()>();
+        let watched = Arc::clone(&state);
+        std::thread::spawn(move || {
+            let poll = after / 10;
+            let mut last = (u64::MAX, 0u32);
+            // Ends when the sender is dropped (Disconnected), never on a message.
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = gone.recv_timeout(poll) {
+                let begun = watched.begun.load(Ordering::Acquire);
+                if !watched.busy.load(Ordering::Acquire) || begun != last.0 {
+                    last = (begun, 0);
+                    continue;
+                }
+                last.1 += 1;
+                if last.1 >= 10 {
+                    let event = watched.event.lock().ok().and_then(|e| *e);
+                    let event = event.map_or("an event".to_string(), |e| format!("{e:?}"));
+                    stuck(format!(
+                        "{event} has been handled for {:.1}s of wall time without returning",
+                        after.as_secs_f64()
+                    ));
+                    return;
+                }
+            }
+        });
+        Watchdog {
+            state,
+            _alive: alive,
+        }
+    }
+
+    /// The default: print the report and abort, so a test run fails loudly.
+    /// `RTOLAB_WATCHDOG_AFTER_MS` shortens the wait, for the test that
+    /// checks the watchdog is wired into the event loop.
+    pub(crate) fn aborting() -> Watchdog {
+        let after = std::env::var("RTOLAB_WATCHDOG_AFTER_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(WATCHDOG_AFTER, Duration::from_millis);
+        Watchdog::start(after, |report| {
+            eprintln!("watchdog: {report}");
+            std::process::abort();
+        })
+    }
+
+    /// `event` begins.
+    pub(crate) fn begin(&self, event: crate::event::Event) {
+        if let Ok(mut e) = self.state.event.lock() {
+            *e = Some(event);
+        }
+        self.state.begun.fetch_add(1, Ordering::Release);
+        self.state.busy.store(true, Ordering::Release);
+    }
+
+    /// The event in hand is done.
+    pub(crate) fn end(&self) {
+        self.state.busy.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(all(test, debug_assertions))]
+mod watchdog_tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn an_event_that_never_returns_is_reported_by_name() {
+        let (tx, rx) = mpsc::channel();
+        let dog = Watchdog::start(Duration::from_millis(200), move |r| {
+            let _ = tx.send(r);
+        });
+        dog.begin(crate::event::Event::TcpTimer {
+            node: 3,
+            generation: 7,
+        });
+        let report = rx.recv_timeout(Duration::from_secs(10)).expect("reported");
+        assert_eq!(
+            report,
+            "TcpTimer { node: 3, generation: 7 } has been handled for 0.2s \
+             of wall time without returning"
+        );
+    }
+
+    #[test]
+    fn events_that_return_are_never_reported() {
+        let (tx, rx) = mpsc::channel();
+        let dog = Watchdog::start(Duration::from_millis(100), move |r| {
+            let _ = tx.send(r);
+        });
+        // Many short events over several periods, then idle between events.
+        for _ in 0..80 {
+            dog.begin(crate::event::Event::AppStart { app: 0 });
+            std::thread::sleep(Duration::from_millis(5));
+            dog.end();
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(rx.try_recv().is_err(), "a returning event was reported");
+    }
+}

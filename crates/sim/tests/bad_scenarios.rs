@@ -406,3 +406,98 @@ fn tcp_apps_are_checked() {
     let e = rejects(&series.replace("sizes = [10, 0]", "sizes = []"));
     assert_eq!(e.to_string(), "app[3].sizes: must not be empty");
 }
+
+/// Link settings that cannot work, one link kind at a time, each refused in
+/// one line naming the field and what it allows. The templates are shipped
+/// scenarios; each case changes one setting of one link.
+#[test]
+fn link_settings_that_cannot_work_are_refused_with_the_field_and_range() {
+    let p2p = include_str!("../../../scenarios/p2p-bulk.toml");
+    let bursty = include_str!("../../../scenarios/bursty-loss.toml");
+    let air = include_str!("../../../scenarios/hidden-terminal.toml");
+    let wifi = include_str!("../../../scenarios/wifi-timelost.toml");
+    let wifi_mac = r#"mac = { data_rate = "11Mbps", basic_rate = "1Mbps", queue = 50 }"#;
+    let bridge = include_str!("../../../scenarios/bridge.toml");
+    let nfc = "kind = \"nfc\"\nrate = \"11.2kbps\"";
+    let mesh = include_str!("../../../scenarios/mesh-uip.toml");
+    let mesh_root = "root = \"n1\"";
+    let slip = "kind = \"slip\"";
+    // The emulator's base-station scenario, its Linux hosts made simulated.
+    let fading =
+        include_str!("../../../scenarios/emu-ack-holding.toml").replace("stack = \"linux\"\n", "");
+    let radio = "outages = [ { start = \"10s\", duration = \"10s\" } ]";
+    let cases: &[(&str, &str, &str, &str)] = &[
+        (p2p, "rate = \"10Mbps\"", "rate = \"0bps\"", "link[0].rate: must be positive"),
+        (p2p, "loss = 0.02", "loss = nan", "link[0].loss: must be between 0 and 1, got NaN"),
+        (p2p, "loss = 0.02", "loss = -0.5", "link[0].loss: must be between 0 and 1"),
+        (p2p, "delay = \"10ms\"", "delay = \"100000000000s\"", "link[0].delay: too large"),
+        (bursty, "p_good_to_bad = 0.01", "p_good_to_bad = 1.5",
+            "link[0].p_good_to_bad: must be a probability between 0 and 1, got 1.5"),
+        (bursty, "loss_bad = 0.75", "loss_bad = nan", "link[0].loss_bad: must be a probability"),
+        (air, "tx_range = 50.0", "tx_range = 0.0", "link[0].tx_range: must be a positive distance"),
+        (air, "tx_range = 50.0", "tx_range = inf", "link[0].tx_range: must be a positive distance"),
+        (air, "interference_range = 60.0", "interference_range = 60.0\nmac = { kind = \"csma-ca\", min_be = 9, max_be = 5 }",
+            "link[0].mac.min_be: must be at most max_be (5), got 9"),
+        (air, "interference_range = 60.0", "interference_range = 60.0\nmac = { kind = \"csma-ca\", unit_backoff = \"0s\" }",
+            "link[0].mac.unit_backoff: must be positive"),
+        (wifi, wifi_mac, "mac = { data_rate = \"3Mbps\" }",
+            "link[1].mac.data_rate: must be an 802.11b rate (1, 2, 5.5 or 11 Mbps)"),
+        (wifi, wifi_mac, "mac = { queue = 0 }", "link[1].mac.queue: must be at least 1"),
+        (wifi, wifi_mac, "mac = { slot = \"0s\" }", "link[1].mac.slot: must be positive"),
+        (wifi, wifi_mac, "mac = { cw_min = 1023, cw_max = 31 }",
+            "link[1].mac.cw_max: must be one less than a power of two and at least cw_min (1023)"),
+        (wifi, wifi_mac, "mac = { short_retry_limit = 0 }",
+            "link[1].mac.short_retry_limit: must be between 1 and 255"),
+        (wifi, wifi_mac, "radio = { propagation = { kind = \"shadowing\", path_loss_exponent = 0.0 } }",
+            "link[1].radio.propagation.path_loss_exponent: must be positive"),
+        (wifi, wifi_mac, "radio = { propagation = { kind = \"shadowing\", rx_threshold_w = 0.0 } }",
+            "link[1].radio.propagation.rx_threshold_w: must be positive"),
+        (wifi, wifi_mac, "radio = { propagation = { kind = \"shadowing\", cs_threshold_w = 1.0 } }",
+            "link[1].radio.propagation.cs_threshold_w: must be at most rx_threshold_w"),
+        (wifi, wifi_mac, "radio = { propagation = { kind = \"unit-disk\", tx_range = 50.0, interference_range = 10.0 } }",
+            "link[1].radio.propagation.interference_range: must be at least tx_range (50)"),
+        (wifi, "{ at = \"150s\", x = 550.0", "{ at = \"0s\", x = 550.0",
+            "link[1].stations[0].mobility.waypoints[1].at: must be later than the previous waypoint's"),
+        (wifi, "{ at = \"0s\", x = 5.0", "{ at = \"0s\", x = nan",
+            "link[1].stations[0].mobility.waypoints[0]: coordinates must be finite numbers"),
+        (bridge, nfc, "kind = \"nfc\"\nrate = \"12kbps\"",
+            "link[0].rate: an nfc link runs at \"11.2kbps\" or \"24kbps\""),
+        (bridge, nfc, "kind = \"nfc\"\nrate = \"11.2kbps\"\nmcu_buffer = 0",
+            "link[0].mcu_buffer: must be at least 1 byte"),
+        (bridge, nfc, "kind = \"nfc\"\nrate = \"11.2kbps\"\nuart_baud = 0",
+            "link[0].uart_baud: must be between 1200 and 100000000 baud"),
+        (bridge, nfc, "kind = \"nfc\"\nrate = \"11.2kbps\"\nslot_phase = \"10ms\"",
+            "link[0].slot_phase: must be below the slot period (10ms), got \"10ms\""),
+        (mesh, mesh_root, "root = \"n1\"\nmac = { rdc = { kind = \"contikimac\", check_rate_hz = 0 } }",
+            "link[0].mac.rdc.check_rate_hz: must be a power of two from 1 to 128, got 0"),
+        (mesh, mesh_root, "root = \"n1\"\nmac = { csma = { neighbor_queues = 0 } }",
+            "link[0].mac.csma.neighbor_queues: must be at least 1"),
+        (mesh, mesh_root, "root = \"n1\"\nrpl = { lifetime_unit = 0 }",
+            "link[0].rpl.lifetime_unit: must be positive"),
+        (mesh, mesh_root, "root = \"n1\"\nrpl = { dis_interval = \"0s\" }",
+            "link[0].rpl.dis_interval: must be a whole number of seconds from 1s to 65535s"),
+        (mesh, "prefix = \"fd00::/64\"", "prefix = \"fd00::/0\"",
+            "link[0].prefix: must be a unicast prefix of 1 to 64 bits"),
+        (mesh, slip, "kind = \"slip\"\nbaud = 0",
+            "link[1].baud: must be between 1 and 12000000 line bits per second"),
+        (mesh, slip, "kind = \"slip\"\nbits_per_byte = 7",
+            "link[1].bits_per_byte: must be between 8 and 12"),
+        (&fading, radio, "outages = [ { start = \"10s\", duration = \"0s\" } ]",
+            "link[1].outages[0].duration: must be positive"),
+        (&fading, radio, "outages = [ { start = \"1s\", duration = \"1s\" }, { start = \"1s\", duration = \"1s\" } ]",
+            "link[1].outages[1].start: must not be before the end of the previous outage"),
+        (&fading, radio, "outages = []\nduration_error = -1.0",
+            "link[1].duration_error: must be a number above -1"),
+        (&fading, radio, "outages = []\nduration_spread = 1.5",
+            "link[1].duration_spread: must be at least 0 and below 1"),
+    ];
+    for (template, from, to, expected) in cases {
+        Scenario::from_toml_str(template).unwrap_or_else(|e| panic!("template refused: {e}"));
+        assert!(template.contains(from), "{from:?} not in its template");
+        let e = rejects(&template.replacen(from, to, 1));
+        assert!(
+            e.to_string().starts_with(expected),
+            "{to:?}: got {e}, expected {expected}"
+        );
+    }
+}

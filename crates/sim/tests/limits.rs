@@ -350,3 +350,56 @@ fn raising_the_stop_flag_from_another_thread_stops_the_run_soon() {
     // unoptimised build.
     assert!(latency < Duration::from_secs(2), "{latency:?}");
 }
+
+/// An app whose start never returns in useful time: what a loop no limit
+/// reaches looks like from outside.
+struct Stuck;
+
+impl rtolab_sim::app::App<rtolab_sim::app::AppContext<'_>> for Stuck {
+    fn on_start(&mut self, _: &mut rtolab_sim::app::AppContext<'_>) {
+        std::thread::sleep(Duration::from_secs(30));
+    }
+    fn on_packet(&mut self, _: &mut rtolab_sim::app::AppContext<'_>, _: &[u8]) {}
+    fn on_timer(&mut self, _: &mut rtolab_sim::app::AppContext<'_>, _: u64) {}
+    fn stats(&self) -> rtolab_sim::app::AppStats {
+        rtolab_sim::app::AppStats::Custom(serde_json::Value::Null)
+    }
+}
+
+/// In debug builds (every `cargo test`), a handler that does not return
+/// ends the test binary naming the event, instead of hanging it: run in a
+/// child process of this test binary with the watchdog shortened to 300 ms.
+#[cfg(debug_assertions)]
+#[test]
+fn the_debug_watchdog_names_an_event_that_never_returns() {
+    const CHILD: &str = "RTOLAB_WATCHDOG_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        let mut sim = rtolab_sim::Simulator::new(1);
+        let a = sim.add_node("a");
+        sim.add_app(a, "stuck", rtolab_sim::app::AnyApp::Custom(Box::new(Stuck)));
+        let _ = sim.run_until(rtolab_sim::SimTime::from_secs(1));
+        return;
+    }
+    let started = Instant::now();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "the_debug_watchdog_names_an_event_that_never_returns",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("RTOLAB_WATCHDOG_AFTER_MS", "300")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the child was not stopped: {stderr}");
+    assert!(
+        stderr.contains("watchdog: AppStart { app: 0 } has been handled for 0.3s"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}

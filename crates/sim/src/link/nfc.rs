@@ -673,6 +673,19 @@ impl ScenarioLink for NfcSpec {
                 "must be at least 1 byte".to_string(),
             ));
         }
+        // A phase past the first slot period would silence the link until
+        // then: slot boundaries repeat every period, so the phase is below it.
+        let period = NfcConfig::for_rate(rate).map_or(defaults.slot_period, |m| m.slot_period);
+        if let Some(phase) = raw.slot_phase.filter(|p| p.0 >= period) {
+            return Err(ScenarioError::new(
+                cx.at("slot_phase"),
+                format!(
+                    "must be below the slot period ({}), got \"{}\"",
+                    rtolab_time::units::format_duration(period),
+                    rtolab_time::units::format_duration(phase.0)
+                ),
+            ));
+        }
         let uart_queue = match raw.uart_queue.as_deref() {
             None => defaults.uart_queue,
             Some(&[a, b]) => [a, b],

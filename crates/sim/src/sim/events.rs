@@ -33,6 +33,8 @@ impl Simulator {
         }
         let mut popped: u64 = 0;
         let mut next_check = self.check_interval();
+        #[cfg(debug_assertions)]
+        let watchdog = crate::limits::Watchdog::aborting();
         while let Some((t, event)) = self.queue.pop_until(end) {
             if t == self.now {
                 self.same_instant += 1;
@@ -48,10 +50,14 @@ impl Simulator {
                 self.same_instant = 1;
             }
             self.now = t;
+            #[cfg(debug_assertions)]
+            watchdog.begin(event);
             if self.dispatch(event) {
                 self.events_processed += 1;
             }
             self.settle();
+            #[cfg(debug_assertions)]
+            watchdog.end();
             if let Some(e) = self.error.take() {
                 return Err(e);
             }
