@@ -59,6 +59,12 @@ pub struct RplConfig {
     /// one (`UIP_CONF_MAX_ROUTES` 20, `contiki-default-conf.h` and the Sky
     /// platform).
     pub max_routes: usize,
+    /// From this time on, a node keeps its preferred parent for as long as
+    /// that parent stays in its parent set with a finite rank (no Contiki
+    /// setting: an experiment's switch that freezes the tree formed so
+    /// far, so that schemes compared on one network also share its
+    /// routes). `None`, the default, is RPL as Contiki runs it.
+    pub freeze_tree_at: Option<SimDuration>,
 }
 
 impl Default for RplConfig {
@@ -80,6 +86,7 @@ impl Default for RplConfig {
             probing_interval: SimDuration::from_secs(120),
             probing_expiration: SimDuration::from_secs(600),
             max_routes: 20,
+            freeze_tree_at: None,
         }
     }
 }
@@ -104,6 +111,7 @@ pub struct RawRplConfig {
     probing_interval: Option<Duration>,
     probing_expiration: Option<Duration>,
     max_routes: Option<usize>,
+    freeze_tree_at: Option<Duration>,
 }
 
 /// Longest Trickle interval accepted, as log2 ms (about 49 days).
@@ -143,6 +151,7 @@ impl RplConfig {
             probing_interval: raw.probing_interval.map_or(d.probing_interval, |v| v.0),
             probing_expiration: raw.probing_expiration.map_or(d.probing_expiration, |v| v.0),
             max_routes: raw.max_routes.unwrap_or(d.max_routes),
+            freeze_tree_at: raw.freeze_tree_at.map(|v| v.0),
         };
         c.check(path)?;
         Ok(c)

@@ -1128,8 +1128,15 @@ impl Rpl {
             return true;
         }
         let last_parent = self.preferred_parent();
+        // A frozen tree keeps a parent that can still carry traffic.
+        let frozen = self
+            .config
+            .freeze_tree_at
+            .is_some_and(|at| now >= SimTime::ZERO + at);
+        let kept = last_parent
+            .filter(|&a| frozen && self.parent(a).is_some_and(|p| p.rank != INFINITE_RANK));
         // rpl_select_parent
-        match self.best_parent() {
+        match kept.or_else(|| self.best_parent()) {
             Some(best) => {
                 let rank = self.rank_through(Some(best));
                 let dag = self.dag.as_mut().expect("joined");
@@ -1146,7 +1153,7 @@ impl Rpl {
         dag.rank = rank;
         if last_parent.is_none() || rank < dag.min_rank {
             dag.min_rank = rank;
-        } else if !dag.acceptable(rank) {
+        } else if kept.is_none() && !dag.acceptable(rank) {
             dag.preferred = None;
             if let Some(last) = last_parent {
                 self.dao_output(last, 0);

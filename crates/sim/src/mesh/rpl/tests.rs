@@ -230,6 +230,41 @@ fn a_slightly_better_parent_does_not_take_over_a_much_better_one_does() {
 }
 
 #[test]
+fn a_frozen_tree_keeps_its_parent_until_that_parent_is_lost() {
+    let (a, c) = (link_local(mac(1)), link_local(mac(3)));
+    let config = RplConfig {
+        freeze_tree_at: Some(SimDuration::from_secs(2)),
+        ..RplConfig::default()
+    };
+    let rng = component_stream(5, "rpl/frozen");
+    let mut node = Rpl::new(SimTime::ZERO, config, mac(9), Role::Node, rng).unwrap();
+    // Before the freeze a much better parent takes over, as RPL would.
+    let t = SimTime::from_secs(1);
+    node.handle_message(t, a, ALL_RPL_NODES, &dio(768, 240))
+        .unwrap();
+    node.handle_message(t, c, ALL_RPL_NODES, &dio(512, 240))
+        .unwrap();
+    assert_eq!(
+        parent_changes(&mut node),
+        [(None, Some(a), 1280), (Some(a), Some(c), 1024)]
+    );
+    // Frozen: A becoming far better than C moves nothing, nor does C's
+    // rank growing beyond MaxRankIncrease (which would detach the node).
+    let t = SimTime::from_secs(3);
+    node.handle_message(t, a, ALL_RPL_NODES, &dio(256, 240))
+        .unwrap();
+    node.handle_message(t, c, ALL_RPL_NODES, &dio(512 + 2048, 240))
+        .unwrap();
+    assert_eq!(node.preferred_parent(), Some(c));
+    assert!(parent_changes(&mut node).is_empty());
+    // C lost its own route (infinite rank): the node must move to A.
+    node.handle_message(t, c, ALL_RPL_NODES, &dio(u16::MAX, 240))
+        .unwrap();
+    assert_eq!(node.preferred_parent(), Some(a));
+    assert_eq!(parent_changes(&mut node), [(Some(c), Some(a), 768)]);
+}
+
+#[test]
 fn a_parent_that_stops_acknowledging_loses_its_child() {
     let (a, b) = (link_local(mac(1)), link_local(mac(2)));
     let rng = component_stream(6, "rpl/noack");
