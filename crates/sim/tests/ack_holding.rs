@@ -196,7 +196,39 @@ fn rejects(outages: &str, extra: &str) -> String {
 fn bad_tables_name_the_field() {
     assert_eq!(
         rejects("", ""),
-        "link[1].outages: required for fading links (or fading = { mean_up, mean_down })"
+        "link[1].outages: required for fading links (or fading = { mean_up, mean_down }, or signal = { .. })"
+    );
+    assert_eq!(
+        rejects(&format!("{ONE_OUTAGE}\nsignal = {{}}"), ""),
+        "link[1].signal: give one of outages, fading and signal"
+    );
+    assert_eq!(
+        rejects(&format!("{ONE_OUTAGE}\npredictor = {{}}"), ""),
+        "link[1].predictor: needs signal = { .. }: it reads the received power"
+    );
+    assert!(rejects("signal = {}\npredictor = {}\nwarning = \"1s\"", "")
+        .starts_with("link[1].predictor: announces outages itself"));
+    assert!(rejects("signal = { speed = 50.0 }", "")
+        .starts_with("link[1].signal.speed: gives a Doppler frequency of 334 Hz"));
+    assert_eq!(
+        rejects("signal = { path = [500.0, -1.0] }", ""),
+        "link[1].signal.path[1]: must be a positive distance in metres, got -1"
+    );
+    assert_eq!(
+        rejects("signal = { decorrelation_distance = 0.0 }", ""),
+        "link[1].signal.decorrelation_distance: must be positive, got 0"
+    );
+    assert_eq!(
+        rejects("signal = { average = \"5ms\" }", ""),
+        "link[1].signal.average: must be at least 10ms (the channel's step)"
+    );
+    assert_eq!(
+        rejects("signal = {}\npredictor = { sample = \"15ms\" }", ""),
+        "link[1].predictor.sample: must be a positive multiple of 10ms (the channel's step)"
+    );
+    assert_eq!(
+        rejects("signal = {}\npredictor = { window = \"200ms\" }", ""),
+        "link[1].predictor.window: must hold at least three samples for a fit"
     );
     assert_eq!(
         rejects(
@@ -325,4 +357,43 @@ warning = "50ms""#;
     // The rfc profile's floor is 1 s; the estimate is the RTO armed at the
     // first timeout, at least that.
     assert!((1.0..1.2).contains(&inferred), "{inferred}");
+}
+
+#[test]
+fn a_predicted_fade_is_held_through_like_an_announced_one() {
+    // A mobile driving away past the cell's edge and back, no shadowing or
+    // fast fading: one long, slow fade that the trend foresees.
+    let signal = "signal = { path = [1000.0, 1600.0], speed = 20.0, shadowing_sigma_db = 0.0, fast_fading = false }\npredictor = {}";
+    let (r, events) = run(&scenario(signal, HOLDING, ""));
+    let radio = r.links.iter().find(|l| l.name == "radio").expect("radio");
+    let stats = serde_json::to_value(&radio.stats).expect("serialises");
+    let fades = stats["fades"].as_array().expect("fades");
+    assert_eq!(fades.len(), 1, "{stats}");
+    let (start, warned) = (
+        fades[0]["start_ns"].as_u64().unwrap(),
+        fades[0]["warned_ns"].as_u64().expect("warned"),
+    );
+    // Warned ahead: the 1 s horizon of the trend, plus the lag of the
+    // link's one-second mean behind the power the trend reads.
+    assert!(
+        start > warned && start - warned <= 2_000_000_000,
+        "{start} {warned}"
+    );
+    // The base station held ACKs from the warning and paced them.
+    assert!(holding_stat(&r, "acks_held") > 0);
+    assert_eq!(
+        r.middleboxes[0].stats["schedules"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let first = events
+        .iter()
+        .find_map(|(t, e)| match e {
+            TraceEvent::LinkIndication { indication, .. } => Some((*t, *indication)),
+            _ => None,
+        })
+        .expect("an indication");
+    assert_eq!(first, (SimTime::from_nanos(warned), "going_down"));
 }

@@ -3,10 +3,12 @@
 //! building, in a deep fade), and whose link layer says so to both of its
 //! nodes ahead of time.
 //!
-//! Outages come from a schedule (`outages`) or from a fading process
+//! Outages come from a schedule (`outages`), from a fading process
 //! (`fading`): a two-state channel that stays up for an exponentially
 //! distributed time of mean `mean_up`, then down for one of mean
-//! `mean_down` (the continuous-time Gilbert–Elliott channel). A frame is
+//! `mean_down` (the continuous-time Gilbert–Elliott channel), or from the
+//! received power of a mobile moving through path loss, shadowing and
+//! fast fading (`signal`, see [`super::signal`]). A frame is
 //! lost if any part of its time on the link, from its first bit leaving
 //! the sender to its last bit arriving, falls in an outage: packets sent
 //! into an outage are lost, and so are those in flight when it starts.
@@ -22,6 +24,14 @@
 //! * `gone`, when the outage starts;
 //! * `up`, when it ends.
 //!
+//! With `predictor` (a `signal` link only), `going_down` comes instead from
+//! the base station's predictor, which reads the received power and
+//! extrapolates its trend ([`super::signal`]): it may come early, late, not
+//! at all (the outage starts with `gone` alone), or for an outage that
+//! never comes, in which case `up` withdraws it. Each outage's warning and
+//! predicted duration, and each withdrawn alarm, are in the link's
+//! counters (`fades`, `false_alarms`).
+//!
 //! The round trip it reports is what the link layer knows of itself: twice
 //! the propagation delay plus the transmission of a full-size frame one way
 //! and of an acknowledgement-sized one back.
@@ -36,6 +46,8 @@
 //! delay = "10ms"
 //! outages = [ { start = "10s", duration = "10s" } ]   # or:
 //! # fading = { mean_up = "30s", mean_down = "5s" }
+//! # signal = { speed = 10.0, path = [500.0, 1200.0] }   # every field optional
+//! # predictor = { sample = "100ms", window = "1s", horizon = "1s", prior = "5s" }
 //! warning = "500ms"          # optional, lead time of going_down
 //! duration_error = 0.0       # optional, relative error of the prediction
 //! duration_spread = 0.0      # optional, random part of that error
@@ -48,6 +60,10 @@ use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
 use super::p2p::{count_as_lost, WiredSpec};
+use super::signal::{
+    channel_stream, Alarm, Channel, FadeRecord, FalseAlarm, Predictor, PredictorConfig,
+    RawPredictor, RawSignal, Reading, SignalConfig, Verdict,
+};
 use super::{
     DirectionStats, Frame, LinkCheck, LinkIndication, LinkModel, LinkOutput, P2pConfig, P2pLink,
     Port, RawEnd, ScenarioLink,
@@ -67,6 +83,10 @@ pub const DEFAULT_WARNING: SimDuration = SimDuration::from_millis(500);
 /// Shortest mean up or down time of a fading process: below it the
 /// process would re-arm its timer faster than any link layer reports.
 pub const MIN_MEAN_SOJOURN: SimDuration = SimDuration::from_millis(1);
+
+/// How far ahead a `signal` link looks for the start or the end of an
+/// outage; one not found within it never comes.
+const MAX_SCAN: SimDuration = SimDuration::from_secs(3600);
 
 /// Size of a full-size frame and of an acknowledgement, for the round trip
 /// the link reports.
@@ -102,6 +122,8 @@ pub enum OutageSource {
         /// Mean duration of an outage.
         mean_down: SimDuration,
     },
+    /// Down while a received power is below a threshold.
+    Signal(SignalConfig),
 }
 
 /// How the link layer predicts an outage.
@@ -120,8 +142,11 @@ pub struct Prediction {
 pub struct FadingConfig {
     /// Where outages come from.
     pub source: OutageSource,
-    /// How they are announced.
+    /// How they are announced (when there is no predictor).
     pub prediction: Prediction,
+    /// The base station's predictor, which announces them instead (with a
+    /// `Signal` source only).
+    pub predictor: Option<PredictorConfig>,
 }
 
 /// Counters of a [`FadingLink`].
@@ -136,6 +161,10 @@ pub struct FadingStats {
     pub down_ns: u64,
     /// Sum of the predicted durations announced, ns.
     pub predicted_down_ns: u64,
+    /// Every outage that started, with its warning.
+    pub fades: Vec<FadeRecord>,
+    /// Warnings withdrawn with no outage.
+    pub false_alarms: Vec<FalseAlarm>,
 }
 
 /// An outage the link has decided on.
@@ -182,16 +211,32 @@ pub struct FadingLink<P> {
     predicted_down: SimDuration,
     /// Time spent in outages that have ended.
     ended_down: SimDuration,
+    /// The received-power channel (a `Signal` source).
+    channel: Option<Channel>,
+    predictor: Option<Predictor>,
+    /// The `going_down` standing (when, the duration it announced).
+    warned: Option<(SimTime, SimDuration)>,
+    fades: Vec<FadeRecord>,
+    false_alarms: Vec<FalseAlarm>,
 }
 
 impl<P: Copy> FadingLink<P> {
     /// A new idle link; `rng` draws the fading process and the prediction
     /// errors.
-    pub fn new(link: P2pConfig, config: FadingConfig, rng: SimRng) -> Self {
+    pub fn new(link: P2pConfig, config: FadingConfig, mut rng: SimRng) -> Self {
         let link_rtt = link.delay.saturating_mul(2)
             + SimDuration::transmission(FULL_FRAME, link.rate_bps)
             + SimDuration::transmission(ACK_FRAME, link.rate_bps);
         let max_span = link.delay + SimDuration::transmission(u64::from(u16::MAX), link.rate_bps);
+        let channel = match &config.source {
+            OutageSource::Signal(signal) => Some(Channel::new(
+                signal.clone(),
+                config.predictor.map(|p| p.sample),
+                channel_stream(&mut rng),
+            )),
+            _ => None,
+        };
+        let predictor = config.predictor.map(Predictor::new);
         let mut fading = FadingLink {
             // The wrapped link loses nothing, so it never draws from its
             // copy of the stream.
@@ -208,6 +253,11 @@ impl<P: Copy> FadingLink<P> {
             outages: 0,
             predicted_down: SimDuration::ZERO,
             ended_down: SimDuration::ZERO,
+            channel,
+            predictor,
+            warned: None,
+            fades: Vec::new(),
+            false_alarms: Vec::new(),
         };
         fading.plan_next(SimTime::ZERO);
         fading
@@ -236,6 +286,20 @@ impl<P: Copy> FadingLink<P> {
                 let down = self.exponential(mean_down);
                 (after + up, after + up + down)
             }
+            OutageSource::Signal(_) => {
+                let Some(channel) = self.channel.as_mut() else {
+                    return;
+                };
+                let Some(start) = channel.next_change(true, after + MAX_SCAN) else {
+                    self.planned = None;
+                    self.phase = Phase::Done;
+                    return;
+                };
+                let end = channel
+                    .next_change(false, start + MAX_SCAN)
+                    .unwrap_or(SimTime::MAX);
+                (start, end)
+            }
         };
         let truth = outage.1.saturating_since(outage.0).as_secs_f64();
         let p = self.config.prediction;
@@ -251,7 +315,12 @@ impl<P: Copy> FadingLink<P> {
             end: outage.1,
             predicted,
         });
-        self.phase = Phase::Warn;
+        // A predictor warns on its own readings, not ahead of the truth.
+        self.phase = if self.predictor.is_some() {
+            Phase::Gone
+        } else {
+            Phase::Warn
+        };
     }
 
     /// An exponential draw of the given mean, at least one nanosecond so
@@ -273,34 +342,111 @@ impl<P: Copy> FadingLink<P> {
         }
     }
 
-    /// Emits every indication due at or before `now`, to both ends.
+    /// When the predictor next reads the power.
+    fn next_sample(&self) -> Option<SimTime> {
+        self.predictor.as_ref().map(|p| p.next_sample)
+    }
+
+    /// Emits every indication due at or before `now`, to both ends; the
+    /// link's own events come before a reading due at the same instant.
     fn indicate(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
-        while let Some(at) = self.next_indication().filter(|&at| at <= now) {
-            let Some(planned) = self.planned else { break };
-            let indication = match self.phase {
-                Phase::Warn => {
-                    self.phase = Phase::Gone;
-                    self.predicted_down += planned.predicted;
-                    LinkIndication::GoingDown {
-                        rtt: self.link_rtt,
-                        expected_outage: planned.predicted,
-                    }
-                }
-                Phase::Gone => {
-                    self.phase = Phase::Up;
-                    self.outages += 1;
-                    self.past.push_back((planned.start, planned.end));
-                    LinkIndication::Gone
-                }
-                Phase::Up => {
-                    self.ended_down += planned.end.saturating_since(planned.start);
-                    self.plan_next(at);
-                    LinkIndication::Up
-                }
-                Phase::Done => break,
+        loop {
+            let truth = self.next_indication().filter(|&at| at <= now);
+            let sample = self.next_sample().filter(|&at| at <= now);
+            let indication = match (truth, sample) {
+                (Some(a), Some(b)) if b < a => self.read_power(b),
+                (Some(a), _) => self.advance(a),
+                (None, Some(b)) => self.read_power(b),
+                (None, None) => break,
             };
-            for port in 0..2 {
-                out.push(LinkOutput::Indication { port, indication });
+            if let Some(indication) = indication {
+                for port in 0..2 {
+                    out.push(LinkOutput::Indication { port, indication });
+                }
+            }
+        }
+    }
+
+    /// The link's next own event, due at `at`.
+    fn advance(&mut self, at: SimTime) -> Option<LinkIndication> {
+        let planned = self.planned?;
+        Some(match self.phase {
+            Phase::Warn => {
+                self.phase = Phase::Gone;
+                self.warn(at, planned.predicted)
+            }
+            Phase::Gone => {
+                self.phase = Phase::Up;
+                self.outages += 1;
+                self.past.push_back((planned.start, planned.end));
+                let warned = self.warned.take();
+                if let Some(p) = self.predictor.as_mut() {
+                    p.alarm = None;
+                }
+                self.fades.push(FadeRecord {
+                    start_ns: planned.start.as_nanos(),
+                    end_ns: planned.end.as_nanos(),
+                    warned_ns: warned.map(|w| w.0.as_nanos()),
+                    predicted_ns: warned.map(|w| w.1.as_nanos()),
+                });
+                LinkIndication::Gone
+            }
+            Phase::Up => {
+                let duration = planned.end.saturating_since(planned.start);
+                self.ended_down += duration;
+                if let Some(p) = self.predictor.as_mut() {
+                    p.learn(duration);
+                }
+                self.plan_next(at);
+                LinkIndication::Up
+            }
+            Phase::Done => return None,
+        })
+    }
+
+    /// `going_down` now, announcing `predicted`.
+    fn warn(&mut self, at: SimTime, predicted: SimDuration) -> LinkIndication {
+        self.predicted_down += predicted;
+        self.warned = Some((at, predicted));
+        LinkIndication::GoingDown {
+            rtt: self.link_rtt,
+            expected_outage: predicted,
+        }
+    }
+
+    /// The predictor's reading due at `at`, and what it makes of it.
+    fn read_power(&mut self, at: SimTime) -> Option<LinkIndication> {
+        let (Some(predictor), Some(channel)) = (self.predictor.as_mut(), self.channel.as_mut())
+        else {
+            return None;
+        };
+        predictor.next_sample = at + predictor.config.sample;
+        channel.advance_to(at);
+        let from = at.saturating_sub(predictor.config.window);
+        let readings: Vec<Reading> = channel.readings(from, at).copied().collect();
+        // Nothing to predict while the link is out.
+        if self.phase == Phase::Up {
+            return None;
+        }
+        let threshold = channel.config().threshold_dbm;
+        match predictor.judge(at, &readings, threshold) {
+            Verdict::Quiet => None,
+            Verdict::Raise(predicted) => {
+                predictor.alarm = Some(Alarm {
+                    raised: at,
+                    predicted,
+                });
+                Some(self.warn(at, predicted))
+            }
+            Verdict::Withdraw => {
+                predictor.alarm = None;
+                if let Some((raised, _)) = self.warned.take() {
+                    self.false_alarms.push(FalseAlarm {
+                        raised_ns: raised.as_nanos(),
+                        withdrawn_ns: at.as_nanos(),
+                    });
+                }
+                Some(LinkIndication::Up)
             }
         }
     }
@@ -372,10 +518,14 @@ impl<P: Copy> LinkModel<P> for FadingLink<P> {
     }
 
     fn poll_timeout(&self) -> Option<SimTime> {
-        match (self.inner.poll_timeout(), self.next_indication()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.inner.poll_timeout(),
+            self.next_indication(),
+            self.next_sample(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn stats(&self, now: SimTime) -> FadingStats {
@@ -390,6 +540,8 @@ impl<P: Copy> LinkModel<P> for FadingLink<P> {
             outages: self.outages,
             down_ns: (self.ended_down + down).as_nanos(),
             predicted_down_ns: self.predicted_down.as_nanos(),
+            fades: self.fades.clone(),
+            false_alarms: self.false_alarms.clone(),
         }
     }
 
@@ -408,6 +560,8 @@ pub struct RawFading {
     queue: Option<usize>,
     outages: Option<Vec<RawOutage>>,
     fading: Option<RawTwoState>,
+    signal: Option<RawSignal>,
+    predictor: Option<RawPredictor>,
     warning: Option<Duration>,
     duration_error: Option<f64>,
     duration_spread: Option<f64>,
@@ -439,23 +593,26 @@ impl ScenarioLink for FadingSpec {
 
     fn validate(raw: RawFading, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
         let wired = WiredSpec::validate_lossless(raw.ends, raw.rate, raw.delay, raw.queue, cx)?;
-        let source = match (raw.outages, raw.fading) {
-            (Some(_), Some(_)) => {
-                return Err(ScenarioError::new(
-                    cx.at("fading"),
-                    "give either outages or fading, not both",
-                ))
+        let given = [
+            ("outages", raw.outages.is_some()),
+            ("fading", raw.fading.is_some()),
+            ("signal", raw.signal.is_some()),
+        ];
+        let second = given.iter().filter(|g| g.1).nth(1).map(|g| g.0);
+        let source = match (raw.outages, raw.fading, raw.signal) {
+            (None, None, Some(signal)) => {
+                OutageSource::Signal(SignalConfig::validate(signal, &cx.at("signal"))?)
             }
-            (None, None) => {
+            (None, None, None) => {
                 return Err(ScenarioError::new(
                     cx.at("outages"),
                     format!(
-                        "required for {} (or fading = {{ mean_up, mean_down }})",
-                        cx.what
-                    ),
+                    "required for {} (or fading = {{ mean_up, mean_down }}, or signal = {{ .. }})",
+                    cx.what
+                ),
                 ))
             }
-            (Some(list), None) => {
+            (Some(list), None, None) => {
                 let mut outages = Vec::with_capacity(list.len());
                 let mut end = SimDuration::ZERO;
                 for (i, o) in list.iter().enumerate() {
@@ -477,7 +634,7 @@ impl ScenarioLink for FadingSpec {
                 }
                 OutageSource::Schedule(outages)
             }
-            (None, Some(two)) => {
+            (None, Some(two), None) => {
                 let mean = |value: Option<Duration>, field: &str| {
                     let path = cx.at(&format!("fading.{field}"));
                     let d = value
@@ -493,6 +650,28 @@ impl ScenarioLink for FadingSpec {
                     mean_down: mean(two.mean_down, "mean_down")?,
                 }
             }
+            _ => {
+                return Err(ScenarioError::new(
+                    cx.at(second.unwrap_or("signal")),
+                    "give one of outages, fading and signal",
+                ))
+            }
+        };
+        let predictor = match raw.predictor {
+            None => None,
+            Some(_) if !matches!(source, OutageSource::Signal(_)) => {
+                return Err(ScenarioError::new(
+                    cx.at("predictor"),
+                    "needs signal = { .. }: it reads the received power",
+                ))
+            }
+            Some(_) if raw.warning.is_some() || raw.duration_error.is_some() || raw.duration_spread.is_some() => {
+                return Err(ScenarioError::new(
+                    cx.at("predictor"),
+                    "announces outages itself: give no warning, duration_error or duration_spread with it",
+                ))
+            }
+            Some(p) => Some(PredictorConfig::validate(p, &cx.at("predictor"))?),
         };
         let duration_error = raw.duration_error.unwrap_or(0.0);
         if !duration_error.is_finite() || duration_error <= -1.0 {
@@ -517,6 +696,7 @@ impl ScenarioLink for FadingSpec {
                     duration_error,
                     duration_spread,
                 },
+                predictor,
             },
         })
     }
@@ -551,7 +731,11 @@ mod tests {
                 queue_capacity: 1000,
                 loss: 0.0,
             },
-            FadingConfig { source, prediction },
+            FadingConfig {
+                source,
+                prediction,
+                predictor: None,
+            },
             component_stream(1, "link/radio"),
         )
     }
@@ -719,5 +903,130 @@ mod tests {
         assert!((share - 0.25).abs() < 0.03, "down {share}");
         // About 4000 / 4 = 1000 outages.
         assert!((900..1100).contains(&stats.outages), "{}", stats.outages);
+    }
+}
+
+#[cfg(test)]
+mod signal_tests {
+    use super::*;
+    use crate::rng::component_stream;
+
+    fn signal_link(seed: u64, predictor: Option<PredictorConfig>) -> FadingLink<u32> {
+        FadingLink::new(
+            P2pConfig {
+                rate_bps: 2_000_000,
+                delay: SimDuration::from_millis(10),
+                queue_capacity: 100,
+                loss: 0.0,
+            },
+            FadingConfig {
+                source: OutageSource::Signal(SignalConfig::default()),
+                prediction: Prediction {
+                    warning: DEFAULT_WARNING,
+                    duration_error: 0.0,
+                    duration_spread: 0.0,
+                },
+                predictor,
+            },
+            component_stream(seed, "link/radio"),
+        )
+    }
+
+    fn run(l: &mut FadingLink<u32>, until: SimTime) -> Vec<(SimTime, LinkIndication)> {
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        while let Some(t) = l.poll_timeout().filter(|&t| t <= until) {
+            l.handle_timeout(t, &mut out);
+            seen.extend(out.drain(..).filter_map(|o| match o {
+                LinkOutput::Indication {
+                    port: 0,
+                    indication,
+                } => Some((t, indication)),
+                _ => None,
+            }));
+        }
+        seen
+    }
+
+    #[test]
+    fn the_default_signal_fades_for_seconds_and_the_same_seed_fades_alike() {
+        let end = SimTime::from_secs(600);
+        let mut l = signal_link(1, None);
+        let seen = run(&mut l, end);
+        let stats = l.stats(end);
+        let durations: Vec<f64> = stats
+            .fades
+            .iter()
+            .map(|f| (f.end_ns - f.start_ns) as f64 / 1e9)
+            .collect();
+        assert!(durations.len() >= 5, "{durations:?}");
+        let mean = durations.iter().sum::<f64>() / durations.len() as f64;
+        assert!((1.0..30.0).contains(&mean), "mean outage {mean} s");
+        // The oracle warns 500 ms ahead of each, with the true duration.
+        for f in &stats.fades {
+            let warned = f.warned_ns.expect("the oracle warns every outage");
+            assert!(f.start_ns - warned <= DEFAULT_WARNING.as_nanos());
+            assert_eq!(f.predicted_ns, Some(f.end_ns - f.start_ns));
+        }
+        let mut again = signal_link(1, None);
+        assert_eq!(run(&mut again, end), seen);
+        let mut other = signal_link(2, None);
+        assert_ne!(run(&mut other, end), seen);
+    }
+
+    #[test]
+    fn the_predictor_warns_of_most_fades_ahead_and_withdraws_false_alarms() {
+        let end = SimTime::from_secs(1200);
+        let mut l = signal_link(3, Some(PredictorConfig::default()));
+        let seen = run(&mut l, end);
+        let stats = l.stats(end);
+        assert!(stats.fades.len() >= 10, "{}", stats.fades.len());
+        let warned: Vec<&FadeRecord> = stats
+            .fades
+            .iter()
+            .filter(|f| f.warned_ns.is_some())
+            .collect();
+        // A trend over a second foresees most fades, never all.
+        assert!(
+            warned.len() * 2 > stats.fades.len(),
+            "{} of {}",
+            warned.len(),
+            stats.fades.len()
+        );
+        for f in &warned {
+            assert!(f.warned_ns.unwrap() < f.start_ns);
+        }
+        // Every going_down is followed by gone (a fade) or by up (a
+        // withdrawal), and every withdrawal is a recorded false alarm.
+        let mut withdrawals = 0;
+        let mut raised = 0;
+        for pair in seen.windows(2) {
+            if let LinkIndication::GoingDown { .. } = pair[0].1 {
+                raised += 1;
+                assert!(matches!(
+                    pair[1].1,
+                    LinkIndication::Gone | LinkIndication::Up
+                ));
+                if pair[1].1 == LinkIndication::Up {
+                    withdrawals += 1;
+                }
+            }
+        }
+        assert_eq!(withdrawals, stats.false_alarms.len());
+        assert_eq!(raised, warned.len() + withdrawals);
+        // A warning before any outage announces the prior, later ones the
+        // mean of the outages seen before them.
+        for (i, f) in stats.fades.iter().enumerate() {
+            let Some(predicted) = f.predicted_ns else {
+                continue;
+            };
+            let before: u64 = stats.fades[..i].iter().map(|f| f.end_ns - f.start_ns).sum();
+            let want = if i == 0 {
+                5_000_000_000
+            } else {
+                before / i as u64
+            };
+            assert_eq!(predicted, want, "fade {i}");
+        }
     }
 }

@@ -35,6 +35,7 @@ mod ieee802154;
 mod mesh_member;
 mod nfc;
 mod p2p;
+mod signal;
 mod slip;
 mod wifi;
 #[macro_use]
@@ -61,6 +62,7 @@ pub use ieee802154::{
 pub use nfc::{NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcSpec, NfcStats};
 pub use p2p::{P2pConfig, P2pLink, P2pSpec, P2pStats, WiredSpec};
 pub use registry::{LinkCheck, LinkModel, ScenarioLink};
+pub use signal::{FadeRecord, FalseAlarm, PredictorConfig, SignalConfig};
 pub use slip::{SlipConfig, SlipLink, SlipSpec, SlipStats};
 pub use wifi::{WifiLink, WifiMember, WifiMemberStats, WifiSpec, WifiStats};
 
