@@ -40,6 +40,9 @@ pub enum DropReason {
     NoListener,
     /// An NFC link's MCU was handed a packet while it still held another.
     McuBusy,
+    /// An NFC link's header decompressor discarded it: rebuilt on stale
+    /// state after a lost packet, or tossed until its state was refreshed.
+    Decompression,
     /// A middlebox at the node discarded it.
     Middlebox,
     /// The MAC gave up sending it: the channel stayed busy.

@@ -31,6 +31,7 @@ mod ends;
 mod fading;
 mod gilbert_elliott;
 mod half_duplex;
+pub mod header_compression;
 mod ieee802154;
 mod mesh_member;
 mod nfc;
@@ -59,7 +60,9 @@ pub use ieee802154::{
     Boot, Ieee802154Config, Ieee802154Link, Ieee802154MemberStats, Ieee802154Spec, Ieee802154Stats,
     MemberSetup, ParentChange, RawIeee802154, Routing,
 };
-pub use nfc::{NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcSpec, NfcStats};
+pub use nfc::{
+    HeaderCompression, NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcSpec, NfcStats,
+};
 pub use p2p::{P2pConfig, P2pLink, P2pSpec, P2pStats, WiredSpec};
 pub use registry::{LinkCheck, LinkModel, ScenarioLink};
 pub use signal::{FadeRecord, FalseAlarm, PredictorConfig, SignalConfig};

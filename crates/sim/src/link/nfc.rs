@@ -39,6 +39,20 @@
 //! either direction, and while it is delivering a packet to its stack; the
 //! interface hands its next packet to the MCU only once the link is free.
 //! Both ends are told through `MediumBusy`/`MediumFree` outputs.
+//!
+//! Header compression (`header_compression = "rfc1144"`, off by default;
+//! the study's future work, bridge spec §5): the stack's NFC driver at each
+//! end compresses TCP/IP headers as RFC 1144 does for serial lines
+//! ([`super::header_compression`]) before the packet goes over the UART,
+//! and the far end rebuilds them. The compressed length sets the UART time,
+//! the MCU buffer room, the chunks and the slots; the packet delivered is
+//! the one sent (its IP length unchanged in every other output and
+//! counter). A packet the MCU drops was already compressed, so the far
+//! decompressor misses it: it discards the next compressed packets as
+//! RFC 1144 says (trace reason `decompression`) until the sender's
+//! retransmission, which goes uncompressed, refreshes its state. With
+//! compression on, each packet's first slot is reported as a `MacAttempt`
+//! whose length is its length on the link, for traces.
 
 use std::collections::VecDeque;
 
@@ -48,6 +62,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ends::two_ends;
 use super::half_duplex::{HalfDuplexConfig, HalfDuplexLink, MediumTiming, Occupancy};
+use super::header_compression::{Compressor, Decompressor, Discard, Encoded, PacketType};
 use super::{
     admit, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, Port, RawEnd, ScenarioLink,
     DEFAULT_QUEUE,
@@ -98,6 +113,20 @@ pub struct NfcConfig {
     /// Slot phase; `None` draws it uniformly in `[0, slot_period)` from the
     /// link's random stream.
     pub slot_phase: Option<SimDuration>,
+    /// TCP/IP header compression between the two ends (off by default).
+    pub header_compression: HeaderCompression,
+}
+
+/// Header compression on an [`NfcLink`] (bridge spec §5, the study's
+/// future work).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HeaderCompression {
+    /// Packets cross with their headers as they are.
+    #[default]
+    Off,
+    /// RFC 1144 (Van Jacobson) TCP/IP header compression, by the stack's
+    /// NFC driver at each end ([`super::header_compression`]).
+    Rfc1144,
 }
 
 impl NfcConfig {
@@ -117,6 +146,7 @@ impl NfcConfig {
             mcu_buffer: 2048,
             uart_queue: [0, 1],
             slot_phase: None,
+            header_compression: HeaderCompression::Off,
         }
     }
 
@@ -240,6 +270,20 @@ pub struct NfcDirectionStats {
     pub dropped_queue_full: u64,
     /// Longest interface queue seen, in packets.
     pub max_queue_len: u64,
+    /// IP bytes of the sent packets as they crossed the link: after header
+    /// compression when it is on, else `sent_bytes`.
+    pub link_bytes: u64,
+    /// Sent packets with a compressed header (`COMPRESSED_TCP`).
+    pub compressed_packets: u64,
+    /// Sent TCP packets whose header went whole to refresh the far end's
+    /// state (`UNCOMPRESSED_TCP`).
+    pub uncompressed_tcp_packets: u64,
+    /// Packets the far end's decompressor discarded: rebuilt on stale state
+    /// after a lost packet (bad TCP checksum), or tossed until a refresh.
+    pub dropped_decompression: u64,
+    /// Packets the far end rebuilt with a different IP ID than was sent
+    /// (undetectable: no checksum covers it); delivered as sent.
+    pub rebuilt_ip_id_differs: u64,
 }
 
 /// Counters of an [`NfcLink`].
@@ -258,13 +302,31 @@ pub struct NfcStats {
     pub nominal_rate_bps: u64,
 }
 
+/// A packet on its way through the MCUs and the air: its frame as the
+/// stack handed it, and whether the far decompressor discards it. Its
+/// [`Frame`] on the air has the length it has on the link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Carried<P> {
+    frame: Frame<P>,
+    discarded: bool,
+}
+
+/// A packet waiting in front of an MCU, with its link encoding when header
+/// compression is on.
+#[derive(Clone, Debug)]
+struct Pending<P> {
+    frame: Frame<P>,
+    /// The compressor's output and the packet's own bytes.
+    encoded: Option<(Encoded, Vec<u8>)>,
+}
+
 /// What the UART between an end's stack and its MCU is doing.
 #[derive(Clone, Copy, Debug)]
 enum Uart<P> {
     Idle,
     /// Moving the packet into the MCU until `ready_at`.
     Loading {
-        frame: Frame<P>,
+        frame: Frame<Carried<P>>,
         ready_at: SimTime,
     },
 }
@@ -274,7 +336,7 @@ struct End<P> {
     sensing: bool,
     /// The interface queue of a sensing end, or the queue in front of the
     /// UART of an end without sensing.
-    queue: VecDeque<Frame<P>>,
+    queue: VecDeque<Pending<P>>,
     uart: Uart<P>,
     /// NFC payload sizes of the packets in the MCU's buffer, oldest first:
     /// the one on the UART, then those waiting for or using the air.
@@ -282,7 +344,7 @@ struct End<P> {
     /// Whether this end's MCU is sending a packet's chunks on air.
     on_air: bool,
     /// Packets towards this end whose last chunk is on the far UART.
-    delivering: VecDeque<(SimTime, Frame<P>)>,
+    delivering: VecDeque<(SimTime, Carried<P>)>,
     /// What this end was last told: busy or free.
     told_busy: bool,
 }
@@ -305,9 +367,13 @@ impl<P> End<P> {
 #[derive(Debug)]
 pub struct NfcLink<P> {
     config: NfcConfig,
-    air: HalfDuplexLink<P, NfcSlots>,
+    air: HalfDuplexLink<Carried<P>, NfcSlots>,
     ends: [End<P>; 2],
-    scratch: Vec<LinkOutput<P>>,
+    /// Header compression of the packets sent from each port, and their
+    /// decompression at the other end.
+    compressors: [Compressor; 2],
+    decompressors: [Decompressor; 2],
+    scratch: Vec<LinkOutput<Carried<P>>>,
     stats: NfcStats,
 }
 
@@ -332,6 +398,8 @@ impl<P: Copy> NfcLink<P> {
         NfcLink {
             air,
             ends: [End::new(config.sensing[0]), End::new(config.sensing[1])],
+            compressors: Default::default(),
+            decompressors: Default::default(),
             scratch: Vec::with_capacity(8),
             stats: NfcStats {
                 directions: [NfcDirectionStats::default(); 2],
@@ -360,12 +428,26 @@ impl<P: Copy> NfcLink<P> {
         !end.held.is_empty() || self.air.is_busy(now) || !end.delivering.is_empty()
     }
 
-    /// Hands a packet from the stack at `from` to the link.
+    /// Hands a packet from the stack at `from` to the link, without its
+    /// bytes: it crosses with its header as it is.
     pub fn transmit(
         &mut self,
         now: SimTime,
         from: Port,
         frame: Frame<P>,
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        self.transmit_datagram(now, from, frame, None, out);
+    }
+
+    /// Hands a packet from the stack at `from` to the link, with its bytes
+    /// (`datagram`), which header compression needs.
+    pub fn transmit_datagram(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        frame: Frame<P>,
+        datagram: Option<&[u8]>,
         out: &mut Vec<LinkOutput<P>>,
     ) {
         self.handle_timeout(now, out);
@@ -378,22 +460,38 @@ impl<P: Copy> NfcLink<P> {
             if !admit(from, frame, queue.len(), full, counters, out) {
                 return;
             }
-            queue.push_back(frame);
+            let pending = self.encode(p, frame, datagram);
+            let queue = &mut self.ends[p].queue;
+            queue.push_back(pending);
+            let stats = &mut self.stats.directions[p];
             stats.max_queue_len = stats.max_queue_len.max(queue.len() as u64);
             self.settle(now, out);
         } else {
+            let pending = self.encode(p, frame, datagram);
             let uart_busy = matches!(self.ends[p].uart, Uart::Loading { .. });
             let queue = &mut self.ends[p].queue;
             if uart_busy && queue.len() < self.config.uart_queue[p] {
                 let stats = &mut self.stats.directions[p];
-                queue.push_back(frame);
+                queue.push_back(pending);
                 stats.enqueued += 1;
                 stats.max_queue_len = stats.max_queue_len.max(queue.len() as u64);
             } else {
-                self.hand(now, p, frame, out);
+                self.hand(now, p, pending, out);
             }
             self.notify(now, out);
         }
+    }
+
+    /// The stack's NFC driver at end `p` compresses the packet's header
+    /// when compression is on (and the packet's bytes are known).
+    fn encode(&mut self, p: usize, frame: Frame<P>, datagram: Option<&[u8]>) -> Pending<P> {
+        let encoded = match (self.config.header_compression, datagram) {
+            (HeaderCompression::Rfc1144, Some(bytes)) => {
+                Some((self.compressors[p].compress(bytes), bytes.to_vec()))
+            }
+            _ => None,
+        };
+        Pending { frame, encoded }
     }
 
     /// Processes everything due at or before `now`, in time order.
@@ -403,29 +501,36 @@ impl<P: Copy> NfcLink<P> {
                 break;
             }
             self.air.handle_timeout(t, &mut self.scratch);
-            self.absorb_air(t);
+            self.absorb_air(t, out);
             for p in 0..2 {
                 if let Uart::Loading { frame, ready_at } = self.ends[p].uart {
                     if ready_at <= t {
                         self.ends[p].uart = Uart::Idle;
                         self.air.transmit(t, p as Port, frame, &mut self.scratch);
-                        self.absorb_air(t);
+                        self.absorb_air(t, out);
                     }
                 }
             }
             for p in 0..2 {
-                while let Some(&(at, frame)) = self.ends[p].delivering.front() {
+                while let Some(&(at, carried)) = self.ends[p].delivering.front() {
                     if at > t {
                         break;
                     }
                     self.ends[p].delivering.pop_front();
                     let stats = &mut self.stats.directions[1 - p];
+                    let (port, frame) = (p as Port, carried.frame);
+                    if carried.discarded {
+                        stats.dropped_decompression += 1;
+                        out.push(LinkOutput::Dropped {
+                            port,
+                            frame,
+                            reason: DropReason::Decompression,
+                        });
+                        continue;
+                    }
                     stats.delivered_packets += 1;
                     stats.delivered_bytes += u64::from(frame.len);
-                    out.push(LinkOutput::Delivered {
-                        port: p as Port,
-                        frame,
-                    });
+                    out.push(LinkOutput::Delivered { port, frame });
                 }
             }
             self.settle(t, out);
@@ -459,13 +564,24 @@ impl<P: Copy> NfcLink<P> {
     }
 
     /// The packet leaves the stack at end `p` for its MCU.
-    fn hand(&mut self, now: SimTime, p: usize, frame: Frame<P>, out: &mut Vec<LinkOutput<P>>) {
+    fn hand(&mut self, now: SimTime, p: usize, pending: Pending<P>, out: &mut Vec<LinkOutput<P>>) {
         let port = p as Port;
+        let frame = pending.frame;
+        let link_len = match &pending.encoded {
+            Some((encoded, _)) => encoded.len() as u32,
+            None => frame.len,
+        };
         let stats = &mut self.stats.directions[p];
         stats.sent_packets += 1;
         stats.sent_bytes += u64::from(frame.len);
+        stats.link_bytes += u64::from(link_len);
+        match pending.encoded.as_ref().map(|e| e.0.kind) {
+            Some(PacketType::CompressedTcp) => stats.compressed_packets += 1,
+            Some(PacketType::UncompressedTcp) => stats.uncompressed_tcp_packets += 1,
+            _ => {}
+        }
         out.push(LinkOutput::TxStart { port, frame });
-        let bytes = self.config.nfc_payload(frame.len);
+        let bytes = self.config.nfc_payload(link_len);
         let end = &self.ends[p];
         let held: u32 = end.held.iter().sum();
         let fits = end.held.is_empty() || held.saturating_add(bytes) <= self.config.mcu_buffer;
@@ -478,15 +594,31 @@ impl<P: Copy> NfcLink<P> {
             });
             return;
         }
+        // The air neither loses nor reorders packets, so the far end's
+        // decompressor sees exactly the packets this MCU accepts, in this
+        // order: its verdict is known now and travels with the packet.
+        let mut discarded = false;
+        if let Some((encoded, original)) = &pending.encoded {
+            match self.decompressors[p].decompress(encoded) {
+                Ok(rebuilt) if rebuilt != *original => stats.rebuilt_ip_id_differs += 1,
+                Ok(_) => {}
+                Err(Discard::Tossed | Discard::BadChecksum | Discard::Malformed) => {
+                    discarded = true;
+                }
+            }
+        }
         self.ends[p].held.push_back(bytes);
         self.ends[p].uart = Uart::Loading {
-            frame,
+            frame: Frame {
+                packet: Carried { frame, discarded },
+                len: link_len,
+            },
             ready_at: now + self.config.uart_time(u64::from(bytes)),
         };
     }
 
     /// Takes in what the air stage reported at `t`.
-    fn absorb_air(&mut self, t: SimTime) {
+    fn absorb_air(&mut self, t: SimTime, out: &mut Vec<LinkOutput<P>>) {
         for output in std::mem::take(&mut self.scratch) {
             match output {
                 LinkOutput::TxStart { port, frame } => {
@@ -494,6 +626,18 @@ impl<P: Copy> NfcLink<P> {
                     let stats = &mut self.stats.directions[port as usize & 1];
                     stats.slots += self.config.slots(frame.len);
                     stats.nfc_payload_bytes += u64::from(self.config.nfc_payload(frame.len));
+                    if self.config.header_compression != HeaderCompression::Off {
+                        // For traces: the packet's first chunk on air, with
+                        // its length on the link (after compression).
+                        out.push(LinkOutput::MacAttempt {
+                            port,
+                            frame: Frame {
+                                packet: frame.packet.frame.packet,
+                                len: frame.len,
+                            },
+                            attempt: 1,
+                        });
+                    }
                 }
                 LinkOutput::Delivered { port, frame } => {
                     let to = port as usize & 1;
@@ -504,7 +648,7 @@ impl<P: Copy> NfcLink<P> {
                     let tail = self
                         .config
                         .uart_time(u64::from(self.config.last_chunk(frame.len)));
-                    self.ends[to].delivering.push_back((t + tail, frame));
+                    self.ends[to].delivering.push_back((t + tail, frame.packet));
                 }
                 // The air never loses frames and each MCU hands it at most
                 // one, so nothing else needs handling.
@@ -524,8 +668,8 @@ impl<P: Copy> NfcLink<P> {
                 matches!(self.ends[p].uart, Uart::Idle)
             };
             if ready {
-                if let Some(frame) = self.ends[p].queue.pop_front() {
-                    self.hand(now, p, frame, out);
+                if let Some(pending) = self.ends[p].queue.pop_front() {
+                    self.hand(now, p, pending, out);
                 }
             }
         }
@@ -602,6 +746,22 @@ impl<P: Copy> LinkModel<P> for NfcLink<P> {
     fn carrier_sense(&self, port: Port, now: SimTime) -> bool {
         self.is_busy(port, now)
     }
+
+    /// Header compression reads the packets' bytes.
+    fn reads_datagrams(&self) -> bool {
+        self.config.header_compression != HeaderCompression::Off
+    }
+
+    fn transmit_datagram(
+        &mut self,
+        now: SimTime,
+        from: Port,
+        frame: Frame<P>,
+        datagram: &[u8],
+        out: &mut Vec<LinkOutput<P>>,
+    ) {
+        NfcLink::transmit_datagram(self, now, from, frame, Some(datagram), out);
+    }
 }
 
 /// The `[[link]]` fields of an NFC link.
@@ -616,6 +776,7 @@ pub struct RawNfc {
     slot_phase: Option<Duration>,
     uart_baud: Option<u64>,
     mcu: Option<bool>,
+    header_compression: Option<String>,
 }
 
 /// `kind = "nfc"`: a time-slotted [`NfcLink`] (bridge spec §1.1).
@@ -644,6 +805,9 @@ pub struct NfcSpec {
     /// MCU's 8 bytes of framing and the stack writes to the module over
     /// the same serial stage.
     pub mcu: bool,
+    /// TCP/IP header compression between the ends (`"none"`, the default,
+    /// or `"rfc1144"`).
+    pub header_compression: HeaderCompression,
 }
 
 /// Bytes of MCU packet framing (bridge spec §1.2), gone without the MCU.
@@ -706,7 +870,18 @@ impl ScenarioLink for NfcSpec {
                 format!("must be between 1200 and 100000000 baud, got {uart_baud}"),
             ));
         }
+        let header_compression = match raw.header_compression.as_deref() {
+            None | Some("none") => HeaderCompression::Off,
+            Some("rfc1144") => HeaderCompression::Rfc1144,
+            Some(other) => {
+                return Err(ScenarioError::new(
+                    cx.at("header_compression"),
+                    format!("must be \"none\" or \"rfc1144\", got {other:?}"),
+                ))
+            }
+        };
         Ok(NfcSpec {
+            header_compression,
             ends,
             rate_bps: rate,
             sensing,
@@ -721,6 +896,12 @@ impl ScenarioLink for NfcSpec {
 
     fn rate_bps(&self) -> u64 {
         self.rate_bps
+    }
+
+    // The emulator hands links frames without their bytes, which header
+    // compression needs.
+    fn emulated(&self) -> bool {
+        self.header_compression == HeaderCompression::Off
     }
 
     fn attachments(&self) -> Vec<Attachment> {
@@ -738,6 +919,7 @@ impl ScenarioLink for NfcSpec {
                 uart_queue: self.uart_queue,
                 slot_phase: self.slot_phase,
                 uart_baud: self.uart_baud,
+                header_compression: self.header_compression,
                 framing: if self.mcu {
                     mode.framing
                 } else {
@@ -983,5 +1165,134 @@ mod tests {
             SimDuration::from_millis(10).saturating_mul(slots)
         );
         assert_eq!(s.directions[1].dropped_mcu_busy, 0);
+    }
+
+    /// A TCP segment of the appliance's connection with `len` data bytes.
+    fn segment(seq: u32, id: u16, len: usize) -> Vec<u8> {
+        use rtolab_wire::ipv4::Ipv4Repr;
+        use rtolab_wire::tcp::{SeqNumber, TcpFlags, TcpOptions, TcpRepr};
+        let ip = Ipv4Repr {
+            src: [192, 168, 1, 102].into(),
+            dst: [192, 168, 1, 202].into(),
+            protocol: 0,
+            ttl: 255,
+            ident: id,
+            dont_fragment: false,
+            tos: 0,
+            payload_len: 0,
+        };
+        let payload = vec![7; len];
+        let tcp = TcpRepr {
+            src_port: 49153,
+            dst_port: 7891,
+            seq: SeqNumber(seq),
+            ack: SeqNumber(1),
+            flags: TcpFlags::PSH | TcpFlags::ACK,
+            window: 8096,
+            urgent: 0,
+            options: TcpOptions::default(),
+            payload: &payload,
+        };
+        let mut out = Vec::new();
+        rtolab_wire::packet::emit_tcp(&mut out, &ip, &tcp).expect("fits");
+        out
+    }
+
+    fn compressing(sensing: [bool; 2]) -> NfcLink<u32> {
+        NfcLink::new(
+            NfcConfig {
+                sensing,
+                slot_phase: Some(SimDuration::ZERO),
+                header_compression: HeaderCompression::Rfc1144,
+                ..NfcConfig::rate_11_2kbps()
+            },
+            component_stream(1, "nfc"),
+        )
+    }
+
+    #[test]
+    fn a_compressed_packet_takes_the_slots_and_uart_of_its_compressed_size() {
+        let mut l = compressing([true, true]);
+        let mut out = Vec::new();
+        // Two 100-byte segments back to back: the first sets the state (its
+        // 140 bytes cross whole), the second crosses as 3 + 100 bytes.
+        let (first, second) = (segment(1, 1, 100), segment(101, 2, 100));
+        l.transmit_datagram(SimTime::ZERO, 0, frame(1, 140), Some(&first), &mut out);
+        l.transmit_datagram(SimTime::ZERO, 0, frame(2, 140), Some(&second), &mut out);
+        let mut log: Vec<_> = out.drain(..).map(|o| (SimTime::ZERO, o)).collect();
+        log.extend(drain(&mut l));
+        let s = l.stats().directions[0];
+        assert_eq!((s.sent_bytes, s.link_bytes), (280, 140 + 103));
+        assert_eq!((s.compressed_packets, s.uncompressed_tcp_packets), (1, 1));
+        // NFC payloads 156 and 119: 16 + 12 slots.
+        assert_eq!(s.nfc_payload_bytes, 156 + 119);
+        assert_eq!(s.slots, 16 + 12);
+        // Delivered as handed over, the frame keeping its IP length; the
+        // trace notice carries the length on the link.
+        let got: Vec<_> = log
+            .iter()
+            .filter_map(|(_, o)| match o {
+                Delivered { frame, .. } => Some(*frame),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, [frame(1, 140), frame(2, 140)]);
+        let on_link: Vec<u32> = log
+            .iter()
+            .filter_map(|(_, o)| match o {
+                MacAttempt { frame, .. } => Some(frame.len),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(on_link, [140, 103]);
+    }
+
+    #[test]
+    fn a_frame_lost_at_the_mcu_is_recovered_as_rfc_1144_says() {
+        let mut l = compressing([false, false]);
+        let mut out = Vec::new();
+        let segs: Vec<Vec<u8>> = (0..4u32)
+            .map(|k| segment(1 + 100 * k, k as u16, 100))
+            .collect();
+        let send = |l: &mut NfcLink<u32>, at: SimTime, id: u32, bytes: &[u8], out: &mut Vec<_>| {
+            l.transmit_datagram(at, 0, frame(id, bytes.len() as u32), Some(bytes), out);
+        };
+        send(&mut l, SimTime::ZERO, 0, &segs[0], &mut out);
+        // Segment 1 is written while the UART still moves segment 0: the
+        // appliance's MCU drops it, compressed.
+        send(&mut l, SimTime::from_micros(50), 1, &segs[1], &mut out);
+        assert_eq!(dropped(&out), [1]);
+        let mut log = drain(&mut l);
+        // Segment 2 crosses, but the far end rebuilds it on the state of
+        // segment 0: discarded, and segment 3 after it is tossed.
+        send(&mut l, ms(1000), 2, &segs[2], &mut out);
+        log.extend(drain(&mut l));
+        send(&mut l, ms(2000), 3, &segs[3], &mut out);
+        log.extend(drain(&mut l));
+        // TCP resends segment 1: its sequence number went back, so it
+        // crosses whole and the far end is in step again.
+        send(&mut l, ms(3000), 11, &segs[1], &mut out);
+        log.extend(drain(&mut l));
+        send(&mut l, ms(4000), 12, &segment(401, 5, 100), &mut out);
+        log.extend(drain(&mut l));
+        assert_eq!(delivered(&log), [0, 11, 12]);
+        let discarded: Vec<u32> = log
+            .iter()
+            .filter_map(|(_, o)| match o {
+                Dropped {
+                    port: 1,
+                    frame,
+                    reason: DropReason::Decompression,
+                } => Some(frame.packet),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(discarded, [2, 3]);
+        let s = l.stats().directions[0];
+        assert_eq!(s.dropped_decompression, 2);
+        assert_eq!(s.dropped_mcu_busy, 1);
+        // Segments 0 and the resent 1 went whole; 1, 2, 3 and the last one
+        // compressed.
+        assert_eq!((s.uncompressed_tcp_packets, s.compressed_packets), (2, 4));
     }
 }

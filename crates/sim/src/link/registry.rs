@@ -234,6 +234,12 @@ pub trait ScenarioLink: Sized + Clone + std::fmt::Debug + PartialEq {
         Vec::new()
     }
 
+    /// Whether the real-time emulator can run this link as configured
+    /// (its kind's [`ScenarioLink::EMULATED`] unless an option needs more).
+    fn emulated(&self) -> bool {
+        Self::EMULATED
+    }
+
     /// The model, drawing whatever it randomises from `rng` (the stream
     /// `link/<name>` of the run's seed, in the simulator and the emulator
     /// alike).
@@ -328,7 +334,7 @@ macro_rules! link_registry {
             /// Whether the real-time emulator can run it.
             pub fn emulated(&self) -> bool {
                 match self {
-                    $( LinkModelSpec::$variant(_) => <$spec as ScenarioLink>::EMULATED, )+
+                    $( LinkModelSpec::$variant(s) => s.emulated(), )+
                 }
             }
 

@@ -59,8 +59,14 @@ impl Simulator {
         };
         let to = 1 - port;
         let slot = &mut self.links[link.0 as usize];
-        slot.link
-            .transmit(self.now, port, to, frame, &mut self.link_out);
+        if slot.link.reads_datagrams() {
+            let datagram = self.pool.bytes(packet);
+            slot.link
+                .transmit_datagram(self.now, port, frame, datagram, &mut self.link_out);
+        } else {
+            slot.link
+                .transmit(self.now, port, to, frame, &mut self.link_out);
+        }
         self.after_link_call(link.0);
     }
 
