@@ -1059,14 +1059,24 @@ impl Rpl {
         self.process_parent_event(now, from);
     }
 
+    /// Whether [`RplConfig::freeze_tree_at`] has passed.
+    fn tree_frozen(&self, now: SimTime) -> bool {
+        self.config
+            .freeze_tree_at
+            .is_some_and(|at| now >= SimTime::ZERO + at)
+    }
+
     /// `rpl_process_parent_event`: false when the parent was rejected.
     fn process_parent_event(&mut self, now: SimTime, addr: Ipv6Addr) -> bool {
         let Some(rank) = self.parent(addr).map(|p| p.rank) else {
             return false;
         };
         let mut accepted = true;
+        // A frozen tree does not drop a parent for a rank that grew: only
+        // one that lost its route (infinite rank) goes.
+        let kept = self.tree_frozen(now) && rank != INFINITE_RANK;
         let dag = self.dag.as_ref().expect("parents only exist in a DODAG");
-        if !dag.acceptable(rank) {
+        if !kept && !dag.acceptable(rank) {
             let was_preferred = dag.preferred == Some(addr);
             self.nullify_parent(addr);
             if !was_preferred {
@@ -1129,10 +1139,7 @@ impl Rpl {
         }
         let last_parent = self.preferred_parent();
         // A frozen tree keeps a parent that can still carry traffic.
-        let frozen = self
-            .config
-            .freeze_tree_at
-            .is_some_and(|at| now >= SimTime::ZERO + at);
+        let frozen = self.tree_frozen(now);
         let kept = last_parent
             .filter(|&a| frozen && self.parent(a).is_some_and(|p| p.rank != INFINITE_RANK));
         // rpl_select_parent

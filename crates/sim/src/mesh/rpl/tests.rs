@@ -249,11 +249,13 @@ fn a_frozen_tree_keeps_its_parent_until_that_parent_is_lost() {
         [(None, Some(a), 1280), (Some(a), Some(c), 1024)]
     );
     // Frozen: A becoming far better than C moves nothing, nor does C's
-    // rank growing beyond MaxRankIncrease (which would detach the node).
+    // DAGRank growing past that of the node's rank plus MaxRankIncrease
+    // ((1024 + 1792) / 256 = 11; 3100 / 256 = 12),
+    // which would otherwise drop C as a parent.
     let t = SimTime::from_secs(3);
     node.handle_message(t, a, ALL_RPL_NODES, &dio(256, 240))
         .unwrap();
-    node.handle_message(t, c, ALL_RPL_NODES, &dio(512 + 2048, 240))
+    node.handle_message(t, c, ALL_RPL_NODES, &dio(3100, 240))
         .unwrap();
     assert_eq!(node.preferred_parent(), Some(c));
     assert!(parent_changes(&mut node).is_empty());
