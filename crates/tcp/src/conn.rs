@@ -13,7 +13,9 @@ use rtolab_wire::tcp::{SackBlock, SeqNumber, TcpFlags, TcpOptions, TcpRepr, Time
 use serde::Serialize;
 
 use crate::ack::{AckDecision, AckPolicy, AckReason, SegmentArrival};
-use crate::cc::{AckEvent, CcContext, CongestionControl, RecoveryAction, SpuriousTimeout};
+use crate::cc::{
+    AckEvent, CcContext, CongestionControl, RecoveryAction, SentSegment, SpuriousTimeout,
+};
 use crate::clock::{Granularity, TimerEpoch};
 use crate::ip::{default_mss, plain, IpHeader};
 use crate::profile::Config;
@@ -1494,6 +1496,10 @@ impl Connection {
             mss: self.send_mss,
             duplicates: self.dup_acks,
             sack_lost: false,
+            first_unacked: self.sent.front().map(|s| SentSegment {
+                last_sent: s.last_sent,
+                transmissions: s.retransmits + 1,
+            }),
         }
     }
 

@@ -1098,6 +1098,7 @@ mod tests {
                     mss,
                     duplicates: 0,
                     sack_lost: false,
+                    first_unacked: None,
                 },
             );
             cc.window() - before

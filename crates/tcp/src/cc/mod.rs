@@ -100,6 +100,20 @@ pub struct AckEvent {
     /// (RFC 6675 `IsLost(HighACK + 1)`), so recovery may start before the
     /// duplicate threshold.
     pub sack_lost: bool,
+    /// The first unacknowledged segment after this ACK, when there is one:
+    /// ns-2's Vegas times it against its own fine-grained timer
+    /// ([`vegas_ns2`]), which the engine's sequence space holds and a
+    /// policy cannot see otherwise.
+    pub first_unacked: Option<SentSegment>,
+}
+
+/// When a segment was last sent and how often.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SentSegment {
+    /// Its latest transmission.
+    pub last_sent: SimTime,
+    /// Transmissions so far, the first included.
+    pub transmissions: u32,
 }
 
 /// A timeout found spurious, with what RFC 4015 restores the window from.
@@ -213,6 +227,7 @@ pub(crate) mod test_util {
             mss: MSS,
             duplicates: 0,
             sack_lost: false,
+            first_unacked: None,
         }
     }
 

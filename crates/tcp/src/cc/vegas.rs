@@ -11,12 +11,13 @@
 //! sample of the last round trip (`round_rtt = "min"`, as Linux does) or
 //! their mean (`"mean"`, as ns-2 does, [`super::vegas_ns2`]). Every sample is
 //! used, after its correction (timelost) is removed. Loss handling is
-//! NewReno's.
+//! NewReno's, or ns-2's with `fine_retransmit` ([`super::vegas_ns2`]).
 
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
 use super::reno::{RenoConfig, RenoCore};
+use super::vegas_ns2::Ns2LossRecovery;
 use super::{
     AckEvent, CcContext, CcFactory, CcMetrics, CongestionControl, RecoveryAction, SpuriousTimeout,
 };
@@ -86,6 +87,11 @@ pub struct VegasConfig {
     /// so run records that predate it read the same.
     #[serde(skip_serializing_if = "QueueEstimate::is_window")]
     pub queue_estimate: QueueEstimate,
+    /// ns-2's loss handling (its fine-grained retransmission timer and
+    /// window cut on duplicate ACKs, [`super::vegas_ns2::Ns2LossRecovery`])
+    /// instead of NewReno's; written out only when on, as above.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fine_retransmit: bool,
     /// Window parameters shared with Reno (initial window, cap, ...).
     pub window: RenoConfig,
 }
@@ -99,6 +105,7 @@ impl Default for VegasConfig {
             round_rtt: RoundRtt::Min,
             slow_start_exit: SlowStartExit::Target,
             queue_estimate: QueueEstimate::Window,
+            fine_retransmit: false,
             window: RenoConfig::default(),
         }
     }
@@ -133,6 +140,8 @@ pub struct Vegas {
     /// Slow start grows only in every other round trip.
     grow_this_round: bool,
     diff: Option<f64>,
+    /// ns-2's loss handling, when `fine_retransmit` is on.
+    ns2_loss: Option<Ns2LossRecovery>,
 }
 
 impl Vegas {
@@ -151,12 +160,27 @@ impl Vegas {
             slow_start_before_timeout: true,
             grow_this_round: true,
             diff: None,
+            ns2_loss: config.fine_retransmit.then(Ns2LossRecovery::default),
         }
     }
 
     /// Estimated segments queued at the last adjustment.
     pub fn queue_estimate(&self) -> Option<f64> {
         self.diff
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> VegasConfig {
+        self.config
+    }
+
+    /// A window in congestion avoidance, and no round ending, so that
+    /// loss handling is seen alone.
+    #[cfg(test)]
+    pub(super) fn set_window_for_test(&mut self, bytes: usize) {
+        self.core.cwnd = bytes;
+        self.slow_start = false;
+        self.round_end = u64::MAX;
     }
 
     /// The round's RTT by [`VegasConfig::round_rtt`], and the next
@@ -262,6 +286,10 @@ impl CongestionControl for Vegas {
         if self.core.recovery.is_some() {
             return self.core.ack(ack, false);
         }
+        if let Some(loss) = self.ns2_loss.as_mut() {
+            loss.deflate(&mut self.core);
+            self.cap();
+        }
         if self.slow_start && self.core.cwnd >= self.core.ssthresh {
             self.slow_start = false;
         }
@@ -271,13 +299,24 @@ impl CongestionControl for Vegas {
         if ack.acked_to >= self.round_end {
             self.end_of_round(now, ack);
         }
-        RecoveryAction::None
+        match self.ns2_loss.as_mut() {
+            Some(loss) => loss.after_new_ack(&self.core, now, ack),
+            None => RecoveryAction::None,
+        }
     }
-    fn on_duplicate_ack(&mut self, _now: SimTime, ack: &AckEvent) -> RecoveryAction {
-        self.core.duplicate(ack)
+    fn on_duplicate_ack(&mut self, now: SimTime, ack: &AckEvent) -> RecoveryAction {
+        let Some(loss) = self.ns2_loss.as_mut() else {
+            return self.core.duplicate(ack);
+        };
+        let action = loss.duplicate(&mut self.core, now, ack);
+        self.cap();
+        action
     }
     fn on_timeout(&mut self, now: SimTime, ack: &AckEvent) {
         self.core.timeout(ack);
+        if let Some(loss) = self.ns2_loss.as_mut() {
+            loss.timeout(&mut self.core, now, ack);
+        }
         self.slow_start_before_timeout = self.slow_start;
         self.slow_start = true;
         self.grow_this_round = true;
@@ -292,6 +331,9 @@ impl CongestionControl for Vegas {
             return;
         }
         let rtt = sample.corrected();
+        if let Some(loss) = self.ns2_loss.as_mut() {
+            loss.sample(rtt);
+        }
         self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
         self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |b| b.min(rtt)));
         self.round_sum += rtt;
