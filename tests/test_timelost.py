@@ -332,6 +332,61 @@ def test_ns2_check_smoke_both_simulators_near_the_access_point(tmp_path: Path) -
     assert "| 10 m | down: delivery per attempt |" in text
 
 
+@pytest.mark.parametrize("cc", ["reno", "westwood"])
+def test_ns2_check_smoke_loss_based_senders_on_the_moving_case(tmp_path: Path, cc: str) -> None:
+    """The moving case's first 12 s (the station within 50 m of the AP)
+    with Reno (ns-2's Agent/TCP/Reno) and Westwood+ (ns-2's TCP-Linux
+    agent running Linux's westwood): both simulators run the sender, which
+    fills its 20-packet window into the AP's queue (median RTT over 150 ms,
+    where Vegas keeps about 60) at the same RTT. Reno's goodputs agree;
+    ns-2's TCP-Linux agent loses its first segment at the AP's ARP queue
+    and waits out its 3 s initial timeout, so its 7 s of transfer carry
+    less."""
+    text, runs = _ns2_case(tmp_path, lambda cases: cases.moving(12.0, cc))
+    for column in ("ns-2", "rtolab"):
+        assert 0.3 < runs[(column, "goodput before 100 s (Mbit/s)")] < 0.8
+        assert runs[(column, "RTT p50 (ms)")] > 150
+    ns, ours = (runs[(c, "RTT p90 (ms)")] for c in ("ns-2", "rtolab"))
+    assert ours == pytest.approx(ns, rel=0.15)
+    if cc == "reno":
+        ns, ours = (runs[(c, "goodput before 100 s (Mbit/s)")] for c in ("ns-2", "rtolab"))
+        assert ours == pytest.approx(ns, rel=0.15)
+    script = (tmp_path / f"moving-{cc}" / "ns-2" / "seed1" / "ns2.tcl").read_text()
+    assert {"reno": "Agent/TCP/Reno", "westwood": "select_ca westwood"}[cc] in script
+    assert "| moving sink | goodput before 100 s (Mbit/s) |" in text
+
+
+def test_ns2_check_pairs_columns_by_seed() -> None:
+    """The check's paired differences: per seed, timelost against without
+    in each simulator, and rtolab's ns-2 loss handling against NewReno's;
+    a seed missing from one column drops out of its pairs."""
+    report = _ns2check().report
+    records = []
+    values = [
+        (0.10, 0.12, 0.20, 0.21, 0.19),
+        (0.12, 0.13, 0.18, 0.20, 0.18),
+        (0.11, 0.14, 0.19, 0.19, 0.17),
+    ]
+    for seed, (ns, ns_tl, ours, ours_tl, nr) in enumerate(values, start=1):
+        for column, value in [
+            ("ns-2", ns), ("ns-2 timelost", ns_tl), ("rtolab", ours),
+            ("rtolab timelost", ours_tl), (report.NEWRENO_LOSS, nr),
+        ]:  # fmt: skip
+            records.append(("moving sink", column, seed, "goodput after 150 s (Mbit/s)", value))
+    records.append(("moving sink", "rtolab timelost", 4, "goodput after 150 s (Mbit/s)", 0.5))
+    frame = pd.DataFrame(records, columns=["row", "column", "seed", "measure", "value"])
+    columns = (*report.TIMELOST_COLUMNS, (report.NEWRENO_LOSS, False))
+    lines = report.paired_differences(frame, columns)
+    by_label = {line.split(" | ")[0].lstrip("| "): line for line in lines if line.startswith("| ")}
+    # ns-2: +0.02, +0.01, +0.03: mean 0.02, sd 0.01, CI 1.96 * 0.01 / sqrt(3).
+    half = 1.96 * 0.01 / math.sqrt(3)
+    assert f"+0.0200 ± {half:.4f} | 0.0100 | 3 |" in by_label["ns-2: timelost - without"]
+    # rtolab's seed 4 has no partner without timelost: n stays 3.
+    assert by_label["rtolab: timelost - without"].endswith("| 3 |")
+    assert "+0.0100 ±" in by_label["rtolab: ns-2 loss - NewReno loss"]
+    assert report.paired_differences(frame, report.COLUMNS) == []
+
+
 def test_ns2_check_smoke_two_saturated_stations(tmp_path: Path) -> None:
     """Two stations next to the AP saturating the uplink with UDP from 5 s
     to 8 s: both simulators carry what one 1 Mbit/s channel with RTS/CTS

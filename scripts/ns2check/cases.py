@@ -46,11 +46,19 @@ def distance(duration_s: float = 60.0, distances: tuple[float, ...] = DISTANCES)
     return Case("timelost-distance", rows)
 
 
-def moving(duration_s: float = 300.0) -> Case:
+def moving(duration_s: float = 300.0, cc: str = "vegas") -> Case:
+    """The study's moving sink with sender `cc` (setting.SOURCES); the
+    case is `timelost-moving` for Vegas, `timelost-moving-<cc>` else."""
     phases = tuple((n, a, min(b, duration_s)) for n, a, b in STUDY_PHASES if a < duration_s)
+    suffix = "" if cc == "vegas" else f"-{cc}"
     return Case(
-        "timelost-moving",
-        (("moving sink", Setting("moving", duration_s, (MOVING,), phases=phases)),),
+        f"timelost-moving{suffix}",
+        (
+            (
+                "moving sink",
+                Setting(f"moving{suffix}", duration_s, (MOVING,), cc=cc, phases=phases),
+            ),
+        ),
     )
 
 

@@ -6,6 +6,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,18 @@ from ns2check import cases, measure, ns2, setting
 COLUMNS = (("ns-2", False), ("rtolab", False))
 #: With ns-2 built with the timelost patch: both simulators with and without.
 TIMELOST_COLUMNS = (("ns-2", False), ("rtolab", False), ("ns-2", True), ("rtolab", True))
+#: rtolab's Vegas with NewReno's loss handling instead of ns-2's
+#: (`vegas_ns2` with `fine_retransmit = false`).
+NEWRENO_LOSS = "rtolab-newreno-loss"
+#: Vegas's columns: both simulators and rtolab's Vegas without ns-2's loss
+#: handling; with the patched ns-2, each with and without timelost.
+VEGAS_COLUMNS = (*COLUMNS, (NEWRENO_LOSS, False))
+VEGAS_TIMELOST_COLUMNS = (*TIMELOST_COLUMNS, (NEWRENO_LOSS, False), (NEWRENO_LOSS, True))
+
+
+def column_name(simulator: str, timelost: bool) -> str:
+    return f"{simulator}{' timelost' if timelost else ''}"
+
 
 #: rtolab's trace families the measures read.
 FAMILIES = [
@@ -106,9 +119,11 @@ def run_case(
     ok = True
     for label, base in case.rows:
         for simulator, timelost in columns:
-            column = f"{simulator}{' timelost' if timelost else ''}"
+            column = column_name(simulator, timelost)
             for seed in range(1, seeds + 1):
                 s = cases.with_seed(base, seed, timelost)
+                if simulator == NEWRENO_LOSS:
+                    s = replace(s, fine_retransmit=False)
                 work = out / base.name / column.replace(" ", "-") / f"seed{seed}"
                 ns = patched if timelost and patched else binary
                 try:
@@ -124,7 +139,7 @@ def run_case(
             progress(f"{case.name}: {label}: {column} done")
     frame = pd.DataFrame(records, columns=["row", "column", "seed", "measure", "value"])
     frame.to_csv(out / "runs.csv", index=False)
-    names = [f"{sim}{' timelost' if tl else ''}" for sim, tl in columns]
+    names = [column_name(sim, tl) for sim, tl in columns]
     lines = ["| " + " | ".join(["row", "measure", *names]) + " |", "|" + "---|" * (2 + len(names))]
     for label, _ in case.rows:
         rows = frame[frame["row"] == label]
@@ -134,4 +149,51 @@ def run_case(
                 for c in names
             ]
             lines.append("| " + " | ".join([label, name, *cells]) + " |")
+    pairs = paired_differences(frame, columns)
+    if pairs:
+        lines += ["", *pairs]
     return "\n".join(lines) + "\n", ok
+
+
+def paired_differences(frame: pd.DataFrame, columns: tuple[tuple[str, bool], ...]) -> list[str]:
+    """Goodput differences between columns that share seeds (so the same
+    mobility, shadowing draws where the simulator repeats them, and start):
+    each simulator's timelost gain, and rtolab's ns-2 loss handling against
+    NewReno's, each as mean ± 95 % CI half-width (normal approximation, as
+    the experiments' tables), standard deviation and n over seeds. Empty
+    when the columns make no pair."""
+    from rtolab.experiments.stats import spread
+
+    names = {column_name(s, t) for s, t in columns}
+    pairs = [
+        (f"{s}: timelost - without", column_name(s, True), column_name(s, False))
+        for s, t in columns
+        if t and column_name(s, False) in names
+    ]
+    for timelost in (False, True):
+        ours, other = column_name("rtolab", timelost), column_name(NEWRENO_LOSS, timelost)
+        if ours in names and other in names:
+            label = f"{ours}: ns-2 loss - NewReno loss"
+            pairs.append((label, ours, other))
+    if not pairs or frame.empty:
+        return []
+    goodput = frame[frame["measure"].str.startswith("goodput")]
+    lines = [
+        "Paired differences of goodput (Mbit/s) over seeds: mean ± 95 % CI half-width (sd, n)",
+        "",
+        "| difference | row | measure | mean ± CI | sd | n |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, a, b in pairs:
+        for (row, name), rows in goodput.groupby(["row", "measure"], sort=False):
+            wide = rows.pivot_table(index="seed", columns="column", values="value")
+            if a not in wide or b not in wide:
+                continue
+            d = spread(wide[a] - wide[b])
+            if d["n"] == 0:
+                continue
+            lines.append(
+                f"| {label} | {row} | {name} | {d['mean']:+.4f} ± {d['ci95']:.4f} "
+                f"| {d['sd']:.4f} | {d['n']} |"
+            )
+    return lines

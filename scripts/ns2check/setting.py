@@ -24,6 +24,24 @@ PACKET = 1000
 WIRED_RATE, WIRED_DELAY_MS, WIRED_QUEUE = "100Mb", 10, 100
 #: UDP payload and rate of a saturated station (well above 1 Mbit/s).
 CBR_SIZE, CBR_RATE = 1000, "2Mb"
+#: The TCP source of each sender in ns-2: its agent and the Tcl that picks
+#: the congestion control. ns-2.35 has no Westwood+ agent of its own; its
+#: TCP-Linux agent runs Linux's `tcp_westwood` (Westwood+). It has no
+#: TIBET.
+SOURCES = {
+    "vegas": ("Agent/TCP/Vegas", ""),
+    "reno": ("Agent/TCP/Reno", ""),
+    "westwood": ("Agent/TCP/Linux", "$tcp select_ca westwood"),
+}
+#: The same senders in rtolab, with ns-2's window (initial 2 packets, at
+#: most 20 of the `ns2` profile's 960-byte MSS): `None` keeps the `ns2`
+#: profile's Reno, which has it.
+RTOLAB_CC = {
+    "vegas": 'cc = { policy = "vegas_ns2" }',
+    "reno": None,
+    "westwood": 'cc = { policy = "westwood", window = { initial_window = { segments = 2 }, '
+    "max_window = 19200 } }",
+}
 
 
 @dataclass(frozen=True)
@@ -44,8 +62,11 @@ class Setting:
     #: "tcp": one bulk transfer, wired source to the first station;
     #: "cbr": every station saturates the uplink to the AP.
     traffic: str = "tcp"
-    #: "vegas" or "reno" at the TCP source.
+    #: "vegas", "reno" or "westwood" at the TCP source (`SOURCES`).
     cc: str = "vegas"
+    #: rtolab's Vegas with ns-2's loss handling (`fine_retransmit` of
+    #: `vegas_ns2`); ns-2's Vegas always has it.
+    fine_retransmit: bool = True
     start_s: float = 5.0
     seed: int = 1
     #: Whether the 802.11 interfaces account retransmission time and the
@@ -112,9 +133,10 @@ def tcl(s: Setting, trace: bool = True) -> str:
         f"$ns_ queue-limit $AP $W {WIRED_QUEUE}",
     ]
     if s.traffic == "tcp":
-        agent = {"vegas": "Agent/TCP/Vegas", "reno": "Agent/TCP/Reno"}[s.cc]
+        agent, pick = SOURCES[s.cc]
         lines += [
             f"set tcp [new {agent}]",
+            *([pick] if pick else []),
             *(["$tcp set timelost_ true"] if s.timelost and s.cc == "vegas" else []),
             "$ns_ attach-agent $W $tcp",
             "set sink [new Agent/TCPSink]",
@@ -155,12 +177,15 @@ def ns2_tcp(s: Setting) -> str:
     """A host's TCP: the `ns2` profile (ns-2.35's Agent/TCP defaults:
     1000-byte packets, a 20-packet window, initial window 2, RTO from 3 s
     between 0.2 and 60 s on a 10 ms tick, one ACK per segment, no options)
-    with ns-2's Vegas (`vegas_ns2`) or the profile's Reno, and the timelost
-    option on both ends when the setting has it."""
+    with the setting's sender (`RTOLAB_CC`), and the timelost option on
+    both ends when the setting has it."""
     flag = "true" if s.timelost else "false"
     lines = ['profile = "ns2"', "[host.tcp]"]
-    if s.cc == "vegas":
-        lines.append('cc = { policy = "vegas_ns2" }')
+    cc = RTOLAB_CC[s.cc]
+    if cc is not None and s.cc == "vegas" and not s.fine_retransmit:
+        cc = 'cc = { policy = "vegas_ns2", fine_retransmit = false }'
+    if cc is not None:
+        lines.append(cc)
     # The `ns2` profile's sink sends one ACK per segment and no window
     # updates, as ns-2's TCPSink.
     lines += [
