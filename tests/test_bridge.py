@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import rtolab
-from rtolab.experiments import bridge, bridge_future, reproduce
+from rtolab.experiments import bridge, bridge_future, bridge_links, reproduce
 from rtolab.frames import read_capture
 
 
@@ -78,6 +78,10 @@ def test_csvs_have_the_documented_columns(quick_reproduction: Path) -> None:
         "long_session_sweep.csv": bridge.LONG_SWEEP_COLUMNS,
         "ptx_filter.csv": bridge_future.FILTER_COLUMNS,
         "ptx_filter_paired.csv": bridge_future.PAIRED_COLUMNS,
+        "compression.csv": bridge_links.COMPRESSION_COLUMNS,
+        "compression_paired.csv": bridge_links.PAIRED_COLUMNS,
+        "faster_links.csv": bridge_links.LINK_COLUMNS,
+        "faster_links_summary.csv": bridge_links.LINK_SUMMARY_COLUMNS,
     }
     for name, columns in expected.items():
         frame = pd.read_csv(out / name)
@@ -95,6 +99,8 @@ def test_csvs_have_the_documented_columns(quick_reproduction: Path) -> None:
         "long-session-rto-vs-rtt",
         "long-session-time-sequence",
         "ptx-filter",
+        "compression-latency",
+        "faster-links-latency",
     ):
         assert (out / "figures" / f"{figure}.png").stat().st_size > 1000
 
