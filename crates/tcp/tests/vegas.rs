@@ -1,5 +1,6 @@
 //! Vegas on a fixed-delay bottleneck keeps its queue estimate between
-//! alpha and beta once slow start is over.
+//! alpha and beta once slow start is over; ns-2's Vegas also recovers from
+//! loss its own way.
 
 mod common;
 
@@ -147,5 +148,53 @@ fn ns2_vegas_settles_between_its_thresholds_under_the_window_cap() {
     assert!(
         from_sink <= data + 3,
         "{from_sink} segments from the sink for {data} data segments"
+    );
+}
+
+/// One ns-2 Vegas transfer of 400 kB over a 2 Mbit/s, 20 ms path losing
+/// 3 % of datagrams; its stats once complete.
+fn ns2_vegas_over_loss(fine_retransmit: bool, seed: u64) -> rtolab_tcp::ConnectionStats {
+    let mut profile = Profile::ns2();
+    profile.cc = CcChoice::VegasNs2(VegasNs2Config {
+        fine_retransmit,
+        ..VegasNs2Config::default()
+    });
+    profile.time_wait = SimDuration::from_secs(1);
+    let mut pair = Pair::with_profile(profile, seed);
+    pair.latency = SimDuration::from_millis(20);
+    pair.bandwidth = Some(2_000_000);
+    pair.faults.loss = 0.03;
+    let mut t = Transfer::start(&mut pair, pattern(400_000));
+    let mut stats = None;
+    for _ in 0..5_000_000 {
+        if let Some(c) = pair.client.conn(t.client) {
+            stats = Some(c.stats());
+        }
+        if t.pump(&mut pair) || !pair.step() {
+            break;
+        }
+    }
+    assert_eq!(t.received, t.data, "fine_retransmit {fine_retransmit}");
+    stats.expect("connection seen")
+}
+
+/// ns-2's loss handling in the engine: on a lossy path the transfer still
+/// completes intact, and segments waiting longer than the fine-grained
+/// timeout go out on early duplicate ACKs instead of waiting for the
+/// retransmission timer, so fewer timeouts than NewReno's recovery
+/// needs on the same losses.
+#[test]
+fn ns2_vegas_fine_retransmit_resends_before_the_timer() {
+    let (mut on_timeouts, mut off_timeouts) = (0, 0);
+    for seed in 1..=3 {
+        let on = ns2_vegas_over_loss(true, seed);
+        let off = ns2_vegas_over_loss(false, seed);
+        assert!(on.fast_retransmits > 0, "seed {seed}: {on:?}");
+        on_timeouts += on.timeouts;
+        off_timeouts += off.timeouts;
+    }
+    assert!(
+        on_timeouts < off_timeouts,
+        "{on_timeouts} timeouts against {off_timeouts}"
     );
 }
