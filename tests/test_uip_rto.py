@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from rtolab.experiments import uip_rto
+from rtolab.experiments import uip_rto_frozen as frozen
 from rtolab.experiments import uip_rto_readings as readings
 
 SEEDS = ["--seeds", "3"]
@@ -110,6 +111,27 @@ def test_every_scheme_and_reading_of_a_seed_starts_on_the_same_tree(reproduction
     )
     assert runs["start_tree"].str.contains("n2>").all()
     assert (runs.groupby("seed")["start_tree"].nunique() == 1).all()
+
+
+def test_a_frozen_tree_keeps_every_schemes_routes(reproduction: Path) -> None:
+    base = reproduction / "uip-rto"
+    runs = pd.read_csv(base / "frozen-runs.csv")
+    assert list(runs.columns) == list(uip_rto.RUN_COLUMNS)
+    assert len(runs) == 2 * len(uip_rto.SCHEMES)
+    assert (runs["status"] == "ok").all() and runs["complete"].all()
+    # Frozen when the clients start: each run ends on the tree it started
+    # on, the tree the same seed's live-tree runs start on.
+    assert (runs["start_tree"] == runs["end_tree"]).all()
+    live = pd.read_csv(base / "runs.csv")
+    assert dict(zip(runs["seed"], runs["start_tree"], strict=True)) == dict(
+        zip(live["seed"], live["start_tree"], strict=True)
+    )
+    claims = pd.read_csv(base / "frozen-claims.csv")
+    assert list(claims.columns) == list(frozen.CLAIM_COLUMNS) and len(claims) == 5
+    paired = pd.read_csv(base / "frozen-paired.csv")
+    assert (paired["n"] == 2).all() and len(paired) > 0
+    page = (reproduction / "report.html").read_text(encoding="utf-8")
+    assert "claims on a frozen tree" in page
 
 
 def test_the_same_seeds_give_the_same_runs_table(reproduction: Path, tmp_path: Path) -> None:

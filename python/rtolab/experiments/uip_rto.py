@@ -99,6 +99,7 @@ RUN_COLUMNS = (
     "duty_cycle_mean",
     "bytes_corrupt",
     "start_tree",
+    "end_tree",
 )
 NODE_COLUMNS = (
     "scheme",
@@ -380,6 +381,7 @@ def summarise(result: Result, params: dict[str, Any]) -> dict[str, Any]:
         else math.nan,
         "bytes_corrupt": int(sink.get("bytes_corrupt", 0)),
         "start_tree": tree_text(tree_at(traces, FORMATION_S)),
+        "end_tree": tree_text(tree),
     }
     return {"run": run, "nodes": nodes, "segments": segments}
 
