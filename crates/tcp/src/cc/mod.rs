@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::rto::RttSample;
 
 pub mod newreno;
+pub mod ns2_loss_recovery;
 pub mod reno;
 pub mod single_segment;
 pub mod tibet;

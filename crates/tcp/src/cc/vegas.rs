@@ -16,8 +16,8 @@
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
+use super::ns2_loss_recovery::Ns2LossRecovery;
 use super::reno::{RenoConfig, RenoCore};
-use super::vegas_ns2::Ns2LossRecovery;
 use super::{
     AckEvent, CcContext, CcFactory, CcMetrics, CongestionControl, RecoveryAction, SpuriousTimeout,
 };
@@ -88,7 +88,7 @@ pub struct VegasConfig {
     #[serde(skip_serializing_if = "QueueEstimate::is_window")]
     pub queue_estimate: QueueEstimate,
     /// ns-2's loss handling (its fine-grained retransmission timer and
-    /// window cut on duplicate ACKs, [`super::vegas_ns2::Ns2LossRecovery`])
+    /// window cut on duplicate ACKs, [`super::ns2_loss_recovery::Ns2LossRecovery`])
     /// instead of NewReno's; written out only when on, as above.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub fine_retransmit: bool,
