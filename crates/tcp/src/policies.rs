@@ -16,7 +16,7 @@
 //!   configuration as parameters with their defaults, and each
 //!   parameter's meaning, the first sentence of its field's documentation
 //!   (in the module, or for fields of a configuration shared with another
-//!   policy, in [`SHARED_CONFIG_SOURCES`]).
+//!   policy, in `SHARED_CONFIG_SOURCES`).
 
 use std::sync::Arc;
 
