@@ -192,3 +192,33 @@ def test_a_variable_path_runs_the_stretching_phase(reproduction: Path) -> None:
     assert ((later["gap_at_fixed_host_s"] - later["planned_gap_s"]).abs() < 0.03).all()
     # The fixed host's RTO is above the model's: its floor and hold samples.
     assert (later["fixed_host_rto_s"] > later["model_rto_s"]).all()
+
+
+def test_predicted_fades_compare_the_schemes_on_one_channel(reproduction: Path) -> None:
+    """Every scheme of a seed meets the same fades, the predictor's record
+    of each fade is consistent, and the paired differences stand on the
+    seeds run (docs/ack-holding.md, "Fades predicted from the signal")."""
+    from rtolab.experiments import ack_holding_fades as fades
+
+    base = reproduction / "ack-holding"
+    runs = pd.read_csv(base / "fades.csv")
+    assert list(runs.columns) == list(fades.RUN_COLUMNS)
+    assert len(runs) == planned(fades.cells)
+    assert {"reno", "ack-holding", "freeze", "snoop"} <= set(runs["scheme"])
+    # The channel is the seed's: the same fades under every scheme.
+    assert (runs.groupby("seed")["down_s"].nunique() == 1).all()
+    assert (runs.groupby("seed")["fades"].nunique() == 1).all()
+    assert (runs["fades"] > 0).all()
+    predictions = pd.read_csv(base / "fades-predictions.csv")
+    warned = predictions[predictions["warned"]]
+    assert (warned["lead_s"] > 0).all()
+    oracle = predictions[predictions["setting"] == "oracle"]
+    # The oracle warns 500 ms ahead (later only when an outage follows the
+    # last one sooner) with the true duration.
+    assert oracle["warned"].all()
+    assert (oracle["lead_s"] <= 0.5 + 1e-9).all()
+    assert (oracle["duration_error"].abs() < 1e-6).all()
+    paired = pd.read_csv(base / "fades-paired.csv")
+    assert set(paired["scheme"]) == {"ack-holding", "freeze", "snoop"}
+    assert (paired["n"] == runs["seed"].nunique()).all()
+    assert (base / "figures" / "fades-gain.png").stat().st_size > 10_000

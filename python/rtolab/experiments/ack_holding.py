@@ -149,17 +149,23 @@ def scenario(
     holding: dict[str, str | int] | None = None,
     extra: str = "",
     radio: str | None = None,
+    duration_s: float = DURATION_S,
+    capture: bool = True,
 ) -> str:
     """The TOML of one run: fixed -- wired -- bs -- radio -- mobile.
     `holding` adds fields to the base station's table, `extra` tables to
-    the end, and `radio` replaces the radio link's kind and settings."""
+    the end, `radio` replaces the radio link's kind and settings, and
+    `capture` keeps the fixed host's capture."""
     if case not in (*CASES, "R"):
         raise ValueError(f"case: one of {', '.join([*CASES, 'R'])}, got {case!r}")
     if scheme not in SCHEMES:
         raise ValueError(f"scheme: one of {', '.join(SCHEMES)}, got {scheme!r}")
     freeze = "freeze = true\n" if scheme == "freeze" else ""
+    fixed_capture = (
+        '[[capture]]\nhost = "fixed"\nlink = "wired"\nfile = "fixed.pcap"\n' if capture else ""
+    )
     return f"""name = "ack-holding-{case.lower()}-{scheme}"
-duration = "{DURATION_S}s"
+duration = "{duration_s:g}s"
 
 [[host]]
 name = "fixed"
@@ -206,11 +212,7 @@ destination = "default"
 via = "10.0.1.1"
 
 {_base_station(scheme, holding)}
-[[capture]]
-host = "fixed"
-link = "wired"
-file = "fixed.pcap"
-
+{fixed_capture}
 [[app]]
 kind = "tcp-sink"
 name = "sink"
@@ -286,14 +288,14 @@ def sensitivity_cells() -> list[Cell]:
 # ----- what a run shows -----
 
 
-def _flow(result: Result, app: str) -> dict[str, Any]:
+def flow_report(result: Result, app: str) -> dict[str, Any]:
     for flow in result.report.get("flows", []):
         if flow.get("app") == app:
             return dict(flow)
     return {}
 
 
-def _sink_bytes(result: Result) -> int:
+def sink_bytes(result: Result) -> int:
     for app in result.report.get("apps", []):
         if app.get("name") == "sink":
             return int(app.get("bytes_received", 0))
@@ -370,8 +372,8 @@ def duplicate_acks_max(result: Result) -> int:
 
 def run_row(result: Result, cell: Cell) -> dict[str, Any]:
     """One row of ``runs.csv``."""
-    flow = _flow(result, "bulk")
-    delivered = _sink_bytes(result)
+    flow = flow_report(result, "bulk")
+    delivered = sink_bytes(result)
     return {
         "case": cell.case,
         "scheme": cell.scheme,

@@ -206,7 +206,7 @@ def held_ack_rows(result: Result, cell: PathCell, record: dict[str, Any]) -> lis
 
 
 def run_row(result: Result, cell: PathCell, record: dict[str, Any] | None) -> dict[str, Any]:
-    flow = study._flow(result, "bulk")
+    flow = study.flow_report(result, "bulk")
     cross = Cross.draw(cell.seed)
     rtos = fixed_host_rtos(result)
     up = study.CASES["A"][0][0] + study.CASES["A"][0][1]
@@ -227,7 +227,7 @@ def run_row(result: Result, cell: PathCell, record: dict[str, Any] | None) -> di
         "model_final_rto_s": rec.get("final_rto_s"),
         "fixed_host_largest_rto_s": float(before_up["rto_s"].max()) if len(before_up) else None,
         "rto_expirations": int(flow.get("timeouts", 0)),
-        "packets_delivered": study._sink_bytes(result) // study.MSS,
+        "packets_delivered": study.sink_bytes(result) // study.MSS,
     }
 
 
