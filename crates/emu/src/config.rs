@@ -337,14 +337,23 @@ impl EmuScenario {
         self.check_namespace_names()?;
         for (i, link) in s.links.iter().enumerate() {
             if !link.model.emulated() {
-                return Err(error(
-                    format!("link[{i}].kind"),
+                let kind = link.model.kind();
+                // An emulated kind refused here has a setting only the
+                // simulator runs: one that needs the packets' bytes, which
+                // the emulator does not hand its links.
+                let message = if LinkModelSpec::kind_emulated(kind) {
                     format!(
-                        "{} links are not emulated yet (these are: {})",
-                        link.model.kind(),
+                        "{kind} links are emulated, but not with this one's settings: \
+                         those that need the packets' bytes (header_compression) run \
+                         in the simulator only"
+                    )
+                } else {
+                    format!(
+                        "{kind} links are not emulated yet (these are: {})",
                         emulated_link_kinds().join(", ")
-                    ),
-                ));
+                    )
+                };
+                return Err(error(format!("link[{i}].kind"), message));
             }
         }
         // Emulated hosts have one IPv4 address per interface (TUN devices,
@@ -574,6 +583,31 @@ delay = "1ms"
         assert_eq!(
             EmuScenario::from_toml_str(&text).unwrap_err().path,
             "host[0].stack"
+        );
+    }
+
+    #[test]
+    fn a_link_kind_the_emulator_runs_with_a_setting_it_does_not_says_so() {
+        let text = BASE
+            .replace(
+                "kind = \"point-to-point\"",
+                "kind = \"nfc\"\nheader_compression = \"rfc1144\"",
+            )
+            .replace("rate = \"10Mbps\"\ndelay = \"1ms\"", "rate = \"11.2kbps\"");
+        let e = EmuScenario::from_toml_str(&text).unwrap_err();
+        assert_eq!(e.path, "link[0].kind");
+        assert!(
+            e.message
+                .starts_with("nfc links are emulated, but not with this one's settings"),
+            "{e}"
+        );
+        let plain = text.replace("header_compression = \"rfc1144\"", "");
+        assert!(EmuScenario::from_toml_str(&plain).is_ok());
+        let text = BASE.replace("kind = \"point-to-point\"", "kind = \"slip\"");
+        let e = EmuScenario::from_toml_str(&text.replace("rate = \"10Mbps\"\n", "")).unwrap_err();
+        assert!(
+            e.message.starts_with("slip links are not emulated yet"),
+            "{e}"
         );
     }
 
