@@ -31,6 +31,7 @@ from rtolab.experiments import (
     option,
     register,
     system_dir,
+    table_sections,
     write_table,
 )
 from rtolab.experiments import uip_rto as study
@@ -109,18 +110,13 @@ def checks(results: dict[str, Result]) -> list[Check | Claim]:
 
 def report_sections(directory: Path) -> list[str]:
     """The claims and the paired differences on the frozen tree."""
-    from rtolab.reports import table_html
-
-    base = directory / study.SYSTEM
-    parts: list[str] = []
-    for name, title in (
-        ("frozen-claims.csv", "The study's claims on a frozen tree (paired per seed)"),
-        ("frozen-paired.csv", "Paired differences on a frozen tree (a minus b, per seed)"),
-    ):
-        path = base / name
-        if path.is_file():
-            parts.append(f"<h3>{title}</h3>" + table_html(pd.read_csv(path)))
-    return parts
+    return table_sections(
+        directory / study.SYSTEM,
+        [
+            ("frozen-claims.csv", "The study's claims on a frozen tree (paired per seed)"),
+            ("frozen-paired.csv", "Paired differences on a frozen tree (a minus b, per seed)"),
+        ],
+    )
 
 
 register(

@@ -38,6 +38,7 @@ from rtolab.experiments import (
     register,
     save_figure,
     system_dir,
+    table_sections,
     write_table,
 )
 from rtolab.experiments import uip_rto as study
@@ -436,18 +437,13 @@ def figure1_report(directory: Path) -> list[str]:
 
 def readings_report(directory: Path) -> list[str]:
     """The claims and the paired differences per reading."""
-    from rtolab.reports import table_html
-
-    base = directory / study.SYSTEM
-    parts: list[str] = []
-    for name, title in (
-        ("readings-claims.csv", "The study's claims under each reading (paired per seed)"),
-        ("readings-paired.csv", "Paired differences under each reading"),
-    ):
-        path = base / name
-        if path.is_file():
-            parts.append(f"<h3>{title}</h3>" + table_html(pd.read_csv(path)))
-    return parts
+    return table_sections(
+        directory / study.SYSTEM,
+        [
+            ("readings-claims.csv", "The study's claims under each reading (paired per seed)"),
+            ("readings-paired.csv", "Paired differences under each reading"),
+        ],
+    )
 
 
 register(
