@@ -18,7 +18,9 @@ on the seed only), so the schemes are compared seed by seed:
 * ``ack-holding`` and ``freeze`` with the oracle (a 500 ms warning and the
   true duration) on the same channel: what the prediction's errors cost;
 * ``ack-holding`` and ``freeze`` with the predictor's horizon at 0.5 s and
-  2 s: how the gain moves with the lead time and the false alarms.
+  2 s, and with the predictor fitting the raw readings instead of their
+  one-second mean: how the gain moves with the lead time and the false
+  alarms.
 
 Writes ``fades.csv`` (one row per run, with the predictor's errors over
 that run), ``fades-predictions.csv`` (one row per fade and predictor
@@ -75,6 +77,9 @@ class FadeCell:
     oracle: bool = False
     window_s: float = MAIN_PREDICTOR[0]
     horizon_s: float = MAIN_PREDICTOR[1]
+    #: Whether the predictor fits the raw readings (``smooth = "0s"``)
+    #: instead of their one-second mean.
+    raw: bool = False
 
     @property
     def mode(self) -> str:
@@ -85,11 +90,13 @@ class FadeCell:
         """The prediction a run had, as the tables name it."""
         if self.oracle:
             return "oracle"
-        return f"window {self.window_s:g} s, horizon {self.horizon_s:g} s"
+        tail = ", raw readings" if self.raw else ""
+        return f"window {self.window_s:g} s, horizon {self.horizon_s:g} s{tail}"
 
     @property
     def label(self) -> str:
         tail = "oracle" if self.oracle else f"w{self.window_s:g}-h{self.horizon_s:g}"
+        tail += "-raw" if self.raw else ""
         return f"F-{self.scheme}-{tail}-seed{self.seed}"
 
     def radio(self) -> str:
@@ -97,7 +104,9 @@ class FadeCell:
             'warning = "500ms"\n'
             if self.oracle
             else f'predictor = {{ window = "{self.window_s * 1000:.0f}ms", '
-            f'horizon = "{self.horizon_s * 1000:.0f}ms" }}\n'
+            f'horizon = "{self.horizon_s * 1000:.0f}ms"'
+            + (', smooth = "0s"' if self.raw else "")
+            + " }\n"
         )
         return 'kind = "fading"\nrate = "2Mbps"\ndelay = "10ms"\nsignal = {}\n' + warned
 
@@ -108,8 +117,14 @@ class FadeCell:
         setting gives its record (Reno's for the main setting)."""
         if self.scheme == "reno":
             return True
-        main = (self.window_s, self.horizon_s) == MAIN_PREDICTOR
-        return self.scheme == "ack-holding" and (self.oracle or not main)
+        return self.scheme == "ack-holding" and (self.oracle or not self.main)
+
+    @property
+    def main(self) -> bool:
+        """Whether it has the main predictor setting."""
+        return (
+            not self.oracle and not self.raw and (self.window_s, self.horizon_s) == MAIN_PREDICTOR
+        )
 
     def run(self) -> ExperimentRun:
         text = study.scenario(
@@ -120,6 +135,7 @@ class FadeCell:
             "mode": self.mode,
             "window_s": self.window_s,
             "horizon_s": self.horizon_s,
+            "raw": self.raw,
         }
         return ExperimentRun(self.label, text, seed=self.seed, params=params)
 
@@ -138,8 +154,8 @@ def duration_s() -> float:
 
 def cells() -> list[FadeCell]:
     """Per seed: the four schemes with the predictor, ACK holding and
-    Freeze-TCP with the oracle and with the other horizons (the quick
-    plan: ACK holding with the oracle only)."""
+    Freeze-TCP with the oracle, with the other horizons and with the raw
+    readings (the quick plan: ACK holding with the oracle only)."""
     out: list[FadeCell] = []
     for seed in seeds():
         out += [FadeCell(s, seed) for s in ("reno", "ack-holding", "freeze", "snoop")]
@@ -149,6 +165,7 @@ def cells() -> list[FadeCell]:
         out += [FadeCell(s, seed, oracle=True) for s in ("ack-holding", "freeze")]
         for horizon in SWEPT_HORIZONS:
             out += [FadeCell(s, seed, horizon_s=horizon) for s in ("ack-holding", "freeze")]
+        out += [FadeCell(s, seed, raw=True) for s in ("ack-holding", "freeze")]
     return out
 
 
@@ -300,7 +317,7 @@ def by_error_table(runs: pd.DataFrame) -> pd.DataFrame:
     the seeds split at the median of their predictor's share of missed
     fades and at the median of its mean absolute duration error (main
     predictor setting)."""
-    main = runs[(runs["mode"] == "predicted") & (runs["horizon_s"] == MAIN_PREDICTOR[1])]
+    main = runs[runs["setting"] == FadeCell("reno", 1).setting]
     reno = main[main["scheme"] == "reno"].set_index("seed")
     errors = pd.DataFrame(
         {

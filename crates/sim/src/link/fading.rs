@@ -47,7 +47,7 @@
 //! outages = [ { start = "10s", duration = "10s" } ]   # or:
 //! # fading = { mean_up = "30s", mean_down = "5s" }
 //! # signal = { speed = 10.0, path = [500.0, 1200.0] }   # every field optional
-//! # predictor = { sample = "100ms", window = "1s", horizon = "1s", prior = "5s" }
+//! # predictor = { sample = "100ms", window = "1s", horizon = "1s", prior = "5s", smooth = "1s" }
 //! warning = "500ms"          # optional, lead time of going_down
 //! duration_error = 0.0       # optional, relative error of the prediction
 //! duration_spread = 0.0      # optional, random part of that error
@@ -422,7 +422,7 @@ impl<P: Copy> FadingLink<P> {
         };
         predictor.next_sample = at + predictor.config.sample;
         channel.advance_to(at);
-        let from = at.saturating_sub(predictor.config.window);
+        let from = predictor.oldest(at);
         let readings: Vec<Reading> = channel.readings(from, at).copied().collect();
         // Nothing to predict while the link is out.
         if self.phase == Phase::Up {
@@ -972,6 +972,35 @@ mod signal_tests {
         assert_eq!(run(&mut again, end), seen);
         let mut other = signal_link(2, None);
         assert_ne!(run(&mut other, end), seen);
+    }
+
+    #[test]
+    fn smoothing_the_readings_removes_most_false_alarms() {
+        let end = SimTime::from_secs(600);
+        let count = |smooth: SimDuration| {
+            let mut l = signal_link(
+                4,
+                Some(PredictorConfig {
+                    smooth,
+                    ..PredictorConfig::default()
+                }),
+            );
+            run(&mut l, end);
+            let stats = l.stats(end);
+            let warned = stats.fades.iter().filter(|f| f.warned_ns.is_some()).count();
+            (stats.fades.len(), warned, stats.false_alarms.len())
+        };
+        let (fades, raw_warned, raw_false) = count(SimDuration::ZERO);
+        let (same, warned, false_alarms) = count(SimDuration::from_secs(1));
+        assert_eq!(fades, same, "the channel does not depend on the predictor");
+        assert!(
+            false_alarms * 3 < raw_false,
+            "{false_alarms} vs {raw_false}"
+        );
+        assert!(
+            warned * 10 >= raw_warned * 8,
+            "{warned} vs {raw_warned} of {fades}"
+        );
     }
 
     #[test]

@@ -42,9 +42,12 @@
 //!
 //! **The predictor.** The base station's link layer reads the received
 //! power every `sample` (a beacon's RSSI: the power of one step, fast
-//! fading included), fits a straight line by least squares to the readings
-//! of the last `window`, and raises `going_down` when the line reaches the
-//! threshold within `horizon`. The duration it announces is the mean of
+//! fading included), smooths each reading into the mean power (in mW) of
+//! the readings of the last `smooth` (the link's own averaging, so that the
+//! trend is that of the power the link's state follows, without fast
+//! fading's dips; zero keeps the raw readings), fits a straight line by
+//! least squares to the smoothed readings of the last `window`, and raises
+//! `going_down` when the line reaches the threshold within `horizon`. The duration it announces is the mean of
 //! the outages the link has had so far, `prior` before the first: the
 //! trend says when the signal will cross the threshold, but not how deep
 //! or long the fade is, which depends on the obstacle's extent and the
@@ -105,6 +108,7 @@ pub struct RawPredictor {
     window: Option<Duration>,
     horizon: Option<Duration>,
     prior: Option<Duration>,
+    smooth: Option<Duration>,
 }
 
 /// A validated received-power channel.
@@ -319,6 +323,9 @@ pub struct PredictorConfig {
     pub horizon: SimDuration,
     /// The announced duration before any outage has been seen.
     pub prior: SimDuration,
+    /// Each reading is replaced by the mean power (in mW) of the readings
+    /// of the last `smooth` before the fit (zero: the raw readings).
+    pub smooth: SimDuration,
 }
 
 impl Default for PredictorConfig {
@@ -335,6 +342,9 @@ impl Default for PredictorConfig {
             horizon: SimDuration::from_secs(1),
             // A 50 m shadow fade crossed at 10 m/s (the signal defaults).
             prior: SimDuration::from_secs(5),
+            // The signal's default `average`: the trend of the power the
+            // link's own decision follows, fast fading averaged out.
+            smooth: SimDuration::from_secs(1),
         }
     }
 }
@@ -348,6 +358,7 @@ impl PredictorConfig {
             window: raw.window.map_or(d.window, |v| v.0),
             horizon: raw.horizon.map_or(d.horizon, |v| v.0),
             prior: raw.prior.map_or(d.prior, |v| v.0),
+            smooth: raw.smooth.map_or(d.smooth, |v| v.0),
         };
         let steps = config.sample.as_nanos() / STEP.as_nanos();
         if steps == 0 || config.sample.as_nanos() % STEP.as_nanos() != 0 {
@@ -667,14 +678,21 @@ impl Predictor {
         self.seen_down += duration;
     }
 
-    /// Looks at the readings of the window ending `now` (the link is up).
+    /// How far back the readings it looks at at `now` go.
+    pub fn oldest(&self, now: SimTime) -> SimTime {
+        now.saturating_sub(self.config.window)
+            .saturating_sub(self.config.smooth)
+    }
+
+    /// Looks at the readings since [`Predictor::oldest`] (the link is up).
     pub fn judge(&self, now: SimTime, readings: &[Reading], threshold: f64) -> Verdict {
         let at = now.as_nanos() as f64 / 1e9;
-        let points: Vec<(f64, f64)> = readings
-            .iter()
-            .map(|r| (r.at.as_nanos() as f64 / 1e9, r.dbm))
-            .collect();
-        let within = readings.len() >= 3
+        let points = smoothed(
+            readings,
+            self.config.smooth,
+            now.saturating_sub(self.config.window),
+        );
+        let within = points.len() >= 3
             && fit_line(&points, at)
                 .and_then(|(value, slope)| time_to_threshold(value, slope, threshold))
                 .is_some_and(|t| t <= self.config.horizon.as_secs_f64());
@@ -689,6 +707,29 @@ impl Predictor {
             _ => Verdict::Quiet,
         }
     }
+}
+
+/// The readings after `from` as (seconds, dBm) points, each the mean power
+/// in mW of the readings in the `smooth` up to it (itself alone when
+/// `smooth` is zero).
+pub fn smoothed(readings: &[Reading], smooth: SimDuration, from: SimTime) -> Vec<(f64, f64)> {
+    readings
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.at > from)
+        .map(|(i, r)| {
+            let since = r.at.saturating_sub(smooth);
+            let (sum, n) = readings[..=i]
+                .iter()
+                .rev()
+                .take_while(|x| x.at > since || x.at == r.at)
+                .fold((0.0, 0u32), |(s, n), x| (s + dbm_to_mw(x.dbm), n + 1));
+            (
+                r.at.as_nanos() as f64 / 1e9,
+                10.0 * (sum / f64::from(n)).log10(),
+            )
+        })
+        .collect()
 }
 
 /// A channel's own stream, seeded from the link's so that the link's other
@@ -911,7 +952,10 @@ mod tests {
 
     #[test]
     fn the_predictor_raises_withdraws_and_learns() {
-        let mut p = Predictor::new(PredictorConfig::default());
+        let mut p = Predictor::new(PredictorConfig {
+            smooth: SimDuration::ZERO,
+            ..PredictorConfig::default()
+        });
         let falling: Vec<Reading> = (1..=10)
             .map(|i| Reading {
                 at: SimTime::from_millis(100 * i),
@@ -939,5 +983,35 @@ mod tests {
         p.learn(SimDuration::from_secs(2));
         p.learn(SimDuration::from_secs(4));
         assert_eq!(p.estimate(), SimDuration::from_secs(3));
+    }
+}
+
+#[cfg(test)]
+mod smoothing_tests {
+    use super::*;
+
+    #[test]
+    fn readings_are_smoothed_as_a_mean_of_power() {
+        // −100 and −110 dBm in turn: the mean of 1e-10 and 1e-11 mW.
+        let readings: Vec<Reading> = (1..=6)
+            .map(|i| Reading {
+                at: SimTime::from_millis(100 * i),
+                dbm: if i % 2 == 0 { -110.0 } else { -100.0 },
+            })
+            .collect();
+        let points = smoothed(
+            &readings,
+            SimDuration::from_millis(200),
+            SimTime::from_millis(250),
+        );
+        assert_eq!(points.len(), 4);
+        let mean = 10.0 * ((1e-10 + 1e-11) / 2.0f64).log10();
+        for (t, dbm) in points {
+            assert!((dbm - mean).abs() < 1e-9, "{t}: {dbm} vs {mean}");
+        }
+        // Unsmoothed, each reading is itself.
+        let raw = smoothed(&readings, SimDuration::ZERO, SimTime::ZERO);
+        assert_eq!(raw.len(), 6);
+        assert!(raw.iter().zip(&readings).all(|(p, r)| p.1 == r.dbm));
     }
 }
