@@ -49,6 +49,7 @@ from rtolab.experiments import (
     register,
     save_figure,
     system_dir,
+    table_sections,
     write_table,
 )
 from rtolab.experiments import ack_holding as study
@@ -434,18 +435,20 @@ def predictor_figure(predictions: pd.DataFrame) -> Figure:
 def report_sections(directory: Path) -> list[str]:
     """The per-run table (n, means over seeds), the paired differences and
     the split by prediction error, and the figures."""
-    from rtolab.reports import table_html
-
     parts = study.report_sections(directory, "fades.csv", ("fades",), keys=("scheme", "setting"))
-    base = directory / study.SYSTEM
-    for csv, title in (
-        ("fades-paired.csv", "per-seed differences from Reno: n, mean, sd, 95 % CI half-width"),
-        ("fades-by-error.csv", "packets minus Reno's, seeds split by their predictor's error"),
-    ):
-        path = base / csv
-        if path.is_file():
-            parts.append(f"<h3>{csv} ({title})</h3>" + table_html(pd.read_csv(path).round(3)))
-    return parts
+    return parts + table_sections(
+        directory / study.SYSTEM,
+        [
+            (
+                "fades-paired.csv",
+                "fades-paired.csv (per-seed differences from Reno: n, mean, sd, 95 % CI)",
+            ),
+            (
+                "fades-by-error.csv",
+                "fades-by-error.csv (packets minus Reno's, seeds split by their predictor's error)",
+            ),
+        ],
+    )
 
 
 register(
