@@ -266,6 +266,38 @@ def test_reproduce_timelost_reduced_end_to_end(tmp_path: Path) -> None:
     assert f"{tl.SYSTEM}/vegas" in headline
 
 
+def test_the_wlan_reader_reads_the_frames_and_retry_bits_tshark_reads(tmp_path: Path) -> None:
+    # 20 s of the 802.11b Vegas configuration, the AP's radio captured.
+    import shutil
+    import subprocess
+
+    import rtolab
+    from rtolab.frames import read_wlan_capture
+
+    result = rtolab.run(
+        tl.scenario("11b-vegas", duration=20.0, capture=True), out=tmp_path, traces="none"
+    )
+    pcap = result.out_dir / tl.CAPTURE_FILE
+    ours = read_wlan_capture(pcap)
+    assert set(ours["kind"].dropna()) <= {"data", "ack", "rts", "cts"}
+    assert ours["kind"].eq("data").sum() > 1000 and ours["retry"].any()
+    data = tl.captured_data_frames(pcap)
+    assert len(data) > 1000 and data["retry"].any() and not data["retry"].all()
+    tshark = shutil.which("tshark")
+    assert tshark is not None, "the test command installs tshark"
+    fields = [tshark, "-r", str(pcap), "-T", "fields", "-e", "frame.len", "-e", "wlan.fc.retry"]
+    done = subprocess.run(
+        [*fields, "-e", "wlan.fc.type_subtype"], capture_output=True, text=True, check=True
+    )
+    rows = [line.split("\t") for line in done.stdout.splitlines()]
+    assert [int(r[0]) for r in rows] == ours["len"].tolist()
+    theirs_retry = [r[1].strip().lower() in ("1", "true") for r in rows]
+    assert theirs_retry == ours["retry"].astype(bool).tolist()
+    # Data frames are type 2, subtype 0 (0x0020); the others are control frames.
+    theirs_data = [int(r[2], 0) == 0x20 for r in rows]
+    assert theirs_data == ours["kind"].eq("data").tolist()
+
+
 # ----- scripts/ns2-check: ns-2 beside the simulator -----
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"

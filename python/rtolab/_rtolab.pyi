@@ -75,6 +75,9 @@ def default_scenario() -> str:
 def read_capture(path: str) -> str:
     """Decodes a capture file; returns its packets as JSON columns."""
 
+def read_wlan_capture(path: str) -> str:
+    """Decodes an 802.11 radiotap capture; returns its frames as JSON columns."""
+
 def shipped_scenarios() -> list[tuple[str, str]]:
     """The scenario files shipped with rtolab, as (name, TOML text) pairs."""
 

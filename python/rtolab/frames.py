@@ -104,6 +104,25 @@ def read_capture(path: str | os.PathLike[str]) -> pd.DataFrame:
     return frame
 
 
+def read_wlan_capture(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Decodes an 802.11 capture written by a run (radiotap, what a wifi
+    link's ``[[capture]]`` writes): one row per frame on air, with
+    ``time_ns``, ``time_s``, ``len`` (bytes, radiotap header included, as
+    Wireshark's ``frame.len``), ``kind`` (``data``, ``ack``, ``rts``,
+    ``cts``, or missing for a frame of another type) and ``retry`` (the
+    Retry bit).
+
+    Raises :class:`rtolab.CaptureError` when the file is not such a capture.
+    """
+    with native_errors():
+        columns: dict[str, list[Any]] = json.loads(_rtolab.read_wlan_capture(os.fspath(path)))
+    frame = pd.DataFrame(columns)
+    frame["len"] = frame["len"].astype("int64")
+    frame["retry"] = frame["retry"].astype("boolean")
+    frame["time_s"] = frame["time_ns"].astype("float64") / 1e9
+    return frame
+
+
 #: pcap link types of captures that record a link's own frames (802.11
 #: with radiotap, IEEE 802.15.4 with and without FCS), which the packets
 #: table leaves out: they are for Wireshark.

@@ -380,6 +380,17 @@ fn read_capture(py: Python<'_>, path: PathBuf) -> PyResult<String> {
         .map_err(|e| NativeRunError::new_err(format!("cannot encode capture: {e}")))
 }
 
+/// Decodes an 802.11 radiotap capture written by a run; returns its frames
+/// as JSON columns (`time_ns`, `len`, `kind`, `retry`), one row per frame.
+#[pyfunction]
+fn read_wlan_capture(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let columns = py
+        .detach(|| capture::read_wlan_capture(&path))
+        .map_err(|e| NativeCaptureError::new_err((e.path, e.message)))?;
+    serde_json::to_string(&columns)
+        .map_err(|e| NativeRunError::new_err(format!("cannot encode capture: {e}")))
+}
+
 /// The scenario files shipped with rtolab, as (name, TOML text) pairs
 /// sorted by name.
 #[pyfunction]
@@ -501,6 +512,7 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_metric_table, m)?)?;
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(read_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(read_wlan_capture, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(policy_catalog, m)?)?;
     m.add_function(wrap_pyfunction!(ack_pacing, m)?)?;

@@ -132,6 +132,35 @@ pub fn emit_mpdu(out: &mut Vec<u8>, header: &FrameHeader, payload: &[u8]) {
     }
 }
 
+/// What a capture reader needs of one radiotap-framed 802.11 frame: its
+/// kind and its Retry bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CapturedFrame {
+    /// The kind, `None` for a type or subtype the DCF does not send.
+    pub kind: Option<FrameKind>,
+    /// The Retry bit.
+    pub retry: bool,
+}
+
+/// Reads the frame control of a frame behind a radiotap header of any
+/// length (its `it_len`); `None` when the record is too short for both.
+pub fn parse_radiotap(record: &[u8]) -> Option<CapturedFrame> {
+    let radiotap_len = usize::from(u16::from_le_bytes([*record.get(2)?, *record.get(3)?]));
+    let control = record.get(radiotap_len..radiotap_len + 2)?;
+    let kind = [
+        FrameKind::Data,
+        FrameKind::Ack,
+        FrameKind::Rts,
+        FrameKind::Cts,
+    ]
+    .into_iter()
+    .find(|&k| frame_control_0(k) == control[0]);
+    Some(CapturedFrame {
+        kind,
+        retry: control[1] & 0x08 != 0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +176,41 @@ mod tests {
             seq: 4097,
             retry: true,
         }
+    }
+
+    #[test]
+    fn radiotap_frames_read_back_their_kind_and_retry_bit() {
+        for kind in [
+            FrameKind::Data,
+            FrameKind::Ack,
+            FrameKind::Rts,
+            FrameKind::Cts,
+        ] {
+            for retry in [false, true] {
+                let mut out = Vec::new();
+                let h = FrameHeader {
+                    retry,
+                    ..header(kind)
+                };
+                emit_radiotap(&mut out, &h, 22, &[0x45; 20]);
+                let read = parse_radiotap(&out).expect("parses");
+                assert_eq!(
+                    read,
+                    CapturedFrame {
+                        kind: Some(kind),
+                        retry
+                    }
+                );
+            }
+        }
+        // A longer radiotap header (another writer's) is skipped by its length.
+        let mut out = vec![0, 0, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        emit_mpdu(&mut out, &header(FrameKind::Data), &[]);
+        assert_eq!(parse_radiotap(&out).unwrap().kind, Some(FrameKind::Data));
+        // Management frames are none of ours; truncated records give None.
+        assert_eq!(parse_radiotap(&[0, 0, 4, 0, 0x80, 0]).unwrap().kind, None);
+        assert_eq!(parse_radiotap(&[0, 0, 10, 0, 0]), None);
+        assert_eq!(parse_radiotap(&[0, 0]), None);
     }
 
     #[test]

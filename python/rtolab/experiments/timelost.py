@@ -356,8 +356,8 @@ CAPTURE_FILE = "ap-wlan.pcap"
 DEFAULT_SEEDS = 10
 #: Written beside each run's files by its worker.
 SUMMARY_FILE = "timelost.json"
-#: A data frame carrying a full TCP segment is longer than this (bytes on
-#: air, radiotap excluded); ACKs are far shorter.
+#: A data frame carrying a full TCP segment is longer than this (bytes of
+#: the captured frame); ACKs are far shorter.
 DATA_FRAME_MIN = 500
 
 
@@ -449,39 +449,16 @@ def distance_at(
     return np.asarray(np.hypot(x - ap.get("x", 0.0), y - ap.get("y", 0.0)), dtype=float)
 
 
-def captured_data_frames(pcap: Path) -> pd.DataFrame | None:
-    """(``t_s``, ``retry``) of every long data frame in an 802.11 capture,
-    read by tshark; ``None`` when tshark is not installed."""
-    import shutil
-    import subprocess
+def captured_data_frames(pcap: Path) -> pd.DataFrame:
+    """(``t_s``, ``retry``) of every long data frame in an 802.11 capture
+    (:func:`rtolab.frames.read_wlan_capture`; the same frames as
+    Wireshark's ``wlan.fc.type == 2 && frame.len > DATA_FRAME_MIN``)."""
+    from rtolab.frames import read_wlan_capture
 
-    tshark = shutil.which("tshark")
-    if tshark is None:
-        return None
-    done = subprocess.run(
-        [
-            tshark,
-            "-r",
-            str(pcap),
-            "-Y",
-            f"wlan.fc.type == 2 && frame.len > {DATA_FRAME_MIN}",
-            "-T",
-            "fields",
-            "-e",
-            "frame.time_epoch",
-            "-e",
-            "wlan.fc.retry",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    rows = [line.split("\t") for line in done.stdout.splitlines() if line.strip()]
+    frames = read_wlan_capture(pcap)
+    data = frames[frames["kind"].eq("data") & (frames["len"] > DATA_FRAME_MIN)]
     return pd.DataFrame(
-        {
-            "t_s": [float(r[0]) for r in rows],
-            "retry": [r[1].strip().lower() in ("1", "true") for r in rows],
-        }
+        {"t_s": data["time_s"].to_numpy(), "retry": data["retry"].to_numpy(dtype=bool)}
     )
 
 
@@ -497,7 +474,7 @@ def summarise(result: Result, params: dict[str, Any]) -> RunSummary:
     if pcap is not None and pcap.is_file():
         captured = captured_data_frames(pcap)
         wlan = next(link for link in scenario_data.get("link", []) if link.get("name") == WLAN)
-        if captured is not None and len(captured):
+        if len(captured):
             station = next(s for s in wlan["stations"] if s["host"] == SINK)
             distance = distance_at(
                 station["mobility"]["waypoints"],
