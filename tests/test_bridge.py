@@ -59,7 +59,7 @@ def test_the_python_link_model_matches_the_simulator(tmp_path: Path) -> None:
     session = bridge.Session.of(result)
     syn_out = session.nfc[session.nfc["flags"] == "SYN"]["time_ns"].iloc[0] / 1e9
     syn_in = session.eth[session.eth["flags"] == "SYN"]["time_ns"].iloc[0] / 1e9
-    phase = bridge._nfc_stats(result)["slot_phase_ns"] / 1e9
+    phase = bridge.nfc_stats(result)["slot_phase_ns"] / 1e9
     expected = bridge.ethernet_crossing(bridge.nfc_crossing(syn_out, 44, 11.2, phase), 44)
     assert syn_in == pytest.approx(expected, abs=1e-8)
     row = bridge.exchange_row(result, cell)

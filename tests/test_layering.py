@@ -172,8 +172,13 @@ if __name__ == "__main__":
     sys.exit(1 if found else 0)
 
 
+def _private(attr: str) -> bool:
+    return attr.startswith("_") and not attr.startswith("__")
+
+
 def private_imports(root: Path = PACKAGE) -> list[str]:
-    """``from rtolab.x import _name`` between modules of the package: a
+    """``from rtolab.x import _name``, or ``x._name`` on a module ``x`` of
+    the package imported under any name, between modules of the package: a
     name kept private to one module, used by another. Private modules
     (``rtolab._native`` and the like) are the package's own seams and may
     be imported from."""
@@ -182,18 +187,33 @@ def private_imports(root: Path = PACKAGE) -> list[str]:
     for name, path in modules.items():
         if path.suffix != ".py":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        # Names this file binds to another module of the package.
+        bound: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and alias.name in modules:
+                        bound[alias.asname] = alias.name
             if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
                 continue
             if not node.module.startswith(root.name) or node.module.split(".")[-1].startswith("_"):
                 continue
-            found += [
-                f"{name}:{node.lineno} imports {node.module}.{alias.name}"
-                for alias in node.names
-                if alias.name.startswith("_")
-                and not alias.name.startswith("__")
-                and f"{node.module}.{alias.name}" not in modules
-            ]
+            for alias in node.names:
+                target = f"{node.module}.{alias.name}"
+                if target in modules:
+                    bound[alias.asname or alias.name] = target
+                elif _private(alias.name):
+                    found.append(f"{name}:{node.lineno} imports {target}")
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in bound
+                and _private(node.attr)
+                and not bound[node.value.id].split(".")[-1].startswith("_")
+            ):
+                found.append(f"{name}:{node.lineno} uses {bound[node.value.id]}.{node.attr}")
     return found
 
 
@@ -203,7 +223,13 @@ def test_private_imports_are_found(tmp_path: Path) -> None:
     (package / "a.py").write_text("def _helper() -> None: ...\n")
     (package / "b.py").write_text("from rtolab.a import _helper\nfrom rtolab._n import _x\n")
     (package / "_n.py").write_text("_x = 1\n")
-    assert private_imports(package) == ["rtolab.b:1 imports rtolab.a._helper"]
+    (package / "c.py").write_text(
+        "from rtolab import a as aa\nimport rtolab._n as n\naa._helper()\nn._x\naa.__name__\n"
+    )
+    assert private_imports(package) == [
+        "rtolab.b:1 imports rtolab.a._helper",
+        "rtolab.c:3 uses rtolab.a._helper",
+    ]
 
 
 def test_no_private_name_crosses_modules() -> None:

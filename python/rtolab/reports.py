@@ -124,6 +124,17 @@ def table_html(frame: pd.DataFrame, *, index: bool = False, nowrap: bool = False
     return f'<div class="{kind}">' + shown.to_html(index=index, escape=True, border=0) + "</div>"
 
 
+def table_sections(base: Path, tables: Iterable[tuple[str, str]]) -> list[str]:
+    """A report's sections for the CSV tables ``(file name, title)`` in
+    ``base`` that exist, each a heading and the table, in the order given."""
+
+    return [
+        f"<h3>{title}</h3>" + table_html(pd.read_csv(base / name))
+        for name, title in tables
+        if (base / name).is_file()
+    ]
+
+
 def _page(title: str, subtitle: str, body: Iterable[str]) -> str:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return (

@@ -249,20 +249,6 @@ def figure_html(png: Path, directory: Path) -> str:
     )
 
 
-def table_sections(base: Path, tables: Sequence[tuple[str, str]]) -> list[str]:
-    """A report's sections for the CSV tables ``(file name, title)`` in
-    ``base`` that exist, each a heading and the table, in the order given."""
-    import pandas as pd
-
-    from rtolab.reports import table_html
-
-    return [
-        f"<h3>{title}</h3>" + table_html(pd.read_csv(base / name))
-        for name, title in tables
-        if (base / name).is_file()
-    ]
-
-
 def register(experiment: Experiment) -> Experiment:
     """Adds an experiment (replacing one with the same system and name)."""
     _REGISTRY[experiment.key] = experiment

@@ -49,11 +49,11 @@ from rtolab.experiments import (
     register,
     save_figure,
     system_dir,
-    table_sections,
     write_table,
 )
 from rtolab.experiments import ack_holding as study
 from rtolab.experiments.stats import spread
+from rtolab.reports import table_sections
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -681,11 +681,13 @@ def spurious_retransmissions(session: Session) -> int:
     return sum(int(resends(session, host)["spurious"].sum()) for host in (APPLIANCE, END_USER))
 
 
-def _flows(result: Result) -> dict[str, dict[str, Any]]:
+def flows_by_host(result: Result) -> dict[str, dict[str, Any]]:
+    """A run's flow reports, by the name of the host each belongs to."""
     return {str(f["host"]): f for f in result.report.get("flows", [])}
 
 
-def _nfc_stats(result: Result) -> dict[str, Any]:
+def nfc_stats(result: Result) -> dict[str, Any]:
+    """The counters of the run's NFC link."""
     for link in result.report.get("links", []):
         if link.get("kind") == "nfc":
             return dict(link["stats"])
@@ -696,7 +698,7 @@ def session_latency(result: Result) -> float:
     """From the appliance's SYN to the last ACK of the close reaching its
     host (the passive closer's connection turning CLOSED), in seconds; NaN
     when the session did not finish."""
-    flows = _flows(result)
+    flows = flows_by_host(result)
     appliance, enduser = flows.get("appliance"), flows.get("enduser")
     if appliance is None or enduser is None or enduser.get("closed_ns") is None:
         return math.nan
@@ -708,8 +710,8 @@ def session_latency(result: Result) -> float:
 def exchange_row(result: Result, cell: Cell) -> dict[str, Any]:
     """One row of ``single_exchange.csv``."""
     session = Session.of(result)
-    flows = _flows(result)
-    stats = _nfc_stats(result)
+    flows = flows_by_host(result)
+    stats = nfc_stats(result)
     counts = tcp_analysis_counts(session.eth)
     latency = session_latency(result)
     carried = sum(int(d["nfc_payload_bytes"]) for d in stats["directions"])
@@ -1048,7 +1050,8 @@ def long_session_figures(
     return figures
 
 
-def _nan_free(frame: pd.DataFrame, column: str) -> bool:
+def nan_free(frame: pd.DataFrame, column: str) -> bool:
+    """Whether ``column`` has a value in every row."""
     return bool(frame[column].notna().all())
 
 
@@ -1104,7 +1107,7 @@ def single_exchange_checks(results: dict[str, Result]) -> list[Check | Claim]:
         *single_exchange_claims(table),
         Check(
             "every session completed",
-            _nan_free(table, "latency_s"),
+            nan_free(table, "latency_s"),
             f"{int(table['latency_s'].notna().sum())} of {len(table)}",
         ),
         Check(
@@ -1142,7 +1145,7 @@ def sweep_checks(results: dict[str, Result]) -> list[Check]:
     return [
         Check(
             "every session completed",
-            _nan_free(table, "latency_s"),
+            nan_free(table, "latency_s"),
             f"{int(table['latency_s'].notna().sum())} of {len(table)}",
         )
     ]
@@ -1224,17 +1227,17 @@ def long_session_checks(results: dict[str, Result]) -> list[Check | Claim]:
         ),
         Check(
             "every session completed",
-            len(table) == expected and _nan_free(table, "session_s"),
+            len(table) == expected and nan_free(table, "session_s"),
             f"{int(table['session_s'].notna().sum())} of {expected}",
         ),
         Check(
             "an RTO was recorded for every data packet",
-            _nan_free(packet_table, "rto_s"),
+            nan_free(packet_table, "rto_s"),
             f"{int(packet_table['rto_s'].notna().sum())} of {len(packet_table)}",
         ),
         Check(
             "every session of the sweep completed",
-            bool(_nan_free(sweep_table, "session_s")) and swept > 0,
+            bool(nan_free(sweep_table, "session_s")) and swept > 0,
             f"{int(swept)} of {len(sweep_table)}",
         ),
     ]

@@ -136,8 +136,8 @@ def _filter_stats(result: Result) -> dict[str, Any]:
 def filter_row(result: Result, cell: FilterCell) -> dict[str, Any]:
     """One row of ``ptx_filter.csv``."""
     session = b.Session.of(result)
-    flows = b._flows(result)
-    stats = b._nfc_stats(result)
+    flows = b.flows_by_host(result)
+    stats = b.nfc_stats(result)
     counts = b.tcp_analysis_counts(session.eth)
     box = _filter_stats(result)
     return {
@@ -245,7 +245,7 @@ def filter_checks(results: dict[str, Result]) -> list[Check | Claim]:
     return [
         Check(
             "every session completed",
-            b._nan_free(table, "latency_s"),
+            b.nan_free(table, "latency_s"),
             f"{int(table['latency_s'].notna().sum())} of {len(table)}",
         ),
         Claim(

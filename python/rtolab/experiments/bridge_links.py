@@ -232,8 +232,8 @@ PAIRED_COLUMNS = (
 
 def compression_row(result: Result, cell: CompressionCell) -> dict[str, Any]:
     """One row of ``compression.csv``."""
-    flows = b._flows(result)
-    stats = b._nfc_stats(result)
+    flows = b.flows_by_host(result)
+    stats = b.nfc_stats(result)
     directions = stats["directions"]
     latency = b.session_latency(result)
     theory = math.nan
@@ -388,7 +388,7 @@ def compression_checks(results: dict[str, Result]) -> list[Check | Claim]:
     return [
         Check(
             "every session completed",
-            b._nan_free(table, "latency_s"),
+            b.nan_free(table, "latency_s"),
             f"{int(table['latency_s'].notna().sum())} of {len(table)}",
         ),
         Check(
@@ -618,7 +618,7 @@ def link_checks(results: dict[str, Result]) -> list[Check | Claim]:
     rows = []
     for cell in cells:
         result = results[cell.label]
-        stats = b._nfc_stats(result)
+        stats = b.nfc_stats(result)
         rows.append(
             {
                 "link": cell.link,
@@ -639,7 +639,7 @@ def link_checks(results: dict[str, Result]) -> list[Check | Claim]:
     return [
         Check(
             "every session completed",
-            b._nan_free(table, "latency_s"),
+            b.nan_free(table, "latency_s"),
             f"{int(table['latency_s'].notna().sum())} of {len(table)}",
         ),
         Claim(

@@ -31,10 +31,10 @@ from rtolab.experiments import (
     option,
     register,
     system_dir,
-    table_sections,
     write_table,
 )
 from rtolab.experiments import uip_rto as study
+from rtolab.reports import table_sections
 
 if TYPE_CHECKING:
     from rtolab.api import Result

@@ -38,10 +38,10 @@ from rtolab.experiments import (
     register,
     save_figure,
     system_dir,
-    table_sections,
     write_table,
 )
 from rtolab.experiments import uip_rto as study
+from rtolab.reports import table_sections
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
