@@ -275,9 +275,15 @@ impl CaptureColumns {
     }
 }
 
-/// Reads a raw-IP pcap file (what the simulator writes at IP-level
-/// captures, IPv4 and IPv6) into columns.
-pub fn read_capture(path: &Path) -> Result<CaptureColumns, CaptureError> {
+/// Calls `each` with the timestamp (ns) and bytes of every record of the
+/// pcap file at `path`, whose link type must be one of `accepted`
+/// (`described` names them in the error otherwise).
+fn for_each_record(
+    path: &Path,
+    accepted: &[DataLink],
+    described: &str,
+    mut each: impl FnMut(u64, &[u8], u32),
+) -> Result<(), CaptureError> {
     let fail = |message: String| CaptureError {
         path: path.display().to_string(),
         message,
@@ -286,22 +292,31 @@ pub fn read_capture(path: &Path) -> Result<CaptureColumns, CaptureError> {
     let mut reader =
         PcapReader::new(BufReader::new(file)).map_err(|e| fail(format!("not a pcap file: {e}")))?;
     let datalink = reader.header().datalink;
-    if datalink != DataLink::RAW && datalink != DataLink::IPV4 {
+    if !accepted.contains(&datalink) {
         return Err(fail(format!(
-            "link type {datalink:?} is not supported (raw IP only)"
+            "link type {datalink:?} is not supported ({described} only)"
         )));
     }
-    let mut columns = CaptureColumns::default();
+    let mut records = 0usize;
     while let Some(record) = reader.next_packet() {
-        let record = record.map_err(|e| {
-            fail(format!(
-                "record {} unreadable: {e}",
-                columns.index.len() + 1
-            ))
-        })?;
+        records += 1;
+        let record = record.map_err(|e| fail(format!("record {records} unreadable: {e}")))?;
         let time_ns = u64::try_from(record.timestamp.as_nanos()).unwrap_or(u64::MAX);
-        columns.push(time_ns, &record.data);
+        each(time_ns, &record.data, record.orig_len);
     }
+    Ok(())
+}
+
+/// Reads a raw-IP pcap file (what the simulator writes at IP-level
+/// captures, IPv4 and IPv6) into columns.
+pub fn read_capture(path: &Path) -> Result<CaptureColumns, CaptureError> {
+    let mut columns = CaptureColumns::default();
+    for_each_record(
+        path,
+        &[DataLink::RAW, DataLink::IPV4],
+        "raw IP",
+        |time_ns, data, _| columns.push(time_ns, data),
+    )?;
     Ok(columns)
 }
 
@@ -324,42 +339,27 @@ pub struct WlanColumns {
 /// Reads an 802.11 radiotap capture into columns.
 pub fn read_wlan_capture(path: &Path) -> Result<WlanColumns, CaptureError> {
     use rtolab_wire::ieee80211::{parse_radiotap, FrameKind};
-    let fail = |message: String| CaptureError {
-        path: path.display().to_string(),
-        message,
-    };
-    let file = File::open(path).map_err(|e| fail(e.to_string()))?;
-    let mut reader =
-        PcapReader::new(BufReader::new(file)).map_err(|e| fail(format!("not a pcap file: {e}")))?;
-    let datalink = reader.header().datalink;
-    if datalink != DataLink::IEEE802_11_RADIOTAP {
-        return Err(fail(format!(
-            "link type {datalink:?} is not supported (802.11 with radiotap only)"
-        )));
-    }
     let mut columns = WlanColumns::default();
-    while let Some(record) = reader.next_packet() {
-        let record = record.map_err(|e| {
-            fail(format!(
-                "record {} unreadable: {e}",
-                columns.time_ns.len() + 1
-            ))
-        })?;
-        let frame = parse_radiotap(&record.data);
-        columns
-            .time_ns
-            .push(u64::try_from(record.timestamp.as_nanos()).unwrap_or(u64::MAX));
-        columns.len.push(record.orig_len);
-        columns
-            .kind
-            .push(frame.and_then(|f| f.kind).map(|k| match k {
-                FrameKind::Data => "data",
-                FrameKind::Ack => "ack",
-                FrameKind::Rts => "rts",
-                FrameKind::Cts => "cts",
-            }));
-        columns.retry.push(frame.map(|f| f.retry));
-    }
+    let accepted = [DataLink::IEEE802_11_RADIOTAP];
+    for_each_record(
+        path,
+        &accepted,
+        "802.11 with radiotap",
+        |time_ns, data, len| {
+            let frame = parse_radiotap(data);
+            columns.time_ns.push(time_ns);
+            columns.len.push(len);
+            columns
+                .kind
+                .push(frame.and_then(|f| f.kind).map(|k| match k {
+                    FrameKind::Data => "data",
+                    FrameKind::Ack => "ack",
+                    FrameKind::Rts => "rts",
+                    FrameKind::Cts => "cts",
+                }));
+            columns.retry.push(frame.map(|f| f.retry));
+        },
+    )?;
     Ok(columns)
 }
 
