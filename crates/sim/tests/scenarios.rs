@@ -346,7 +346,7 @@ const MIDWAY_DIR: &str = "RTOLAB_TEST_MIDWAY_DIR";
 #[test]
 fn a_run_failing_midway_still_writes_what_it_has() {
     let dir = out_dir("midway");
-    let status = Command::new("sh")
+    let child = Command::new("sh")
         // Ignored, SIGXFSZ stays ignored across exec: writes past the limit
         // fail with EFBIG instead of killing the process.
         .args([
@@ -362,9 +362,17 @@ fn a_run_failing_midway_still_writes_what_it_has() {
             "run_under_a_file_size_limit",
         ])
         .env(MIDWAY_DIR, &dir)
-        .status()
+        // Piped, not inherited: the size limit applies to every file the
+        // child writes, and an inherited stdout that is a log file already
+        // past 64 KiB would fail the child's first line of output.
+        .output()
         .unwrap();
-    assert!(status.success(), "{status}");
+    assert!(
+        child.status.success(),
+        "{}: {}",
+        child.status,
+        String::from_utf8_lossy(&child.stderr)
+    );
     let metrics: serde_json::Value =
         serde_json::from_slice(&fs::read(dir.join("metrics.json")).unwrap()).unwrap();
     assert!(metrics["error"].as_str().unwrap().contains("a-ab.pcap"));
