@@ -603,6 +603,18 @@ delay = "1ms"
         );
         let plain = text.replace("header_compression = \"rfc1144\"", "");
         assert!(EmuScenario::from_toml_str(&plain).is_ok());
+        // Power-control traffic and a jittered delay are timing only: the
+        // emulator runs them with the same link models.
+        let power = text.replace(
+            "header_compression = \"rfc1144\"",
+            "power_control = { period = \"100ms\", bytes = 10 }",
+        );
+        assert!(EmuScenario::from_toml_str(&power).is_ok());
+        let jitter = BASE.replace(
+            "delay = \"1ms\"",
+            "delay = \"1ms\"\njitter = { distribution = \"exponential\", mean = \"5ms\" }",
+        );
+        assert!(EmuScenario::from_toml_str(&jitter).is_ok());
         let text = BASE.replace("kind = \"point-to-point\"", "kind = \"slip\"");
         let e = EmuScenario::from_toml_str(&text.replace("rate = \"10Mbps\"\n", "")).unwrap_err();
         assert!(

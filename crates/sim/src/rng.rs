@@ -5,11 +5,20 @@
 //! name. Adding, removing or reordering components therefore never shifts
 //! the numbers another component sees.
 
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rtolab_time::SimDuration;
 
 /// The random generator every component uses.
 pub type SimRng = ChaCha8Rng;
+
+/// An exponential draw of mean `mean` from `rng`, at least one nanosecond
+/// so time always moves.
+pub fn exponential(rng: &mut SimRng, mean: SimDuration) -> SimDuration {
+    let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+    let nanos = (-u.ln() * mean.as_nanos() as f64).min(u64::MAX as f64 / 4.0);
+    SimDuration::from_nanos((nanos as u64).max(1))
+}
 
 /// A stable 64-bit identifier for a component name (FNV-1a), identical on
 /// every platform and Rust version, unlike `std`'s hashers.

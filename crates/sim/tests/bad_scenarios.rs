@@ -78,8 +78,8 @@ fn unknown_key_names_the_key() {
     let e = broken("name = \"a\"", "nmae = \"a\"");
     assert_eq!(e.path, "host[0].nmae");
     assert!(e.message.starts_with("unknown field"), "{e}");
-    let e = broken("delay = \"5ms\"", "delay = \"5ms\"\njitter = \"1ms\"");
-    assert_eq!(e.path, "link[0].jitter");
+    let e = broken("delay = \"5ms\"", "delay = \"5ms\"\nwobble = \"1ms\"");
+    assert_eq!(e.path, "link[0].wobble");
     let e = broken("name = \"t\"", "name = \"t\"\ncolour = \"red\"");
     assert_eq!(e.path, "colour");
 }
@@ -431,6 +431,22 @@ fn link_settings_that_cannot_work_are_refused_with_the_field_and_range() {
         (p2p, "loss = 0.02", "loss = nan", "link[0].loss: must be between 0 and 1, got NaN"),
         (p2p, "loss = 0.02", "loss = -0.5", "link[0].loss: must be between 0 and 1"),
         (p2p, "delay = \"10ms\"", "delay = \"100000000000s\"", "link[0].delay: too large"),
+        (p2p, "loss = 0.02", "jitter = { distribution = \"normal\", mean = \"5ms\" }",
+            "link[0].jitter.distribution: must be \"uniform\" or \"exponential\", got \"normal\""),
+        (p2p, "loss = 0.02", "jitter = { mean = \"5ms\" }",
+            "link[0].jitter.distribution: required"),
+        (p2p, "loss = 0.02", "jitter = { distribution = \"exponential\" }",
+            "link[0].jitter.mean: required for distribution \"exponential\""),
+        (p2p, "kind = \"point-to-point\"", "kind = \"half-duplex\"\njitter = { distribution = \"uniform\", max = \"5ms\" }",
+            "link[0].jitter: only a point-to-point link takes jitter"),
+        (p2p, "loss = 0.02", "jitter = { distribution = \"uniform\", max = \"5ms\", mean = \"1ms\" }",
+            "link[0].jitter.mean: a uniform jitter takes no mean"),
+        (p2p, "loss = 0.02", "jitter = { distribution = \"exponential\", mean = \"7200s\" }",
+            "link[0].jitter.mean: must be at most 3600s"),
+        (p2p, "loss = 0.02", "jitter = { distribution = \"uniform\", max = \"-5ms\" }",
+            "link[0].jitter.max"),
+        (p2p, "loss = 0.02", "jitter = { distribution = \"uniform\", width = \"5ms\" }",
+            "link[0].jitter.width: unknown field"),
         (bursty, "p_good_to_bad = 0.01", "p_good_to_bad = 1.5",
             "link[0].p_good_to_bad: must be a probability between 0 and 1, got 1.5"),
         (bursty, "loss_bad = 0.75", "loss_bad = nan", "link[0].loss_bad: must be a probability"),
@@ -468,6 +484,14 @@ fn link_settings_that_cannot_work_are_refused_with_the_field_and_range() {
             "link[0].uart_baud: must be between 1200 and 100000000 baud"),
         (bridge, nfc, "kind = \"nfc\"\nrate = \"11.2kbps\"\nslot_phase = \"10ms\"",
             "link[0].slot_phase: must be below the slot period (10ms), got \"10ms\""),
+        (bridge, nfc, "kind = \"nfc\"\nrate = \"11.2kbps\"\npower_control = { bytes = 0 }",
+            "link[0].power_control.bytes: must be at least 1 byte"),
+        (bridge, nfc, "kind = \"nfc\"\nrate = \"11.2kbps\"\npower_control = { period = \"20ms\" }",
+            "link[0].power_control.period: must leave packets a slot between exchanges: at least 30ms for 2 slots of power control, got \"20ms\""),
+        (bridge, nfc, "kind = \"nfc\"\nrate = \"11.2kbps\"\npower_control = { period = \"100ms\", bytes = 50 }",
+            "link[0].power_control.period: must leave packets a slot between exchanges: at least 110ms for 10 slots"),
+        (bridge, nfc, "kind = \"nfc\"\nrate = \"11.2kbps\"\npower_control = { every = \"1s\" }",
+            "link[0].power_control.every: unknown field"),
         (mesh, mesh_root, "root = \"n1\"\nmac = { rdc = { kind = \"contikimac\", check_rate_hz = 0 } }",
             "link[0].mac.rdc.check_rate_hz: must be a power of two from 1 to 128, got 0"),
         (mesh, mesh_root, "root = \"n1\"\nmac = { csma = { neighbor_queues = 0 } }",

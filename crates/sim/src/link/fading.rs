@@ -326,9 +326,7 @@ impl<P: Copy> FadingLink<P> {
     /// An exponential draw of the given mean, at least one nanosecond so
     /// time always moves.
     fn exponential(&mut self, mean: SimDuration) -> SimDuration {
-        let u: f64 = self.rng.gen_range(f64::EPSILON..1.0);
-        let nanos = (-u.ln() * mean.as_nanos() as f64).min(u64::MAX as f64 / 4.0);
-        SimDuration::from_nanos((nanos as u64).max(1))
+        crate::rng::exponential(&mut self.rng, mean)
     }
 
     /// When the next indication is due.

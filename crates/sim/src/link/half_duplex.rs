@@ -336,7 +336,14 @@ impl ScenarioLink for HalfDuplexSpec {
     type Model = HalfDuplexLink<PacketId>;
 
     fn validate(raw: RawWired, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
-        WiredSpec::validate(raw, cx).map(HalfDuplexSpec)
+        let spec = WiredSpec::validate(raw, cx)?;
+        if spec.jitter != super::Jitter::None {
+            return Err(ScenarioError::new(
+                cx.at("jitter"),
+                "only a point-to-point link takes jitter".to_string(),
+            ));
+        }
+        Ok(HalfDuplexSpec(spec))
     }
 
     fn rate_bps(&self) -> u64 {

@@ -33,6 +33,7 @@ mod gilbert_elliott;
 mod half_duplex;
 pub mod header_compression;
 mod ieee802154;
+mod jitter;
 mod mesh_member;
 mod nfc;
 mod p2p;
@@ -60,8 +61,10 @@ pub use ieee802154::{
     Boot, Ieee802154Config, Ieee802154Link, Ieee802154MemberStats, Ieee802154Spec, Ieee802154Stats,
     MemberSetup, ParentChange, RawIeee802154, Routing,
 };
+pub use jitter::Jitter;
 pub use nfc::{
     HeaderCompression, NfcConfig, NfcDirectionStats, NfcLink, NfcSlots, NfcSpec, NfcStats,
+    PowerControl,
 };
 pub use p2p::{P2pConfig, P2pLink, P2pSpec, P2pStats, WiredSpec};
 pub use registry::{LinkCheck, LinkModel, ScenarioLink};

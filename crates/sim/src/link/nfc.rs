@@ -40,6 +40,15 @@
 //! interface hands its next packet to the MCU only once the link is free.
 //! Both ends are told through `MediumBusy`/`MediumFree` outputs.
 //!
+//! Power-control traffic (`power_control = { period, bytes }`, off by
+//! default): the PTx and the appliance exchange power-control messages over
+//! the same slots, a message from the PTx and the appliance's reply of
+//! `bytes` each, every `period`. They have the slots they need first: a
+//! packet's chunks skip them and resume after, so packets that overlap an
+//! exchange take longer (the variability Algorithm 1's `r` answers, bridge
+//! spec §3.3). The study gives no size or period; see
+//! [`PowerControl::DEFAULT_BYTES`] and [`PowerControl::DEFAULT_PERIOD`].
+//!
 //! Header compression (`header_compression = "rfc1144"`, off by default;
 //! the study's future work, bridge spec §5): the stack's NFC driver at each
 //! end compresses TCP/IP headers as RFC 1144 does for serial lines
@@ -115,6 +124,39 @@ pub struct NfcConfig {
     pub slot_phase: Option<SimDuration>,
     /// TCP/IP header compression between the two ends (off by default).
     pub header_compression: HeaderCompression,
+    /// Power-control messages sharing the slots (`None`, the default: no
+    /// other traffic on the link).
+    pub power_control: Option<PowerControl>,
+}
+
+/// The power-control exchange between the PTx and the appliance that
+/// shares an [`NfcLink`]'s slots: every `period`, from the first slot
+/// boundary at or after each multiple of it (counted from the slot phase),
+/// a message of `bytes` from the PTx and the appliance's reply of `bytes`
+/// hold consecutive slots, which no packet's chunk may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PowerControl {
+    /// Time between the starts of two exchanges.
+    pub period: SimDuration,
+    /// Bytes of each message (NFC payload, cut into chunks as packets are).
+    pub bytes: u32,
+}
+
+impl PowerControl {
+    /// Bytes of one power-control message when a scenario does not say.
+    /// The study gives no size; 10 bytes (one slot at 11.2 kbps) holds a
+    /// power set-point or a status report with its message type.
+    pub const DEFAULT_BYTES: u32 = 10;
+    /// Time between exchanges when a scenario does not say. The study gives
+    /// none; 100 ms (every tenth slot) is a power-control loop of 10 Hz,
+    /// fast enough to follow a pan being moved on the hob.
+    pub const DEFAULT_PERIOD: SimDuration = SimDuration::from_millis(100);
+
+    /// Slots one exchange holds with `payload_per_slot` bytes per slot:
+    /// the message and its reply.
+    pub fn slots(&self, payload_per_slot: u32) -> u64 {
+        2 * u64::from(self.bytes).div_ceil(u64::from(payload_per_slot.max(1)))
+    }
 }
 
 /// Header compression on an [`NfcLink`] (bridge spec §5, the study's
@@ -147,6 +189,7 @@ impl NfcConfig {
             uart_queue: [0, 1],
             slot_phase: None,
             header_compression: HeaderCompression::Off,
+            power_control: None,
         }
     }
 
@@ -205,12 +248,50 @@ impl NfcConfig {
 pub struct NfcSlots {
     config: NfcConfig,
     phase: SimDuration,
+    /// Power-control slots that fell inside packets' crossings.
+    yielded: u64,
 }
 
 impl NfcSlots {
     /// Slots of `config` whose boundaries lie at `phase + k * period`.
     pub fn new(config: NfcConfig, phase: SimDuration) -> Self {
-        NfcSlots { config, phase }
+        NfcSlots {
+            config,
+            phase,
+            yielded: 0,
+        }
+    }
+
+    /// Power-control slots that fell between a packet's first and last
+    /// chunk so far.
+    pub fn yielded(&self) -> u64 {
+        self.yielded
+    }
+
+    /// The index of the slot starting at boundary `t` (counted from the
+    /// phase).
+    fn index(&self, t: SimTime) -> u64 {
+        let phase = SimTime::ZERO + self.phase;
+        t.saturating_since(phase).as_nanos() / self.config.slot_period.as_nanos().max(1)
+    }
+
+    /// The boundary of slot `i`.
+    fn slot_time(&self, i: u64) -> SimTime {
+        SimTime::ZERO + self.phase + self.config.slot_period.saturating_mul(i)
+    }
+
+    /// Whether power control holds slot `i`.
+    pub fn reserved(&self, i: u64) -> bool {
+        let Some(pc) = self.config.power_control else {
+            return false;
+        };
+        let slot = u128::from(self.config.slot_period.as_nanos().max(1));
+        let period = u128::from(pc.period.as_nanos().max(1));
+        // The last exchange that started at or before slot i, and its
+        // first slot: the first boundary at or after k periods.
+        let k = u128::from(i) * slot / period;
+        let first = (k * period).div_ceil(slot);
+        u128::from(i) - first < u128::from(pc.slots(self.config.payload_per_slot))
     }
 
     /// The slot phase.
@@ -232,13 +313,38 @@ impl NfcSlots {
 
 impl MediumTiming for NfcSlots {
     fn earliest_start(&self, now: SimTime) -> SimTime {
-        self.next_slot(now + self.config.lead)
+        let first = self.next_slot(now + self.config.lead);
+        if self.config.power_control.is_none() {
+            return first;
+        }
+        let mut i = self.index(first);
+        while self.reserved(i) {
+            i += 1;
+        }
+        self.slot_time(i)
     }
 
-    /// From the first slot to the end of the last chunk's air time.
+    /// From the first slot to the end of the last chunk's air time; with
+    /// power control the chunks skip the slots it holds.
     fn occupy(&mut self, start: SimTime, _from: Port, len: u32) -> Occupancy {
         let slots = self.config.slots(len).max(1);
-        let end = start + self.config.slot_period.saturating_mul(slots - 1) + self.config.slot_air;
+        let end = if self.config.power_control.is_none() {
+            start + self.config.slot_period.saturating_mul(slots - 1) + self.config.slot_air
+        } else {
+            let first = self.index(start);
+            let (mut i, mut used) = (first, 0);
+            loop {
+                if !self.reserved(i) {
+                    used += 1;
+                    if used == slots {
+                        break;
+                    }
+                }
+                i += 1;
+            }
+            self.yielded += i + 1 - first - slots;
+            self.slot_time(i) + self.config.slot_air
+        };
         Occupancy {
             deliver_at: end,
             free_at: end,
@@ -300,6 +406,14 @@ pub struct NfcStats {
     pub slot_phase_ns: u64,
     /// Nominal rate (chunk bits per slot period), bit/s.
     pub nominal_rate_bps: u64,
+    /// Power-control slots that fell between a packet's first and last
+    /// chunk, delaying it by a slot period each (left out when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub power_control_slots: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A packet on its way through the MCUs and the air: its frame as the
@@ -407,6 +521,7 @@ impl<P: Copy> NfcLink<P> {
                 busy_ns: 0,
                 slot_phase_ns: phase.as_nanos(),
                 nominal_rate_bps: config.nominal_rate_bps(),
+                power_control_slots: 0,
             },
             config,
         }
@@ -559,6 +674,7 @@ impl<P: Copy> NfcLink<P> {
         NfcStats {
             busy_periods: air.busy_periods,
             busy_ns: air.busy_ns,
+            power_control_slots: self.air.timing().yielded(),
             ..self.stats.clone()
         }
     }
@@ -777,6 +893,15 @@ pub struct RawNfc {
     uart_baud: Option<u64>,
     mcu: Option<bool>,
     header_compression: Option<String>,
+    power_control: Option<RawPowerControl>,
+}
+
+/// The `power_control` table of an NFC link.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPowerControl {
+    period: Option<Duration>,
+    bytes: Option<u32>,
 }
 
 /// `kind = "nfc"`: a time-slotted [`NfcLink`] (bridge spec §1.1).
@@ -808,6 +933,9 @@ pub struct NfcSpec {
     /// TCP/IP header compression between the ends (`"none"`, the default,
     /// or `"rfc1144"`).
     pub header_compression: HeaderCompression,
+    /// Power-control messages sharing the slots (off unless the
+    /// `power_control` table is given).
+    pub power_control: Option<PowerControl>,
 }
 
 /// Bytes of MCU packet framing (bridge spec §1.2), gone without the MCU.
@@ -880,8 +1008,14 @@ impl ScenarioLink for NfcSpec {
                 ))
             }
         };
+        let mode = NfcConfig::for_rate(rate).unwrap_or(defaults);
+        let power_control = match raw.power_control {
+            None => None,
+            Some(pc) => Some(power_control(pc, &mode, cx)?),
+        };
         Ok(NfcSpec {
             header_compression,
+            power_control,
             ends,
             rate_bps: rate,
             sensing,
@@ -920,6 +1054,7 @@ impl ScenarioLink for NfcSpec {
                 slot_phase: self.slot_phase,
                 uart_baud: self.uart_baud,
                 header_compression: self.header_compression,
+                power_control: self.power_control,
                 framing: if self.mcu {
                     mode.framing
                 } else {
@@ -930,6 +1065,41 @@ impl ScenarioLink for NfcSpec {
             rng,
         ))
     }
+}
+
+/// Validates a `power_control` table: a message of at least one byte, and
+/// exchanges far enough apart that packets keep at least one slot of every
+/// period (else no packet would ever finish crossing).
+fn power_control(
+    raw: RawPowerControl,
+    mode: &NfcConfig,
+    cx: &LinkCheck<'_>,
+) -> Result<PowerControl, ScenarioError> {
+    let bytes = raw.bytes.unwrap_or(PowerControl::DEFAULT_BYTES);
+    if bytes == 0 {
+        return Err(ScenarioError::new(
+            cx.at("power_control.bytes"),
+            "must be at least 1 byte".to_string(),
+        ));
+    }
+    let pc = PowerControl {
+        period: raw.period.map_or(PowerControl::DEFAULT_PERIOD, |d| d.0),
+        bytes,
+    };
+    let held = pc.slots(mode.payload_per_slot);
+    let shortest = mode.slot_period.saturating_mul(held + 1);
+    if pc.period < shortest {
+        return Err(ScenarioError::new(
+            cx.at("power_control.period"),
+            format!(
+                "must leave packets a slot between exchanges: at least {} for \
+                 {held} slots of power control, got \"{}\"",
+                rtolab_time::units::format_duration(shortest),
+                rtolab_time::units::format_duration(pc.period)
+            ),
+        ));
+    }
+    Ok(pc)
 }
 
 #[cfg(test)]
@@ -1294,5 +1464,90 @@ mod tests {
         // Segments 0 and the resent 1 went whole; 1, 2, 3 and the last one
         // compressed.
         assert_eq!((s.uncompressed_tcp_packets, s.compressed_packets), (2, 4));
+    }
+
+    fn slots_with(power_control: PowerControl, phase_ms: u64) -> NfcSlots {
+        NfcSlots::new(
+            NfcConfig {
+                power_control: Some(power_control),
+                ..NfcConfig::rate_11_2kbps()
+            },
+            SimDuration::from_millis(phase_ms),
+        )
+    }
+
+    #[test]
+    fn power_control_holds_a_message_and_its_reply_every_period() {
+        // 10 bytes: one slot each way at 11.2 kbps, every 10th slot.
+        let s = slots_with(
+            PowerControl {
+                period: SimDuration::from_millis(100),
+                bytes: 10,
+            },
+            0,
+        );
+        let held: Vec<u64> = (0..25).filter(|&i| s.reserved(i)).collect();
+        assert_eq!(held, [0, 1, 10, 11, 20, 21]);
+        // 25 bytes: three slots each way.
+        let s = slots_with(
+            PowerControl {
+                period: SimDuration::from_millis(100),
+                bytes: 25,
+            },
+            0,
+        );
+        let held: Vec<u64> = (0..15).filter(|&i| s.reserved(i)).collect();
+        assert_eq!(held, [0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14]);
+        // A period that is no whole number of slots: each exchange starts
+        // at the first boundary at or after its time (0, 35, 70, 105,
+        // 140 ms).
+        let s = slots_with(
+            PowerControl {
+                period: SimDuration::from_millis(35),
+                bytes: 10,
+            },
+            0,
+        );
+        let held: Vec<u64> = (0..16).filter(|&i| s.reserved(i)).collect();
+        assert_eq!(held, [0, 1, 4, 5, 7, 8, 11, 12, 14, 15]);
+    }
+
+    #[test]
+    fn a_packet_waits_for_and_skips_the_slots_power_control_holds() {
+        // Phase 3 ms; power control every 50 ms holds slots 0-1 (3, 13 ms),
+        // 5-6 (53, 63 ms), 10-11, ...
+        let power_control = PowerControl {
+            period: SimDuration::from_millis(50),
+            bytes: 10,
+        };
+        let mut l = NfcLink::new(
+            NfcConfig {
+                slot_phase: Some(SimDuration::from_millis(3)),
+                power_control: Some(power_control),
+                ..NfcConfig::rate_11_2kbps()
+            },
+            component_stream(1, "nfc"),
+        );
+        let mut out = Vec::new();
+        l.transmit(SimTime::ZERO, 0, frame(1, 40), &mut out);
+        let log = drain(&mut l);
+        // Without power control the 6 slots are 13-63 ms (see above). The
+        // first usable slot is now 23 ms (13 ms is held), the chunks use
+        // slots 2-4, skip 5-6 and end in slot 9 at 93 ms.
+        let expected = ms(93) + SimDuration::from_micros(1500) + l.config.uart_time(6);
+        assert_eq!(deliveries(&log), [(expected, 1, 1)]);
+        let s = l.stats();
+        assert_eq!(s.directions[0].slots, 6);
+        assert_eq!(s.power_control_slots, 2);
+    }
+
+    #[test]
+    fn without_power_control_the_counter_stays_out_of_the_stats() {
+        let mut l = link([false, false], 3);
+        let mut out = Vec::new();
+        l.transmit(SimTime::ZERO, 0, frame(1, 400), &mut out);
+        drain(&mut l);
+        let json = serde_json::to_value(l.stats()).expect("serializes");
+        assert!(json.get("power_control_slots").is_none(), "{json}");
     }
 }

@@ -1,5 +1,6 @@
-//! Full-duplex point-to-point link: a rate, a propagation delay, a drop-tail
-//! queue at each end and optional Bernoulli loss.
+//! Full-duplex point-to-point link: a rate, a propagation delay (with an
+//! optional random part, [`super::jitter`]), a drop-tail queue at each end
+//! and optional Bernoulli loss.
 
 use std::collections::VecDeque;
 
@@ -8,6 +9,7 @@ use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
 use super::ends::two_ends;
+use super::jitter::{Jitter, RawJitter};
 use super::{
     admit, DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, Port, RawEnd,
     ScenarioLink, DEFAULT_QUEUE,
@@ -126,6 +128,7 @@ pub struct P2pLink<P> {
     dirs: [Direction<P>; 2],
     rng: SimRng,
     start_notices: bool,
+    jitter: Jitter,
 }
 
 impl<P: Copy> P2pLink<P> {
@@ -136,7 +139,15 @@ impl<P: Copy> P2pLink<P> {
             dirs: [Direction::new(), Direction::new()],
             rng,
             start_notices: true,
+            jitter: Jitter::None,
         }
+    }
+
+    /// The link with a random part of the delay drawn for each frame from
+    /// its random stream (frames of a direction still arrive in order).
+    pub fn with_jitter(mut self, jitter: Jitter) -> Self {
+        self.jitter = jitter;
+        self
     }
 
     /// The link's parameters.
@@ -203,10 +214,16 @@ impl<P: Copy> P2pLink<P> {
         }
         let start = dir.busy_until.max(now);
         dir.busy_until = start + tx;
+        let mut arrival = dir.busy_until + self.config.delay;
+        if self.jitter != Jitter::None {
+            // Behind one MAC queue a frame cannot overtake the one before.
+            let after = dir.frames.back().map_or(arrival, |f| f.arrival);
+            arrival = (arrival + self.jitter.draw(&mut self.rng)).max(after);
+        }
         dir.frames.push_back(Scheduled {
             start,
             tx,
-            arrival: dir.busy_until + self.config.delay,
+            arrival,
             wire_len,
             frame,
         });
@@ -371,6 +388,7 @@ pub struct RawWired {
     pub(super) delay: Option<Duration>,
     pub(super) queue: Option<usize>,
     pub(super) loss: Option<f64>,
+    pub(super) jitter: Option<RawJitter>,
 }
 
 /// A validated wired link: two ends, a rate, a delay, a queue per end and
@@ -387,6 +405,8 @@ pub struct WiredSpec {
     pub queue: usize,
     /// Loss probability.
     pub loss: f64,
+    /// Random part of the delay (`point-to-point` only).
+    pub jitter: Jitter,
 }
 
 /// A link's `loss` field: a probability, 0 when absent.
@@ -411,12 +431,17 @@ impl WiredSpec {
         let (ends, _) = two_ends(&raw.ends, cx, false)?;
         let delay = required(&raw.delay, cx.at("delay"), &cx.what)?.0;
         let loss = loss_probability(raw.loss, cx)?;
+        let jitter = match raw.jitter {
+            None => Jitter::None,
+            Some(j) => j.validate(cx)?,
+        };
         Ok(WiredSpec {
             ends,
             rate_bps: rate,
             delay,
             queue: raw.queue.unwrap_or(DEFAULT_QUEUE),
             loss,
+            jitter,
         })
     }
 
@@ -435,6 +460,7 @@ impl WiredSpec {
             delay,
             queue,
             loss: None,
+            jitter: None,
         };
         WiredSpec::validate(raw, cx)
     }
@@ -498,6 +524,7 @@ impl ScenarioLink for P2pSpec {
             },
             rng,
         )
+        .with_jitter(w.jitter)
     }
 }
 
@@ -732,5 +759,72 @@ mod tests {
         late.handle_timeout(SimTime::from_secs(1), &mut out);
         assert_eq!(a, out);
         assert_eq!(late.poll_timeout(), None);
+    }
+
+    /// The extra delay of each of 200 frames sent `gap` apart on a link
+    /// with `jitter`, in arrival order.
+    fn jittered(jitter: Jitter, gap: SimDuration) -> Vec<(u32, SimDuration)> {
+        let mut l = link(0.0, 1000).with_jitter(jitter);
+        let mut out = Vec::new();
+        let mut log = Vec::new();
+        for id in 0..200u32 {
+            let now = SimTime::ZERO + gap.saturating_mul(u64::from(id));
+            while let Some(t) = l.poll_timeout().filter(|&t| t <= now) {
+                l.handle_timeout(t, &mut out);
+                log.extend(out.drain(..).map(|o| (t, o)));
+            }
+            l.transmit(now, 0, frame(id), &mut out);
+            log.extend(out.drain(..).map(|o| (now, o)));
+        }
+        log.extend(drain(&mut l, &mut out));
+        log.into_iter()
+            .filter_map(|(t, o)| match o {
+                LinkOutput::Delivered { frame, .. } => {
+                    // Without jitter: 1 ms on the wire and 100 us of delay.
+                    let sent = SimTime::ZERO + gap.saturating_mul(u64::from(frame.packet));
+                    let fixed = sent + SimDuration::from_micros(1100);
+                    assert!(t >= fixed, "frame {} early", frame.packet);
+                    Some((frame.packet, t - fixed))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn jitter_adds_a_drawn_delay_and_keeps_each_directions_order() {
+        let max = SimDuration::from_millis(20);
+        let jitter = Jitter::Uniform { max };
+        // Frames 30 ms apart never wait for each other: the draws show.
+        let extra: Vec<f64> = jittered(jitter, SimDuration::from_millis(30))
+            .iter()
+            .map(|e| e.1.as_nanos() as f64 / 1e6)
+            .collect();
+        let mean = extra.iter().sum::<f64>() / extra.len() as f64;
+        assert!((mean - 10.0).abs() < 1.5, "{mean}");
+        assert!(extra.iter().all(|&e| e <= 20.0));
+        assert!(extra.iter().any(|&e| e > 18.0) && extra.iter().any(|&e| e < 2.0));
+        // Frames 2 ms apart: a frame that drew less than its predecessor
+        // waits for it, so the order holds and no frame is later than the
+        // largest draw.
+        let close = jittered(jitter, SimDuration::from_millis(2));
+        let order: Vec<u32> = close.iter().map(|e| e.0).collect();
+        assert_eq!(order, (0..200).collect::<Vec<_>>());
+        assert!(close.iter().all(|e| e.1 <= max));
+    }
+
+    #[test]
+    fn without_jitter_arrivals_keep_the_fixed_delay() {
+        let mut l = link(0.0, 10);
+        let mut out = Vec::new();
+        l.transmit(SimTime::ZERO, 0, frame(1), &mut out);
+        let log = drain(&mut l, &mut out);
+        assert!(log.contains(&(
+            SimTime::from_micros(1100),
+            LinkOutput::Delivered {
+                port: 1,
+                frame: frame(1)
+            }
+        )));
     }
 }
