@@ -180,3 +180,80 @@ fn the_ptx_filter_passes_everything_new_and_names_its_appliance() {
         "{error}"
     );
 }
+
+/// The long session on the fixed bridge with Algorithm 1 (`ratio`: with its
+/// ratio term or without) and extra fields on the NFC link and the
+/// Ethernet. Recipes of one segment: a segment sent behind others of its
+/// own flight waits for them on the half-duplex link, which the theory of a
+/// single packet leaves out, so its r exceeds 1 even on a quiet link.
+fn long_session(ratio: bool, nfc: &str, eth: &str) -> String {
+    let rto = format!("rto = {{ policy = \"bridge\", ratio = {ratio} }}");
+    cooking(&rto, "large = [1000, 1000]\n")
+        .replacen(
+            "rate = \"11.2kbps\"",
+            &format!("rate = \"11.2kbps\"\n{nfc}"),
+            1,
+        )
+        .replacen("delay = \"100us\"", &format!("delay = \"100us\"\n{eth}"), 1)
+}
+
+/// The ratios `r` (measured over theoretical RTT) that the appliance's
+/// Algorithm 1 took from the RTT samples of its data segments in `text`:
+/// each unambiguous sample's corrected RTT over `NfcChannelModel::rtt` of
+/// its segment, as the policy computes it. (The FIN's sample, the last of
+/// the session, has nothing left to time.)
+fn ratios(text: &str, seed: u64) -> Vec<f64> {
+    use rtolab_sim::run::build_simulator;
+    use rtolab_sim::trace::{MemorySink, TraceEvent};
+    use rtolab_sim::SimTime;
+    use rtolab_tcp::rto::bridge::NfcChannelModel;
+    use rtolab_tcp::trace::TraceEvent as Tcp;
+
+    let scenario = Scenario::from_toml_str(text).expect("valid scenario");
+    let mut sim = build_simulator(&scenario, seed).expect("builds");
+    let sink = MemorySink::new();
+    sim.set_trace_sink(Box::new(sink.clone()));
+    sim.run_until(SimTime::from_secs(600)).expect("runs");
+    let channel = NfcChannelModel::rate_11_2kbps();
+    sink.events()
+        .iter()
+        .filter_map(|(_, e)| match e {
+            TraceEvent::Tcp {
+                node: 0, detail, ..
+            } => match detail.0 {
+                Tcp::RttSample {
+                    corrected,
+                    segment_len,
+                    retransmitted: false,
+                    ..
+                } if segment_len > 1 => {
+                    let theory = channel.rtt(channel.nfc_payload(segment_len, false));
+                    Some(corrected.as_nanos() as f64 / theory.as_nanos() as f64)
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn power_control_and_wifi_jitter_move_algorithm_1s_ratio_above_one() {
+    let power = "power_control = { period = \"100ms\", bytes = 10 }";
+    let wifi = "jitter = { distribution = \"exponential\", mean = \"300ms\" }";
+    for seed in 1..=2 {
+        // The quiet link: every data segment crosses faster than its theory
+        // (whose Wi-Fi part is a whole second), so r stays below 1, and
+        // Algorithm 1 runs the same with its ratio term and without.
+        let quiet = ratios(&long_session(true, "", ""), seed);
+        assert!(quiet.len() > 60, "{}", quiet.len());
+        assert!(quiet.iter().all(|&r| r < 1.0), "{quiet:?}");
+        let flows = |ratio| {
+            serde_json::to_value(&run(&long_session(ratio, "", ""), seed).flows).expect("json")
+        };
+        assert_eq!(flows(true), flows(false));
+        // Power control and a slow Wi-Fi side: some samples exceed theory.
+        let busy = ratios(&long_session(true, power, wifi), seed);
+        assert!(busy.iter().any(|&r| r > 1.0), "seed {seed}: {busy:?}");
+    }
+}

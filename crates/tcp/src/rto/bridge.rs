@@ -17,6 +17,12 @@
 //! RTO   = RTT_N + RTT_W rounded up to the 500 ms timer grid
 //! ```
 //!
+//! With `ratio = false` the estimator keeps `r` at 1: each packet's RTO is
+//! its theoretical RTT alone, the variant without the variability term.
+//! Because `r < 1` leaves both parts at their theory (the NFC part is never
+//! faster than theory, `RTT_W` never below its 1 s floor), the two variants
+//! differ only while `r > 1`.
+//!
 //! A retransmission backs off from the lost packet's own estimate, not from
 //! the RTO of whatever was sent last.
 
@@ -170,6 +176,10 @@ pub struct BridgeRtoConfig {
     /// 60 s).
     #[serde(with = "serde_duration")]
     pub max: SimDuration,
+    /// Scale each estimate by the ratio `r` of measured to theoretical RTT
+    /// (the variability term: power-control traffic, a slow Wi-Fi side);
+    /// false keeps `r` at 1, each packet's RTO from its size alone.
+    pub ratio: bool,
 }
 
 impl Default for BridgeRtoConfig {
@@ -179,6 +189,7 @@ impl Default for BridgeRtoConfig {
             window: 1,
             timer: TIMER_GRID,
             max: SimDuration::from_secs(60),
+            ratio: true,
         }
     }
 }
@@ -215,8 +226,11 @@ impl BridgeRto {
     }
 
     /// The ratio `r` in use: the largest in the window, 1 before any
-    /// measurement.
+    /// measurement, and always 1 with `ratio = false`.
     pub fn ratio(&self) -> f64 {
+        if !self.config.ratio {
+            return 1.0;
+        }
         self.ratios.iter().copied().reduce(f64::max).unwrap_or(1.0)
     }
 
@@ -453,12 +467,77 @@ mod tests {
         );
     }
 
+    /// A sample of a 1024-byte segment `r` times its theoretical RTT
+    /// (3373.24 ms).
+    fn sample_at_ratio(r: f64) -> RttSample {
+        let mut s = sample(0);
+        s.segment_len = 1024;
+        s.rtt = SimDuration::from_nanos((r * 3_373_240_000.0).round() as u64);
+        s.since_first_transmission = s.rtt;
+        s
+    }
+
+    fn without_ratio() -> BridgeRto {
+        let mut c = ctx(Granularity::Fine);
+        c.mss = 1024;
+        BridgeRto::new(
+            BridgeRtoConfig {
+                ratio: false,
+                ..BridgeRtoConfig::default()
+            },
+            &c,
+        )
+    }
+
+    #[test]
+    fn without_the_ratio_term_the_rto_is_the_theory_whatever_is_measured() {
+        let sizes = [0, 8, 194, 444, 944, 1024];
+        for r in [0.2, 0.7, 1.0, 1.3, 2.0, 3.7] {
+            let mut with = policy(1);
+            let mut without = without_ratio();
+            with.on_rtt_sample(SimTime::ZERO, &sample_at_ratio(r));
+            without.on_rtt_sample(SimTime::ZERO, &sample_at_ratio(r));
+            assert_eq!(without.ratio(), 1.0);
+            for payload in sizes {
+                let theory = round_up(
+                    with.config
+                        .channel
+                        .rtt(with.config.channel.nfc_payload(payload, false)),
+                    TIMER_GRID,
+                );
+                assert_eq!(without.rto_for(payload, false), theory);
+                if r <= 1.0 {
+                    // No excess over theory: the variants agree.
+                    assert_eq!(with.rto_for(payload, false), theory, "r {r}, {payload} B");
+                } else {
+                    // r (RTT_N + RTT_W), rounded up to the grid.
+                    let rtt = with
+                        .config
+                        .channel
+                        .rtt(with.config.channel.nfc_payload(payload, false));
+                    let scaled =
+                        SimDuration::from_nanos((r * rtt.as_nanos() as f64).round() as u64);
+                    assert_eq!(with.rto_for(payload, false), round_up(scaled, TIMER_GRID));
+                    assert!(with.rto_for(payload, false) >= theory);
+                    // On the 500 ms grid a small excess may round to the
+                    // same RTO (1.3 x 1.15 s is still 1.5 s); r = 2 is not.
+                    if r >= 2.0 {
+                        assert!(with.rto_for(payload, false) > theory, "r {r}, {payload} B");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn config_reads_from_toml_with_defaults() {
         let c: BridgeRtoConfig =
             toml::from_str("window = 4\n[channel]\npayload_per_slot = 26\n").expect("parses");
         assert_eq!(c.window, 4);
+        assert!(c.ratio);
         assert_eq!(c.channel, NfcChannelModel::rate_24kbps());
+        let c: BridgeRtoConfig = toml::from_str("ratio = false\n").expect("parses");
+        assert!(!c.ratio);
         assert!(toml::from_str::<BridgeRtoConfig>("bogus = 1").is_err());
     }
 }
