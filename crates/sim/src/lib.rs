@@ -24,6 +24,8 @@
 //! * [`mesh`]: the low-power 802.15.4 mesh's layers (Contiki's MACs, RPL);
 //! * [`config`]: what every kind's scenario table is read with: errors
 //!   naming the field, values with units, the topology;
+//! * [`catalog`]: every registered kind with the fields of its table,
+//!   their types, units, defaults and meanings (`rtolab list links`, …);
 //! * [`tcp_layer`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
 //!   drives, and the per-connection counters computed from their traces;
 //! * [`trace`]: typed trace events and sinks;
@@ -46,6 +48,7 @@
 
 pub mod app;
 pub mod capture;
+pub mod catalog;
 pub mod cidr;
 pub mod config;
 pub mod direction;

@@ -171,11 +171,17 @@ pub const DEFAULT_SOURCE_PORT_BASE: u16 = 49_152;
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCbr {
+    /// IPv4 address and port it sends to, like `"10.0.0.2:9000"`. Required.
     destination: Option<SocketAddr>,
+    /// UDP source port. Default: 49152 plus the app's index.
     source_port: Option<u16>,
+    /// UDP payload of each datagram, 16 to 65507. Unit: bytes. Required.
     size: Option<usize>,
+    /// Payload bit rate, like `"1Mbps"`. Required.
     rate: Option<Rate>,
+    /// When sending starts. Default: `"0s"`.
     start: Option<Duration>,
+    /// When sending stops, after `start`. Default: the end of the run.
     stop: Option<Duration>,
 }
 

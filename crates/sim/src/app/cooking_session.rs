@@ -157,14 +157,25 @@ impl<C: AppCx> App<C> for CookingSessionApp {
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCookingSession {
+    /// Address and port of the `exchange-server` it connects to. Required.
     peer: Option<SocketAddr>,
+    /// Rounds of (a run of small messages, then one large message). Default: 3.
     rounds: Option<u32>,
+    /// Range `[lo, hi]` the number of small messages in a run is drawn from. Default: `[20,
+    /// 20]`.
     small_run: Option<Vec<u32>>,
+    /// Range `[lo, hi]` of a small message's size, its 8-byte header included. Unit: bytes.
+    /// Default: `[8, 9]`.
     small: Option<Vec<u32>>,
+    /// Range `[lo, hi]` of a large message's size. Unit: bytes. Default: `[1025, 3072]`.
     large: Option<Vec<u32>>,
+    /// Bytes the end-user device answers each message with (0: none). Unit: bytes. Default: 0.
     reply: Option<u32>,
+    /// When it connects. Default: `"0s"`.
     start: Option<Duration>,
+    /// Local port of its connection. Default: an ephemeral port.
     source_port: Option<u16>,
+    /// Write only once the handshake completed. Default: false.
     connect_first: Option<bool>,
 }
 

@@ -490,13 +490,23 @@ use crate::config::{required, Duration, ScenarioError};
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawExchange {
+    /// Address and port of the `exchange-server` it connects to. Required.
     peer: Option<SocketAddr>,
+    /// Request size, its 8-byte header included. Unit: bytes. Required.
     request: Option<u32>,
+    /// Response size the server is asked for. Unit: bytes. Required.
     response: Option<u32>,
+    /// When the first exchange starts. Default: `"0s"`.
     start: Option<Duration>,
+    /// Exchanges to run, one connection each, one after the other. Default: 1.
     count: Option<u32>,
+    /// Pause between the end of one exchange and the start of the next. Default: `"0s"`.
     gap: Option<Duration>,
+    /// Local port of the first exchange's connection (later ones use ephemeral ports). Default:
+    /// an ephemeral port.
     source_port: Option<u16>,
+    /// Write the request only once the handshake completed, as a client on a blocking socket
+    /// API does; otherwise it leaves with the handshake's ACK. Default: false.
     connect_first: Option<bool>,
 }
 

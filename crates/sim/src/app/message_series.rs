@@ -400,13 +400,25 @@ use crate::config::{required, Duration, ScenarioError};
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMessageSeries {
+    /// Address and port of the `tcp-sink` (or, with `responses`, the `exchange-server`) it
+    /// connects to. Required.
     peer: Option<SocketAddr>,
+    /// Message sizes, sent in order over one connection. Unit: bytes. Required.
     sizes: Option<Vec<u32>>,
+    /// Pause after each message before the next is released, used in turn; not with
+    /// `after_ack`. Default: none (all at once).
     gaps: Option<Vec<Duration>>,
+    /// When it connects and releases the first message. Default: `"0s"`.
     start: Option<Duration>,
+    /// Response sizes asked of an exchange server, one per message (each message then starts
+    /// with the 8-byte request header). Unit: bytes. Default: none (a `tcp-sink` peer).
     responses: Option<Vec<u32>>,
+    /// Local port of its connection. Default: an ephemeral port.
     source_port: Option<u16>,
+    /// Write only once the handshake completed. Default: false.
     connect_first: Option<bool>,
+    /// Release each message the moment the previous one is acknowledged (and answered), instead
+    /// of after `gaps`. Default: false.
     after_ack: Option<bool>,
 }
 

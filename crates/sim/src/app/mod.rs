@@ -84,23 +84,23 @@ use crate::trace::{AppEvent, TraceEvent, Tracer};
 
 app_registry! {
     /// Constant-bit-rate UDP source.
-    Cbr => CbrSpec,
-    /// UDP sink.
-    Sink => SinkSpec,
+    Cbr => cbr::CbrSpec,
+    /// UDP receiver that counts datagrams.
+    Sink => sink::SinkSpec,
     /// TCP bulk sender.
-    TcpBulk => TcpBulkSpec,
+    TcpBulk => tcp_bulk::TcpBulkSpec,
     /// TCP receiver that counts and checks bytes.
-    TcpSink => TcpSinkSpec,
+    TcpSink => tcp_bulk::TcpSinkSpec,
     /// TCP request/response client.
-    Exchange => ExchangeSpec,
+    Exchange => exchange::ExchangeSpec,
     /// TCP request/response server.
-    ExchangeServer => ExchangeServerSpec,
+    ExchangeServer => exchange::ExchangeServerSpec,
     /// TCP sender of a message series.
-    MessageSeries => MessageSeriesSpec,
+    MessageSeries => message_series::MessageSeriesSpec,
     /// TCP sender alternating bursts and idle periods.
-    TcpOnOff => TcpOnOffSpec,
+    TcpOnOff => tcp_on_off::TcpOnOffSpec,
     /// The bridge study's long session: runs of small messages, then a large one.
-    CookingSession => CookingSessionSpec,
+    CookingSession => cooking_session::CookingSessionSpec,
 }
 
 pub use crate::node::AppId;

@@ -149,10 +149,10 @@ pub trait ScenarioApp: Sized + Clone + std::fmt::Debug + PartialEq {
 /// [`AppKindSpec`](super::AppKindSpec) (the validated `[[app]]` tables) and
 /// [`APP_KINDS`](super::APP_KINDS).
 macro_rules! app_registry {
-    ($( $(#[$doc:meta])* $variant:ident => $spec:ty ),+ $(,)?) => {
+    ($( $(#[doc = $doc:literal])* $variant:ident => $module:ident :: $spec:ident ),+ $(,)?) => {
         /// The registered apps, plus custom ones.
         pub enum AnyApp {
-            $( $(#[$doc])* $variant(<$spec as ScenarioApp>::App), )+
+            $( $(#[doc = $doc])* $variant(<$module::$spec as ScenarioApp>::App), )+
             /// Any other app (simulator only).
             Custom(Box<CustomApp>),
         }
@@ -162,7 +162,7 @@ macro_rules! app_registry {
         #[derive(Clone, Debug, PartialEq, serde::Serialize)]
         #[serde(untagged)]
         pub enum AppStats {
-            $( $(#[$doc])* $variant(<$spec as ScenarioApp>::Stats), )+
+            $( $(#[doc = $doc])* $variant(<$module::$spec as ScenarioApp>::Stats), )+
             /// Whatever a custom app reports: an object's fields become
             /// columns, any other value a column named `value`.
             Custom(#[serde(serialize_with = "custom_as_object")] serde_json::Value),
@@ -172,7 +172,7 @@ macro_rules! app_registry {
             /// Short name of the kind, as in scenario files.
             pub fn kind(&self) -> &'static str {
                 match self {
-                    $( AnyApp::$variant(_) => <$spec as ScenarioApp>::KIND, )+
+                    $( AnyApp::$variant(_) => <$module::$spec as ScenarioApp>::KIND, )+
                     AnyApp::Custom(_) => "custom",
                 }
             }
@@ -180,7 +180,7 @@ macro_rules! app_registry {
             /// Whether the app is one of the built-in TCP apps.
             pub fn uses_tcp(&self) -> bool {
                 match self {
-                    $( AnyApp::$variant(_) => <$spec as ScenarioApp>::TCP, )+
+                    $( AnyApp::$variant(_) => <$module::$spec as ScenarioApp>::TCP, )+
                     AnyApp::Custom(_) => false,
                 }
             }
@@ -238,19 +238,35 @@ macro_rules! app_registry {
         /// A validated `[[app]]` table, by kind.
         #[derive(Clone, Debug, PartialEq)]
         pub enum AppKindSpec {
-            $( $(#[$doc])* $variant($spec), )+
+            $( $(#[doc = $doc])* $variant($module::$spec), )+
         }
 
         /// The `kind` names of every registered app.
-        pub const APP_KINDS: &[&str] = &[$( <$spec as ScenarioApp>::KIND ),+];
+        pub const APP_KINDS: &[&str] = &[$( <$module::$spec as ScenarioApp>::KIND ),+];
+
+        /// Every registered apps, with its description and the
+        /// fields of its table ([`crate::catalog`]), in registration order.
+        pub fn app_catalog() -> Vec<$crate::catalog::KindInfo> {
+            // Each kind's own file first, then the family's (a `Raw`
+            // struct one kind shares with another).
+            const SOURCES: &[&str] = &[$( include_str!(concat!(stringify!($module), ".rs")) ),+];
+            vec![$(
+                $crate::catalog::KindInfo::new::<<$module::$spec as ScenarioApp>::Raw>(
+                    "app",
+                    <$module::$spec as ScenarioApp>::KIND,
+                    &[$( $doc ),*],
+                    &[&[include_str!(concat!(stringify!($module), ".rs"))], SOURCES].concat(),
+                ).with_fields($crate::catalog::tcp_app_fields(<$module::$spec as ScenarioApp>::TCP)),
+            )+]
+        }
 
         impl AppKindSpec {
             /// Whether an app of `kind` runs over TCP; `None` for an unknown
             /// kind.
             pub fn kind_uses_tcp(kind: &str) -> Option<bool> {
                 $(
-                    if kind == <$spec as ScenarioApp>::KIND {
-                        return Some(<$spec as ScenarioApp>::TCP);
+                    if kind == <$module::$spec as ScenarioApp>::KIND {
+                        return Some(<$module::$spec as ScenarioApp>::TCP);
                     }
                 )+
                 None
@@ -264,14 +280,14 @@ macro_rules! app_registry {
                 cx: &mut AppCheck<'_>,
             ) -> Result<AppKindSpec, ScenarioError> {
                 let path = format!("app[{}]", cx.index);
-                let family = [$( $crate::config::struct_fields::<<$spec as ScenarioApp>::Raw>() ),+];
+                let family = [$( $crate::config::struct_fields::<<$module::$spec as ScenarioApp>::Raw>() ),+];
                 $(
-                    if kind == <$spec as ScenarioApp>::KIND {
+                    if kind == <$module::$spec as ScenarioApp>::KIND {
                         cx.what = format!("{kind} apps");
                         // TCP apps have `profile` and `tcp` taken out already.
                         let tcp_fields: &[&'static str] = &["profile", "tcp"];
                         let raw = $crate::config::read_kind(table, &path, &cx.what, &family, tcp_fields)?;
-                        return <$spec as ScenarioApp>::validate(raw, cx).map(AppKindSpec::$variant);
+                        return <$module::$spec as ScenarioApp>::validate(raw, cx).map(AppKindSpec::$variant);
                     }
                 )+
                 Err($crate::config::unknown_kind(&path, "app", kind, APP_KINDS))
@@ -280,14 +296,14 @@ macro_rules! app_registry {
             /// The `kind` name.
             pub fn kind(&self) -> &'static str {
                 match self {
-                    $( AppKindSpec::$variant(_) => <$spec as ScenarioApp>::KIND, )+
+                    $( AppKindSpec::$variant(_) => <$module::$spec as ScenarioApp>::KIND, )+
                 }
             }
 
             /// Whether it runs over TCP.
             pub fn uses_tcp(&self) -> bool {
                 match self {
-                    $( AppKindSpec::$variant(_) => <$spec as ScenarioApp>::TCP, )+
+                    $( AppKindSpec::$variant(_) => <$module::$spec as ScenarioApp>::TCP, )+
                 }
             }
 

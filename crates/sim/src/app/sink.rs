@@ -165,6 +165,7 @@ use crate::config::{required, ScenarioError};
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSink {
+    /// The UDP port it receives on. Required.
     port: Option<u16>,
 }
 

@@ -448,10 +448,17 @@ use crate::config::{required, Duration, ScenarioError};
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTcpBulk {
+    /// Address and port of the `tcp-sink` it connects to, like `"10.0.0.2:5001"`. Required.
     peer: Option<SocketAddr>,
+    /// Bytes to send, then close. Unit: bytes. Default: none (sends until `stop` or the end of
+    /// the run).
     bytes: Option<u64>,
+    /// When it opens its connection. Default: `"0s"`.
     start: Option<Duration>,
+    /// When it stops sending, after `start`. Default: the end of the run.
     stop: Option<Duration>,
+    /// After a reset or a timed-out connection, open a new one this long after (at least 1 ms).
+    /// Default: none (no new connection).
     reconnect: Option<Duration>,
 }
 
@@ -523,6 +530,7 @@ impl ScenarioApp for TcpBulkSpec {
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawListener {
+    /// The TCP port it listens on. Required.
     port: Option<u16>,
 }
 

@@ -276,11 +276,18 @@ use crate::config::{required, Duration, ScenarioError};
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTcpOnOff {
+    /// Address and port of the `tcp-sink` it connects to. Required.
     peer: Option<SocketAddr>,
+    /// How long each burst queues data (as fast as TCP takes it) before draining. Required.
     on: Option<Duration>,
+    /// Idle time, connection open, from the burst's last byte being acknowledged to the next
+    /// burst. Required.
     off: Option<Duration>,
+    /// Bursts to send, then close. Default: none (bursts until `stop` or the end of the run).
     bursts: Option<u64>,
+    /// When it connects and the first burst starts. Default: `"0s"`.
     start: Option<Duration>,
+    /// When it stops, after `start`. Default: the end of the run.
     stop: Option<Duration>,
 }
 

@@ -524,11 +524,20 @@ pub struct RawMember {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawBroadcast {
+    /// The interfaces on the medium: `{ host, address, position }` each, `position` (metres)
+    /// defaulting to the host's. Required.
     members: Option<Vec<RawMember>>,
+    /// Bit rate of the shared channel, like `"250kbps"`. Required.
     rate: Option<Rate>,
+    /// Distance within which a frame is received (unit-disk model). Unit: m. Required.
     tx_range: Option<f64>,
+    /// Distance within which a transmission collides with others, at least `tx_range`. Unit: m.
+    /// Required.
     interference_range: Option<f64>,
+    /// Frames that may wait at each member. Unit: packets. Default: 100.
     queue: Option<usize>,
+    /// Channel access, `{ kind = "…", … }`: a MAC of `rtolab list macs`. Default: `{ kind =
+    /// "aloha" }` (send at once).
     mac: Option<toml::Table>,
 }
 

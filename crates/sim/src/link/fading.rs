@@ -552,16 +552,34 @@ impl<P: Copy> LinkModel<P> for FadingLink<P> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFading {
+    /// The two ends, as on a point-to-point link. Required.
     ends: Option<Vec<RawEnd>>,
+    /// Bit rate each way, like `"10Mbps"`. Required.
     rate: Option<Rate>,
+    /// One-way propagation delay, like `"5ms"`. Required.
     delay: Option<Duration>,
+    /// Frames that may wait at each end. Unit: packets. Default: 100.
     queue: Option<usize>,
+    /// Scheduled outages, `{ start, duration }` each, sorted and not overlapping; one of
+    /// `outages`, `fading` and `signal` sets when the link is out. Default: none.
     outages: Option<Vec<RawOutage>>,
+    /// A two-state process, `{ mean_up, mean_down }`: exponential up and down times with these
+    /// means (at least 1 ms). Default: none.
     fading: Option<RawTwoState>,
+    /// Outages from the received power of a moving mobile (path loss, shadowing, fast fading, a
+    /// threshold with hysteresis); its fields are in ack-holding.md. Default: none.
     signal: Option<RawSignal>,
+    /// With `signal`: the base station predicts fades from the power's trend, `{ sample,
+    /// window, horizon, prior, smooth }` (ack-holding.md). Default: none (warnings come ahead
+    /// of the true outages).
     predictor: Option<RawPredictor>,
+    /// How long before each outage both ends hear `going_down`. Default: `"500ms"`.
     warning: Option<Duration>,
+    /// Relative error of the predicted outage duration: the prediction is the true one times `1
+    /// + duration_error`. Default: 0.
     duration_error: Option<f64>,
+    /// Spread of the predicted duration: it is further multiplied by a random `1 ±
+    /// duration_spread`, below 1. Default: 0.
     duration_spread: Option<f64>,
 }
 

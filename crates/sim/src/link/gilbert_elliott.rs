@@ -185,13 +185,23 @@ impl<P: Copy> LinkModel<P> for GilbertElliottLink<P> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawGilbertElliott {
+    /// The two ends, as on a point-to-point link. Required.
     ends: Option<Vec<RawEnd>>,
+    /// Bit rate each way, like `"10Mbps"`. Required.
     rate: Option<Rate>,
+    /// One-way propagation delay, like `"5ms"`. Required.
     delay: Option<Duration>,
+    /// Frames that may wait at each end. Unit: packets. Default: 100.
     queue: Option<usize>,
+    /// Probability of moving from the good state to the bad one after each frame, per
+    /// direction. Required.
     p_good_to_bad: Option<f64>,
+    /// Probability of moving from the bad state back to the good one after each frame.
+    /// Required.
     p_bad_to_good: Option<f64>,
+    /// Probability that a frame is lost in the good state. Default: 0.
     loss_good: Option<f64>,
+    /// Probability that a frame is lost in the bad state. Default: 1.
     loss_bad: Option<f64>,
 }
 

@@ -705,14 +705,29 @@ struct RawOff {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawIeee802154 {
+    /// The mesh's hosts: a name pattern (`"n*"`, in declaration order), or a list of `{ host,
+    /// root, position, mac }` tables (a member's `mac` keys go over the link's). Required.
     members: Option<toml::Value>,
+    /// The RPL root (border router) by host name. Default: the member with `root = true`; one
+    /// of the two names it.
     root: Option<String>,
+    /// The DODAG's IPv6 prefix, 1 to 64 bits, like `"fd00::/64"`. Required.
     prefix: Option<Ipv6Cidr>,
+    /// Propagation, reception and energy of the radio medium (mesh.md, "The mesh as a link").
+    /// Default: Cooja's UDGM, 50 m range and 100 m interference, Tmote Sky energy.
     radio: Option<toml::Table>,
+    /// The MAC stack: `rdc`, `csma`, `pan_id` (mesh.md). Default: CSMA over ContikiMAC at 8 Hz,
+    /// queue 4.
     mac: Option<toml::Table>,
+    /// RPL settings (mesh.md); not with `static_tree`. Default: RPL's defaults.
     rpl: Option<toml::Table>,
+    /// A configured tree instead of RPL: `{ parents = { child = "parent", … } }` for every
+    /// member but the root. Default: none (RPL runs).
     static_tree: Option<toml::Table>,
+    /// When members start: `"random"` (each within its first MAC cycle) or `"together"` (all at
+    /// 0). Default: `"random"`.
     boot: Option<String>,
+    /// Members switched off for good during the run: `{ host, at }` each. Default: none.
     off: Option<Vec<toml::Value>>,
 }
 

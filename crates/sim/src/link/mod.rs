@@ -310,29 +310,29 @@ pub struct DirectionStats {
 
 link_registry! {
     /// Full-duplex point-to-point ([`P2pLink`]).
-    PointToPoint => P2pSpec,
+    PointToPoint => p2p::P2pSpec,
     /// Half-duplex point-to-point: one frame at a time in either direction
     /// ([`HalfDuplexLink`]).
-    HalfDuplex => HalfDuplexSpec,
+    HalfDuplex => half_duplex::HalfDuplexSpec,
     /// Shared broadcast medium with a unit-disk radio model
     /// ([`BroadcastMedium`]).
-    Broadcast => BroadcastSpec,
+    Broadcast => broadcast::BroadcastSpec,
     /// Time-slotted NFC link with UART and MCU at each end ([`NfcLink`]).
-    Nfc => NfcSpec,
+    Nfc => nfc::NfcSpec,
     /// Point-to-point with bursty (Gilbert–Elliott) losses
     /// ([`GilbertElliottLink`]).
-    GilbertElliott => GilbertElliottSpec,
+    GilbertElliott => gilbert_elliott::GilbertElliottSpec,
     /// Point-to-point with predicted outages and link-layer indications
     /// ([`FadingLink`]).
-    Fading => FadingSpec,
+    Fading => fading::FadingSpec,
     /// A duty-cycled IEEE 802.15.4 mesh with 6LoWPAN and RPL inside
     /// ([`Ieee802154Link`]).
-    Ieee802154 => Ieee802154Spec,
+    Ieee802154 => ieee802154::Ieee802154Spec,
     /// A SLIP serial line, timed by each datagram's encoding ([`SlipLink`]).
-    Slip => SlipSpec,
+    Slip => slip::SlipSpec,
     /// An IEEE 802.11 BSS: an access point and stations with the DCF on a
     /// shared radio medium ([`WifiLink`]).
-    Wifi => WifiSpec,
+    Wifi => wifi::WifiSpec,
 }
 
 /// Drives a link until it is idle, returning each output with the time it

@@ -884,14 +884,28 @@ impl<P: Copy> LinkModel<P> for NfcLink<P> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawNfc {
+    /// The two ends, as on a point-to-point link, each with optional `sensing` (channel sensing
+    /// at that end). Required.
     ends: Option<Vec<RawEnd>>,
+    /// Nominal rate: `"11.2kbps"` or `"24kbps"`. Required.
     rate: Option<Rate>,
+    /// Packets the interface queue of a sensing end holds. Unit: packets. Default: 100.
     queue: Option<usize>,
+    /// Bytes the MCU's packet buffer holds (calibrated on the study's captures A and B). Unit:
+    /// bytes. Default: 2048.
     mcu_buffer: Option<u32>,
+    /// Packets held in front of each end's UART, one count per end. Unit: packets. Default:
+    /// `[0, 1]`.
     uart_queue: Option<Vec<usize>>,
+    /// Fixed phase of the slot boundaries, below the slot period. Default: drawn from the seed.
     slot_phase: Option<Duration>,
+    /// Baud rate of the serial line between each stack and its MCU, 1200 to 100000000. Unit:
+    /// bit/s. Default: 115200.
     uart_baud: Option<u64>,
+    /// Whether an MCU sits between the stack and the NFC module (without it a packet loses the
+    /// MCU's 8 bytes of framing). Default: true.
     mcu: Option<bool>,
+    /// TCP/IP header compression between the ends: `"none"` or `"rfc1144"`. Default: `"none"`.
     header_compression: Option<String>,
     power_control: Option<RawPowerControl>,
 }

@@ -383,10 +383,18 @@ impl<P: Copy> LinkModel<P> for P2pLink<P> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWired {
+    /// The two ends: `{ host, address }` tables (`address` an IPv4 address with its prefix, or
+    /// `ipv6` instead or besides). Required.
     pub(super) ends: Option<Vec<RawEnd>>,
+    /// Bit rate each way, like `"10Mbps"`. Required.
     pub(super) rate: Option<Rate>,
+    /// One-way propagation delay, like `"5ms"`. Required.
     pub(super) delay: Option<Duration>,
+    /// Frames that may wait at each end; a frame arriving at a full queue is dropped. Unit:
+    /// packets. Default: 100.
     pub(super) queue: Option<usize>,
+    /// Probability that a frame is lost, drawn per frame from the link's own random stream, 0
+    /// to 1. Default: 0.
     pub(super) loss: Option<f64>,
     pub(super) jitter: Option<RawJitter>,
 }

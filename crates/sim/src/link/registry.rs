@@ -251,27 +251,43 @@ pub trait ScenarioLink: Sized + Clone + std::fmt::Debug + PartialEq {
 /// [`LinkStats`](super::LinkStats), [`LinkModelSpec`](super::LinkModelSpec)
 /// (the validated `[[link]]` tables) and [`LINK_KINDS`](super::LINK_KINDS).
 macro_rules! link_registry {
-    ($( $(#[$doc:meta])* $variant:ident => $spec:ty ),+ $(,)?) => {
+    ($( $(#[doc = $doc:literal])* $variant:ident => $module:ident :: $spec:ident ),+ $(,)?) => {
         /// Every registered link model.
         pub enum Link {
-            $( $(#[$doc])* $variant(<$spec as ScenarioLink>::Model), )+
+            $( $(#[doc = $doc])* $variant(<$module::$spec as ScenarioLink>::Model), )+
         }
 
         /// Counters of a link, by model (serialized as the model's own).
         #[derive(Clone, Debug, PartialEq, Serialize)]
         #[serde(untagged)]
         pub enum LinkStats {
-            $( $(#[$doc])* $variant(<<$spec as ScenarioLink>::Model as LinkModel<PacketId>>::Stats), )+
+            $( $(#[doc = $doc])* $variant(<<$module::$spec as ScenarioLink>::Model as LinkModel<PacketId>>::Stats), )+
         }
 
         /// A validated `[[link]]` table, by kind.
         #[derive(Clone, Debug, PartialEq)]
         pub enum LinkModelSpec {
-            $( $(#[$doc])* $variant($spec), )+
+            $( $(#[doc = $doc])* $variant($module::$spec), )+
         }
 
         /// The `kind` names of every registered link model.
-        pub const LINK_KINDS: &[&str] = &[$( <$spec as ScenarioLink>::KIND ),+];
+        pub const LINK_KINDS: &[&str] = &[$( <$module::$spec as ScenarioLink>::KIND ),+];
+
+        /// Every registered link models, with its description and the
+        /// fields of its table ([`crate::catalog`]), in registration order.
+        pub fn link_catalog() -> Vec<$crate::catalog::KindInfo> {
+            // Each kind's own file first, then the family's (a `Raw`
+            // struct one kind shares with another).
+            const SOURCES: &[&str] = &[$( include_str!(concat!(stringify!($module), ".rs")) ),+];
+            vec![$(
+                $crate::catalog::KindInfo::new::<<$module::$spec as ScenarioLink>::Raw>(
+                    "link",
+                    <$module::$spec as ScenarioLink>::KIND,
+                    &[$( $doc ),*],
+                    &[&[include_str!(concat!(stringify!($module), ".rs"))], SOURCES].concat(),
+                ),
+            )+]
+        }
 
         impl LinkModelSpec {
             /// Reads and validates the table of a link of `kind` (its
@@ -282,12 +298,12 @@ macro_rules! link_registry {
                 cx: &mut LinkCheck<'_>,
             ) -> Result<LinkModelSpec, ScenarioError> {
                 let path = format!("link[{}]", cx.index);
-                let family = [$( $crate::config::struct_fields::<<$spec as ScenarioLink>::Raw>() ),+];
+                let family = [$( $crate::config::struct_fields::<<$module::$spec as ScenarioLink>::Raw>() ),+];
                 $(
-                    if kind == <$spec as ScenarioLink>::KIND {
+                    if kind == <$module::$spec as ScenarioLink>::KIND {
                         cx.what = format!("{kind} links");
                         let raw = $crate::config::read_kind(table, &path, &cx.what, &family, &[])?;
-                        return <$spec as ScenarioLink>::validate(raw, cx).map(LinkModelSpec::$variant);
+                        return <$module::$spec as ScenarioLink>::validate(raw, cx).map(LinkModelSpec::$variant);
                     }
                 )+
                 Err($crate::config::unknown_kind(&path, "link", kind, LINK_KINDS))
@@ -296,15 +312,15 @@ macro_rules! link_registry {
             /// The `kind` name.
             pub fn kind(&self) -> &'static str {
                 match self {
-                    $( LinkModelSpec::$variant(_) => <$spec as ScenarioLink>::KIND, )+
+                    $( LinkModelSpec::$variant(_) => <$module::$spec as ScenarioLink>::KIND, )+
                 }
             }
 
             /// Whether the real-time emulator can run links of `kind`.
             pub fn kind_emulated(kind: &str) -> bool {
                 $(
-                    if kind == <$spec as ScenarioLink>::KIND {
-                        return <$spec as ScenarioLink>::EMULATED;
+                    if kind == <$module::$spec as ScenarioLink>::KIND {
+                        return <$module::$spec as ScenarioLink>::EMULATED;
                     }
                 )+
                 false
@@ -350,7 +366,7 @@ macro_rules! link_registry {
             /// The `kind` name of its model.
             pub fn kind(&self) -> &'static str {
                 match self {
-                    $( Link::$variant(_) => <$spec as ScenarioLink>::KIND, )+
+                    $( Link::$variant(_) => <$module::$spec as ScenarioLink>::KIND, )+
                 }
             }
         }

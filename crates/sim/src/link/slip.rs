@@ -264,11 +264,18 @@ impl<P: Copy> LinkModel<P> for SlipLink<P> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSlip {
+    /// The two ends, as on a point-to-point link. Required.
     ends: Option<Vec<RawEnd>>,
+    /// Line rate, 1 to 12000000. Unit: bit/s. Default: 115200.
     baud: Option<u64>,
+    /// Line bits per byte sent, 8 to 12 (start, data, parity and stop bits). Unit: bits.
+    /// Default: 10 (8N1).
     bits_per_byte: Option<u64>,
+    /// One-way propagation delay. Default: `"0s"`.
     delay: Option<Duration>,
+    /// Datagrams that may wait at each end. Unit: packets. Default: 100.
     queue: Option<usize>,
+    /// Probability that a datagram is lost, 0 to 1. Default: 0.
     loss: Option<f64>,
 }
 

@@ -85,10 +85,20 @@ pub struct RawWifiMac {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWifi {
+    /// The access point: `{ host, address, ipv6, position, mobility }` (addresses with their
+    /// prefix; `mobility` moves it along waypoints). Required.
     ap: Option<RawWifiMember>,
+    /// The stations, each as `ap` is written. Required.
     stations: Option<Vec<RawWifiMember>>,
+    /// The radio medium: propagation, reception and energy, as in a mesh's `radio` table.
+    /// Default: ns-2's shadowing model (path loss exponent 2, 4 dB deviation).
     radio: Option<toml::Table>,
+    /// The DCF's settings: `preset` (`"802.11b"` or `"ns2"`, giving the defaults of the rest),
+    /// `data_rate`, `basic_rate`, `slot`, `sifs`, `cw_min`, `cw_max`, `short_retry_limit`,
+    /// `long_retry_limit`, `rts_threshold`, `queue`. Default: the 802.11b preset.
     mac: Option<RawWifiMac>,
+    /// Whether each interface adds the time it lost to MAC retransmissions to the TCP timelost
+    /// option of the datagrams it sends. Default: true.
     timelost: Option<bool>,
 }
 

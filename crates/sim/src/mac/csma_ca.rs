@@ -30,11 +30,18 @@ use crate::rng::SimRng;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCsmaCa {
+    /// Backoff exponent of the first attempt (macMinBE). Default: 3.
     min_be: Option<u8>,
+    /// Largest backoff exponent (macMaxBE), 3 to 8 and at least `min_be`. Default: 5.
     max_be: Option<u8>,
+    /// Busy channels tolerated before the frame is dropped (macMaxCSMABackoffs). Default: 4.
     max_backoffs: Option<u8>,
+    /// One backoff period (aUnitBackoffPeriod). Default: `"320us"`.
     unit_backoff: Option<Duration>,
+    /// Length of a clear channel assessment; the channel is sensed at its end. Default:
+    /// `"128us"`.
     cca: Option<Duration>,
+    /// From a clear channel to the first bit on air (aTurnaroundTime). Default: `"192us"`.
     turnaround: Option<Duration>,
 }
 

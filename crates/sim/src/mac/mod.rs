@@ -56,9 +56,9 @@ pub trait Mac {
 
 mac_registry! {
     /// Send at once (pure ALOHA with a queue).
-    Aloha => AlohaSpec,
+    Aloha => aloha::AlohaSpec,
     /// IEEE 802.15.4 unslotted CSMA-CA.
-    CsmaCa => CsmaCaSpec,
+    CsmaCa => csma_ca::CsmaCaSpec,
 }
 
 impl Default for MacSpec {

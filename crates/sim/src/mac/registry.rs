@@ -26,32 +26,48 @@ pub trait ScenarioMac: Sized + Clone + std::fmt::Debug + PartialEq {
 /// Registers the MACs: generates [`AnyMac`](super::AnyMac) (dispatched by
 /// `match`), [`MacSpec`](super::MacSpec) and [`MAC_KINDS`](super::MAC_KINDS).
 macro_rules! mac_registry {
-    ($( $(#[$doc:meta])* $variant:ident => $spec:ty ),+ $(,)?) => {
+    ($( $(#[doc = $doc:literal])* $variant:ident => $module:ident :: $spec:ident ),+ $(,)?) => {
         /// Every registered MAC.
         #[derive(Debug)]
         pub enum AnyMac {
-            $( $(#[$doc])* $variant(<$spec as ScenarioMac>::Model), )+
+            $( $(#[doc = $doc])* $variant(<$module::$spec as ScenarioMac>::Model), )+
         }
 
         /// A validated `mac` table, by kind.
         #[derive(Clone, Debug, PartialEq)]
         pub enum MacSpec {
-            $( $(#[$doc])* $variant($spec), )+
+            $( $(#[doc = $doc])* $variant($module::$spec), )+
         }
 
         /// The `kind` names of every registered MAC.
-        pub const MAC_KINDS: &[&str] = &[$( <$spec as ScenarioMac>::KIND ),+];
+        pub const MAC_KINDS: &[&str] = &[$( <$module::$spec as ScenarioMac>::KIND ),+];
+
+        /// Every registered MACs, with its description and the
+        /// fields of its table ([`crate::catalog`]), in registration order.
+        pub fn mac_catalog() -> Vec<$crate::catalog::KindInfo> {
+            // Each kind's own file first, then the family's (a `Raw`
+            // struct one kind shares with another).
+            const SOURCES: &[&str] = &[$( include_str!(concat!(stringify!($module), ".rs")) ),+];
+            vec![$(
+                $crate::catalog::KindInfo::new::<<$module::$spec as ScenarioMac>::Raw>(
+                    "mac",
+                    <$module::$spec as ScenarioMac>::KIND,
+                    &[$( $doc ),*],
+                    &[&[include_str!(concat!(stringify!($module), ".rs"))], SOURCES].concat(),
+                ),
+            )+]
+        }
 
         impl MacSpec {
             /// Reads and validates a `mac` table at `path`.
             pub fn parse(mut table: toml::Table, path: &str) -> Result<MacSpec, ScenarioError> {
                 let kind = $crate::config::take_required(&mut table, "kind", path)?;
-                let family = [$( $crate::config::struct_fields::<<$spec as ScenarioMac>::Raw>() ),+];
+                let family = [$( $crate::config::struct_fields::<<$module::$spec as ScenarioMac>::Raw>() ),+];
                 $(
-                    if kind == <$spec as ScenarioMac>::KIND {
+                    if kind == <$module::$spec as ScenarioMac>::KIND {
                         let what = format!("{kind} MACs");
                         let raw = $crate::config::read_kind(table, path, &what, &family, &[])?;
-                        return <$spec as ScenarioMac>::validate(raw, path).map(MacSpec::$variant);
+                        return <$module::$spec as ScenarioMac>::validate(raw, path).map(MacSpec::$variant);
                     }
                 )+
                 Err($crate::config::unknown_kind(path, "MAC", &kind, MAC_KINDS))
@@ -60,7 +76,7 @@ macro_rules! mac_registry {
             /// The `kind` name.
             pub fn kind(&self) -> &'static str {
                 match self {
-                    $( MacSpec::$variant(_) => <$spec as ScenarioMac>::KIND, )+
+                    $( MacSpec::$variant(_) => <$module::$spec as ScenarioMac>::KIND, )+
                 }
             }
 

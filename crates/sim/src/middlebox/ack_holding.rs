@@ -96,11 +96,20 @@ const MAX_DUPLICATES: u8 = 2;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAckHolding {
+    /// IPv4 address of the mobile whose ACKs it holds through an outage. Required.
     mobile: Option<Ipv4Addr>,
+    /// How the number of stretching ACKs is chosen: `"global-minimum"`, `"step-forward"` (the
+    /// study's rule) or `"timeout-free"`. Default: `"global-minimum"`.
     search: Option<Search>,
+    /// Fraction by which stretching releases come early. Default: 0.1.
     safety: Option<f64>,
+    /// The fixed host's lower bound on its RTO as the schedule models it: a duration, or
+    /// `"infer"` (from the shortest timeout seen). Default: none (the spec's model).
     min_rto: Option<String>,
+    /// What the schedule takes each released ACK to sample: `"gaps"` (the gap before it, the
+    /// spec's model) or `"hold"` (the age of the acknowledged segment). Default: `"gaps"`.
     samples: Option<Samples>,
+    /// Copies of each held ACK released besides the original, 0 to 2. Default: 0.
     duplicates: Option<u8>,
 }
 

@@ -20,7 +20,11 @@ use crate::config::{required, ScenarioError};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDropList {
+    /// Positions (1-based) among the packets that match of those to drop. Required.
     drop: Option<Vec<u64>>,
+    /// Which packets count: `{ protocol, source, destination, payload }`, each optional
+    /// (`protocol` "tcp" or "udp"; `payload` true for segments or datagrams that carry data,
+    /// false for those that carry none). Default: every packet.
     #[serde(rename = "match", default)]
     filter: PacketFilter,
 }

@@ -253,16 +253,16 @@ impl PacketFilter {
 
 middlebox_registry! {
     /// Drops chosen packets by their index among those matching a filter.
-    DropList => DropListSpec,
+    DropList => drop_list::DropListSpec,
     /// Holds every matching packet during a stall and releases them after.
-    Stall => StallSpec,
+    Stall => stall::StallSpec,
     /// Holds a mobile's ACKs through a predicted outage and paces them to
     /// the fixed host.
-    AckHolding => AckHoldingSpec,
+    AckHolding => ack_holding::AckHoldingSpec,
     /// Caches data to a mobile and retransmits it locally on the wireless
     /// hop, hiding its losses from the sender (Snoop).
-    Snoop => SnoopSpec,
+    Snoop => snoop::SnoopSpec,
     /// Drops segments to the appliance that would cross the NFC link for
     /// nothing (bridge spec §5).
-    PtxFilter => PtxFilterSpec,
+    PtxFilter => ptx_filter::PtxFilterSpec,
 }

@@ -33,7 +33,10 @@ use crate::config::{required, ScenarioError};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPtxFilter {
+    /// IPv4 address of the appliance behind the NFC link. Required.
     appliance: Option<Ipv4Addr>,
+    /// Duplicate ACKs to the appliance let through in a row; later ones are dropped. Default:
+    /// 2.
     duplicate_acks: Option<u32>,
 }
 

@@ -46,10 +46,10 @@ pub trait ScenarioMiddlebox: Sized + Clone + std::fmt::Debug + PartialEq {
 /// validated `[[middlebox]]` tables) and
 /// [`MIDDLEBOX_KINDS`](super::MIDDLEBOX_KINDS).
 macro_rules! middlebox_registry {
-    ($( $(#[$doc:meta])* $variant:ident => $spec:ty ),+ $(,)?) => {
+    ($( $(#[doc = $doc:literal])* $variant:ident => $module:ident :: $spec:ident ),+ $(,)?) => {
         /// Every registered middlebox.
         pub enum AnyMiddlebox {
-            $( $(#[$doc])* $variant(<$spec as ScenarioMiddlebox>::Model), )+
+            $( $(#[doc = $doc])* $variant(<$module::$spec as ScenarioMiddlebox>::Model), )+
             /// A middlebox outside the registry, for programs that build a
             /// simulation in code; its counters are whatever it reports.
             Custom(Box<dyn Middlebox<Stats = serde_json::Value> + Send>),
@@ -58,11 +58,27 @@ macro_rules! middlebox_registry {
         /// A validated `[[middlebox]]` table, by kind.
         #[derive(Clone, Debug, PartialEq)]
         pub enum MiddleboxSpec {
-            $( $(#[$doc])* $variant($spec), )+
+            $( $(#[doc = $doc])* $variant($module::$spec), )+
         }
 
         /// The `kind` names of every registered middlebox.
-        pub const MIDDLEBOX_KINDS: &[&str] = &[$( <$spec as ScenarioMiddlebox>::KIND ),+];
+        pub const MIDDLEBOX_KINDS: &[&str] = &[$( <$module::$spec as ScenarioMiddlebox>::KIND ),+];
+
+        /// Every registered middleboxes, with its description and the
+        /// fields of its table ([`crate::catalog`]), in registration order.
+        pub fn middlebox_catalog() -> Vec<$crate::catalog::KindInfo> {
+            // Each kind's own file first, then the family's (a `Raw`
+            // struct one kind shares with another).
+            const SOURCES: &[&str] = &[$( include_str!(concat!(stringify!($module), ".rs")) ),+];
+            vec![$(
+                $crate::catalog::KindInfo::new::<<$module::$spec as ScenarioMiddlebox>::Raw>(
+                    "middlebox",
+                    <$module::$spec as ScenarioMiddlebox>::KIND,
+                    &[$( $doc ),*],
+                    &[&[include_str!(concat!(stringify!($module), ".rs"))], SOURCES].concat(),
+                ),
+            )+]
+        }
 
         impl MiddleboxSpec {
             /// Reads and validates the table of a middlebox of `kind` (its
@@ -73,12 +89,12 @@ macro_rules! middlebox_registry {
                 cx: &mut MiddleboxCheck<'_>,
             ) -> Result<MiddleboxSpec, ScenarioError> {
                 let path = format!("middlebox[{}]", cx.index);
-                let family = [$( $crate::config::struct_fields::<<$spec as ScenarioMiddlebox>::Raw>() ),+];
+                let family = [$( $crate::config::struct_fields::<<$module::$spec as ScenarioMiddlebox>::Raw>() ),+];
                 $(
-                    if kind == <$spec as ScenarioMiddlebox>::KIND {
+                    if kind == <$module::$spec as ScenarioMiddlebox>::KIND {
                         cx.what = format!("{kind} middleboxes");
                         let raw = $crate::config::read_kind(table, &path, &cx.what, &family, &[])?;
-                        return <$spec as ScenarioMiddlebox>::validate(raw, cx)
+                        return <$module::$spec as ScenarioMiddlebox>::validate(raw, cx)
                             .map(MiddleboxSpec::$variant);
                     }
                 )+
@@ -88,7 +104,7 @@ macro_rules! middlebox_registry {
             /// The `kind` name.
             pub fn kind(&self) -> &'static str {
                 match self {
-                    $( MiddleboxSpec::$variant(_) => <$spec as ScenarioMiddlebox>::KIND, )+
+                    $( MiddleboxSpec::$variant(_) => <$module::$spec as ScenarioMiddlebox>::KIND, )+
                 }
             }
 
@@ -104,7 +120,7 @@ macro_rules! middlebox_registry {
             /// The `kind` name.
             pub fn kind(&self) -> &'static str {
                 match self {
-                    $( AnyMiddlebox::$variant(_) => <$spec as ScenarioMiddlebox>::KIND, )+
+                    $( AnyMiddlebox::$variant(_) => <$module::$spec as ScenarioMiddlebox>::KIND, )+
                     AnyMiddlebox::Custom(_) => "custom",
                 }
             }

@@ -75,11 +75,18 @@ use crate::config::{required, Duration, ScenarioError};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSnoop {
+    /// IPv4 address of the mobile: data to it is cached, its ACKs snooped. Required.
     mobile: Option<Ipv4Addr>,
+    /// Segments cached, all connections together. Unit: segments. Default: 256.
     cache_segments: Option<u64>,
+    /// Bytes (whole datagrams) cached. Unit: bytes. Default: 393216.
     cache_bytes: Option<u64>,
+    /// Floor of the local retransmission timer, above 0. Default: `"50ms"`.
     min_local_rto: Option<Duration>,
+    /// Ceiling of the local timer, at least `min_local_rto`. Default: `"1s"`.
     max_local_rto: Option<Duration>,
+    /// Local resends of one segment, and timer expiries in a row, before the cache gives it up;
+    /// at least 1. Default: 4.
     max_local_retransmissions: Option<u32>,
 }
 

@@ -21,8 +21,12 @@ use crate::config::{required, Duration, ScenarioError};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawStall {
+    /// When the stall starts: matching packets are held from then on. Required.
     start: Option<Duration>,
+    /// When it ends, after `start`: held packets are sent on in order. Required.
     end: Option<Duration>,
+    /// Which packets are held: `{ protocol, source, destination, payload }`, each optional, as
+    /// for `drop-list`. Default: every packet.
     #[serde(rename = "match", default)]
     filter: PacketFilter,
 }
