@@ -85,6 +85,11 @@ def policy_catalog() -> str:
     """Every registered RTO, congestion-control and ACK policy as JSON: a list
     of ``{"family", "name", "description", "defaults"}`` objects."""
 
+def kind_catalog() -> str:
+    """Every registered link, MAC, app and middlebox kind as JSON: a list of
+    ``{"family", "kind", "description", "fields"}`` objects, each field
+    ``{"name", "type", "unit", "required", "default", "meaning"}``."""
+
 def ack_pacing(outage: float, acks: int, mean: float, deviation: float) -> str:
     """The release schedule of ACK holding as JSON: ``step_forward``,
     ``global_minimum`` and ``timeout_free_minimum`` (n, the last null when

@@ -1,4 +1,5 @@
-"""The TCP policies a profile can select by name.
+"""What a scenario can name: the TCP policies a profile selects, and the
+link, MAC, app and middlebox kinds with the fields of their tables.
 
 Every retransmission-timeout (``rto``), congestion-control (``cc``) and ACK
 (``ack``) policy of the engine is registered in one place in the core; this
@@ -14,6 +15,17 @@ a scenario file or :class:`rtolab.Host` accepts::
     rtolab.Host("a", profile="rfc", tcp={"rto": {"policy": "fixed", "rto": "300ms"}})
 
 ``rtolab list policies`` prints the same catalog.
+
+The kinds are registered in the core too, each with the fields its table
+takes, their types, units and defaults (from the documentation next to each
+field in the core)::
+
+    from rtolab.catalog import kinds
+
+    for k in kinds("link"):
+        print(k.kind, [f.name for f in k.fields])
+
+``rtolab list links`` (``macs``, ``apps``, ``middleboxes``) prints them.
 """
 
 from __future__ import annotations
@@ -61,4 +73,60 @@ def policies(family: str | None = None) -> list[Policy]:
     return [p for p in found if family is None or p.family == family]
 
 
-__all__ = ["FAMILIES", "Policy", "policies"]
+#: The kind families, in the order the catalog lists them.
+KIND_FAMILIES: tuple[str, ...] = ("link", "mac", "app", "middlebox")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a kind's table."""
+
+    #: The key, as a scenario file writes it.
+    name: str
+    #: Its TOML type: ``integer``, ``float``, ``boolean``, ``string``,
+    #: ``table``, ``duration`` (``"5ms"``), ``rate`` (``"10Mbps"``), an
+    #: address, or ``array of ...``.
+    type: str
+    #: The unit of a number, when it has one (``bytes``, ``packets``, ``m``).
+    unit: str | None
+    #: Whether a table of this kind must set it.
+    required: bool
+    #: What leaving it out means (``None`` for a required field).
+    default: str | None
+    #: What it sets, on one line.
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One registered link, MAC, app or middlebox kind."""
+
+    #: ``"link"``, ``"mac"``, ``"app"`` or ``"middlebox"``.
+    family: str
+    #: The value of ``kind`` that selects it, e.g. ``"point-to-point"``.
+    kind: str
+    #: One line: what it is.
+    description: str
+    #: The keys of its table besides ``kind``, ``name`` and ``host``.
+    fields: tuple[Field, ...]
+
+
+def kinds(family: str | None = None) -> list[Kind]:
+    """Every registered kind, links first, then MACs, apps and middleboxes,
+    each family in registration order; only ``family``'s when given.
+
+    Raises :class:`ValueError` for a family other than those of
+    :data:`KIND_FAMILIES`.
+    """
+    if family is not None and family not in KIND_FAMILIES:
+        raise ValueError(
+            f"unknown kind family {family!r} (expected one of {', '.join(KIND_FAMILIES)})"
+        )
+    found = [
+        Kind(**{**entry, "fields": tuple(Field(**f) for f in entry["fields"])})
+        for entry in json.loads(_rtolab.kind_catalog())
+    ]
+    return [k for k in found if family is None or k.family == family]
+
+
+__all__ = ["FAMILIES", "KIND_FAMILIES", "Field", "Kind", "Policy", "kinds", "policies"]

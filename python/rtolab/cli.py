@@ -665,6 +665,70 @@ def list_policies(family: str | None, as_json: bool) -> None:
     out_console.print(table)
 
 
+def _list_kinds(family: str, as_json: bool) -> None:
+    """Print the registered kinds of ``family``: one table per kind with its
+    fields, or the catalog as JSON."""
+    from rtolab.catalog import kinds
+
+    found = kinds(family)
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(k) for k in found]))
+        return
+    for k in found:
+        # Text, never markup: descriptions hold brackets and backticks.
+        title = Text.assemble((f'kind = "{k.kind}"', "bold"), f": {k.description}")
+        if not k.fields:
+            out_console.print(title, Text("  (no fields)"), soft_wrap=True)
+            continue
+        table = Table(title=title, title_justify="left", show_lines=True)
+        for name in ("field", "type", "unit", "default", "meaning"):
+            table.add_column(name)
+        for f in k.fields:
+            default = "required" if f.required else (f.default or "")
+            table.add_row(
+                Text(f.name), Text(f.type), Text(f.unit or ""), Text(default), Text(f.meaning)
+            )
+        out_console.print(table)
+
+
+_JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON.")
+
+
+@list_app.command("links")
+@_JSON_OPTION
+def list_links(as_json: bool) -> None:
+    """List the link kinds of [[link]] tables with their fields.
+
+    Every link also takes name and kind. Durations are strings with a unit
+    ("5ms"), rates too ("10Mbps")."""
+    _list_kinds("link", as_json)
+
+
+@list_app.command("macs")
+@_JSON_OPTION
+def list_macs(as_json: bool) -> None:
+    """List the MACs a broadcast link's mac table selects, with their fields."""
+    _list_kinds("mac", as_json)
+
+
+@list_app.command("apps")
+@_JSON_OPTION
+def list_apps(as_json: bool) -> None:
+    """List the app kinds of [[app]] tables with their fields.
+
+    Every app also takes kind, host and name (default "<kind><index>")."""
+    _list_kinds("app", as_json)
+
+
+@list_app.command("middleboxes")
+@_JSON_OPTION
+def list_middleboxes(as_json: bool) -> None:
+    """List the middlebox kinds of [[middlebox]] tables with their fields.
+
+    Every middlebox also takes kind, host and name (default "<kind><index>")."""
+    _list_kinds("middlebox", as_json)
+
+
 @app.command()
 @click.argument("file")
 @click.option(

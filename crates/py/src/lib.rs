@@ -413,6 +413,15 @@ fn policy_catalog() -> PyResult<String> {
         .map_err(|e| NativeRunError::new_err(format!("cannot encode the policy catalog: {e}")))
 }
 
+/// Every registered link, MAC, app and middlebox kind as JSON: a list of
+/// `{"family", "kind", "description", "fields"}` objects, each field
+/// `{"name", "type", "unit", "required", "default", "meaning"}`.
+#[pyfunction]
+fn kind_catalog() -> PyResult<String> {
+    serde_json::to_string(&rtolab_sim::catalog::kind_catalog())
+        .map_err(|e| NativeRunError::new_err(format!("cannot encode the kind catalog: {e}")))
+}
+
 /// `acks` as the whole number the schedule needs; anything else (a float,
 /// a huge or negative int) is a `ValueError` naming the parameter.
 fn held_acks(acks: &Bound<'_, PyAny>) -> PyResult<u32> {
@@ -515,6 +524,7 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_wlan_capture, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(policy_catalog, m)?)?;
+    m.add_function(wrap_pyfunction!(kind_catalog, m)?)?;
     m.add_function(wrap_pyfunction!(ack_pacing, m)?)?;
     m.add_function(wrap_pyfunction!(emulate_main, m)?)?;
     Ok(())
