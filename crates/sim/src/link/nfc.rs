@@ -907,6 +907,9 @@ pub struct RawNfc {
     mcu: Option<bool>,
     /// TCP/IP header compression between the ends: `"none"` or `"rfc1144"`. Default: `"none"`.
     header_compression: Option<String>,
+    /// Power-control messages between the PTx and the appliance that take slots first: `{
+    /// period, bytes }`, a message of `bytes` each way every `period` (bridge.md). Default:
+    /// none (no power-control traffic).
     power_control: Option<RawPowerControl>,
 }
 

@@ -396,6 +396,9 @@ pub struct RawWired {
     /// Probability that a frame is lost, drawn per frame from the link's own random stream, 0
     /// to 1. Default: 0.
     pub(super) loss: Option<f64>,
+    /// A random extra delay per frame, point-to-point links only: `{ distribution =
+    /// "exponential", mean }` or `{ distribution = "uniform", max }` (between 0 and `max`); a
+    /// direction's frames still arrive in order. Default: none.
     pub(super) jitter: Option<RawJitter>,
 }
 
