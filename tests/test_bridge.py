@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import rtolab
-from rtolab.experiments import bridge, bridge_future, bridge_links, reproduce
+from rtolab.experiments import bridge, bridge_future, bridge_links, bridge_variability, reproduce
 from rtolab.frames import read_capture
 
 
@@ -82,6 +82,9 @@ def test_csvs_have_the_documented_columns(quick_reproduction: Path) -> None:
         "compression_paired.csv": bridge_links.PAIRED_COLUMNS,
         "faster_links.csv": bridge_links.LINK_COLUMNS,
         "faster_links_summary.csv": bridge_links.LINK_SUMMARY_COLUMNS,
+        "variability.csv": bridge_variability.ROW_COLUMNS,
+        "variability_summary.csv": bridge_variability.SUMMARY_COLUMNS,
+        "variability_paired.csv": bridge_variability.PAIRED_COLUMNS,
     }
     for name, columns in expected.items():
         frame = pd.read_csv(out / name)
