@@ -16,6 +16,7 @@ def test_every_run_is_a_valid_scenario_with_its_conditions_fields() -> None:
         text = cell.scenario()
         assert rtolab.validate(text)["hosts"] == 3
         assert ("ratio = false" in text) == (cell.estimator == "algorithm1-no-r")
+        assert ("window = 8" in text) == (cell.estimator == "algorithm1-window-8")
         assert ('policy = "bridge"' in text) == cell.estimator.startswith("algorithm1")
         assert ("power_control" in text) == (cell.condition != "quiet")
         assert ("jitter" in text) == ("Wi-Fi" in cell.condition)
