@@ -11,7 +11,8 @@
 //!   ([`ipv4::Ipv4Repr`], [`tcp::TcpRepr`], [`udp::UdpRepr`]).
 //!
 //! [`packet`] parses and emits whole datagrams in one call; [`pcap`] writes
-//! them to capture files.
+//! them to capture files and [`capture`] reads pcap and pcapng files taken
+//! anywhere, down to each frame's IP datagram.
 //!
 //! For the low-power mesh (docs/mesh.md): [`ipv6`] (whole IPv6 datagrams
 //! with TCP, UDP or ICMPv6), [`icmpv6`] (echo, RPL control messages),
@@ -85,6 +86,7 @@
 
 #![warn(missing_docs)]
 
+pub mod capture;
 pub mod checksum;
 mod error;
 pub mod icmpv6;
