@@ -90,7 +90,7 @@ def test_csv_and_markdown_give_the_same_packets(tmp_path: Path) -> None:
 
 
 def test_capture_reader_agrees_with_the_core(bridge_pcap: Path) -> None:
-    """The pure-Python reader gives the fields the core's wire parser gives."""
+    """Compare's reader gives the fields the frames table gives."""
     ours = read_packets(bridge_pcap).packets
     core = rtolab.read_capture(bridge_pcap)
     assert len(ours) == len(core)
@@ -122,6 +122,35 @@ def test_linux_capture_matches_its_pcapng_copy() -> None:
     # Relative numbers as Wireshark shows them.
     assert list(result.pairs["seq"][:4]) == [0, 0, 1, 1]
     assert result.pairs["ack"].iloc[-1] == 1026
+
+
+def editcap(*args: str | Path) -> None:
+    subprocess.run(["editcap", *map(str, args)], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def linux_forms(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The Linux capture in the forms a reference comes in, converted by
+    editcap (installed with tshark): its Ethernet frames, the same as raw
+    IP (the Ethernet header chopped), each as pcapng, and as a nanosecond
+    pcap."""
+    out = tmp_path_factory.mktemp("forms")
+    forms = {"ethernet": LINUX, "ethernet pcapng": DATA / "linux-loopback.pcapng"}
+    forms["raw"] = out / "raw.pcap"
+    editcap("-C", "14", "-T", "rawip", LINUX, forms["raw"])
+    forms["raw pcapng"] = out / "raw.pcapng"
+    editcap("-F", "pcapng", forms["raw"], forms["raw pcapng"])
+    forms["ethernet ns"] = out / "ethernet-ns.pcap"
+    editcap("-F", "nsecpcap", LINUX, forms["ethernet ns"])
+    return forms
+
+
+def test_every_form_of_a_capture_gives_the_raw_ip_packets(linux_forms: dict[str, Path]) -> None:
+    raw = read_packets(linux_forms["raw"])
+    assert len(raw.packets) == 10 and raw.ignored == 0
+    assert raw.packets[0].src == "127.0.0.1:46968" and raw.packets[0].flags == "SYN"
+    for name, path in linux_forms.items():
+        assert read_packets(path).packets == raw.packets, name
 
 
 def _pcap_records(path: Path) -> tuple[bytes, list[bytearray]]:
@@ -352,6 +381,11 @@ def test_cli_shows_user_text_as_text(tmp_path: Path) -> None:
     assert "[bold]x[/bold]" in done.stdout and "[red]a[/] → b" in done.stdout
 
 
+#: A pcap file header: little endian, microseconds, Ethernet.
+_PCAP_HEADER = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+_PCAPNG = (DATA / "linux-loopback.pcapng").read_bytes()
+#: Where the file's last block starts: its length closes it.
+_LAST_BLOCK = len(_PCAPNG) - struct.unpack("<I", _PCAPNG[-4:])[0]
 MISSING_COLUMN = (
     "| no. | time (s) | from → to | seq/ack |\n|---|---|---|---|\n| 3 | 0 | a → b | seq 0 |\n"
 )
@@ -368,6 +402,18 @@ BAD_CASES = {
         "line 3: unknown TCP flag 'BOGUS'",
     ),
     "binary": (b"\x00\xff\xfe" * 10, "not a pcap, pcapng, CSV or Markdown table"),
+    "absurd record length": (
+        _PCAP_HEADER + struct.pack("<IIII", 0, 0, 0xFFFFFFFF, 60),
+        "garbled: packet 1 (byte 24) claims 4294967295 bytes",
+    ),
+    "unknown link type": (
+        _PCAP_HEADER[:20] + struct.pack("<I", 147) + struct.pack("<IIII", 0, 0, 4, 4) + bytes(4),
+        "link type 147 is not supported (packet 1)",
+    ),
+    "truncated pcapng block": (
+        _PCAPNG[:-6],
+        f"truncated: block at byte {_LAST_BLOCK} is cut short",
+    ),
     "no SYN": ("time,from,to,flags,len\n0,a,b,ACK,0\n", "has no SYN to align on"),
 }
 

@@ -78,6 +78,15 @@ def read_capture(path: str) -> str:
 def read_wlan_capture(path: str) -> str:
     """Decodes an 802.11 radiotap capture; returns its frames as JSON columns."""
 
+def read_tcp_segments(
+    data: bytes, max_segments: int
+) -> tuple[list[tuple[int, float, str, str, str, int, int | None, int]], int]:
+    """The TCP segments of a pcap or pcapng capture held in ``data``, as
+    ``(no, time_s, src, dst, flags, seq, ack, len)`` (times from the first
+    packet, ``ack`` only with ACK), and the number of packets that are not
+    TCP. Raises :class:`CaptureError` with an empty path and a message
+    naming the packet or byte offset."""
+
 def shipped_scenarios() -> list[tuple[str, str]]:
     """The scenario files shipped with rtolab, as (name, TOML text) pairs."""
 

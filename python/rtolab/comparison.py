@@ -30,7 +30,6 @@ import os
 import re
 import stat
 import statistics
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import Any
 
 import pandas as pd
 
+from rtolab import _rtolab
 from rtolab.errors import RtolabError
 
 #: Largest capture file read, bytes.
@@ -50,8 +50,6 @@ MAX_PACKETS = 200_000
 #: the common start and end are set aside); larger ones are aligned by
 #: matching blocks instead, and the summary says so.
 MAX_ALIGN_CELLS = 2_000_000
-#: Largest packet record in a capture; larger means the file is garbled.
-MAX_RECORD = 1 << 20
 
 #: TCP flags in the order Wireshark prints them, by bit.
 FLAG_BITS: tuple[tuple[str, int], ...] = (
@@ -332,7 +330,7 @@ def _read_file(path: Path) -> bytes:
         size = status.st_size
         with open(path, "rb") as f:
             magic = f.read(4)
-            if magic in _PCAP_MAGICS or magic == _PCAPNG_MAGIC:
+            if magic in _CAPTURE_MAGICS:
                 if size > MAX_CAPTURE_BYTES:
                     raise CompareError(
                         str(path),
@@ -355,13 +353,17 @@ def _read_file(path: Path) -> bytes:
         raise CompareError(str(path), f"cannot read: {err.strerror}") from None
 
 
-_PCAP_MAGICS = {
-    b"\xd4\xc3\xb2\xa1": ("<", 1000),
-    b"\xa1\xb2\xc3\xd4": (">", 1000),
-    b"\x4d\x3c\xb2\xa1": ("<", 1),
-    b"\xa1\xb2\x3c\x4d": (">", 1),
-}
-_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+#: The first four bytes of a capture: pcap (both byte orders, micro- and
+#: nanoseconds) and pcapng (a section header block); the core reads the rest.
+_CAPTURE_MAGICS = frozenset(
+    {
+        b"\xd4\xc3\xb2\xa1",
+        b"\xa1\xb2\xc3\xd4",
+        b"\x4d\x3c\xb2\xa1",
+        b"\xa1\xb2\x3c\x4d",
+        b"\x0a\x0d\x0d\x0a",
+    }
+)
 
 
 def read_packets(path: str | os.PathLike[str], table: str | None = None) -> Capture:
@@ -374,10 +376,8 @@ def read_packets(path: str | os.PathLike[str], table: str | None = None) -> Capt
     """
     path = Path(path)
     head = _read_file(path)
-    if head[:4] in _PCAP_MAGICS:
-        return _read_pcap(path, head)
-    if head[:4] == _PCAPNG_MAGIC:
-        return _read_pcapng(path, head)
+    if head[:4] in _CAPTURE_MAGICS:
+        return _read_capture(path, head)
     if len(head) > MAX_TABLE_BYTES:
         raise CompareError(
             str(path),
@@ -399,193 +399,17 @@ def read_packets(path: str | os.PathLike[str], table: str | None = None) -> Capt
 # ----- captures -----
 
 
-def _read_pcap(path: Path, data: bytes) -> Capture:
-    order, unit = _PCAP_MAGICS[data[:4]]
-    if len(data) < 24:
-        raise CompareError(str(path), "truncated pcap header")
-    (linktype,) = struct.unpack_from(order + "I", data, 20)
-    linktype &= 0xFFFF  # the upper bits carry FCS information
-    frames: list[tuple[int, int, bytes]] = []
-    offset = 24
-    number = 0
-    while offset < len(data):
-        number += 1
-        if offset + 16 > len(data):
-            raise CompareError(str(path), f"truncated: packet {number} is cut short")
-        seconds, fraction, captured, _ = struct.unpack_from(order + "IIII", data, offset)
-        if captured > MAX_RECORD:
-            raise CompareError(str(path), f"garbled: packet {number} claims {captured} bytes")
-        start = offset + 16
-        if start + captured > len(data):
-            raise CompareError(str(path), f"truncated: packet {number} is cut short")
-        frames.append((seconds * 10**9 + fraction * unit, linktype, data[start : start + captured]))
-        offset = start + captured
-    return _decode_frames(path, frames)
-
-
-def _read_pcapng(path: Path, data: bytes) -> Capture:
-    frames: list[tuple[int, int, bytes]] = []
-    order = "<"
-    interfaces: list[tuple[int, int | float]] = []
-    offset = 0
-    number = 0
-    while offset < len(data):
-        if offset + 12 > len(data):
-            raise CompareError(str(path), f"truncated: block at byte {offset} is cut short")
-        block_type = data[offset : offset + 4]
-        if block_type == _PCAPNG_MAGIC:
-            magic = data[offset + 8 : offset + 12]
-            if magic == b"\x4d\x3c\x2b\x1a":
-                order = "<"
-            elif magic == b"\x1a\x2b\x3c\x4d":
-                order = ">"
-            else:
-                raise CompareError(str(path), f"garbled: bad section header at byte {offset}")
-            interfaces = []
-        kind, length = struct.unpack_from(order + "II", data, offset)
-        if length < 12 or length % 4 or offset + length > len(data):
-            raise CompareError(str(path), f"garbled: bad block length at byte {offset}")
-        body = data[offset + 8 : offset + length - 4]
-        if kind == 1:  # interface description
-            if len(body) < 8:
-                raise CompareError(str(path), f"garbled: short interface block at byte {offset}")
-            linktype = struct.unpack_from(order + "H", body, 0)[0]
-            interfaces.append((linktype, _pcapng_resolution(body[8:], order)))
-        elif kind == 6:  # enhanced packet
-            number += 1
-            if len(body) < 20:
-                raise CompareError(str(path), f"garbled: packet {number} is cut short")
-            iface, high, low, captured, _ = struct.unpack_from(order + "IIIII", body, 0)
-            if iface >= len(interfaces) or 20 + captured > len(body):
-                raise CompareError(str(path), f"garbled: packet {number}")
-            linktype, resolution = interfaces[iface]
-            ticks = (high << 32) | low
-            stamp = ticks * resolution if isinstance(resolution, int) else round(ticks * resolution)
-            frames.append((stamp, linktype, body[20 : 20 + captured]))
-        elif kind == 3:  # simple packet: no timestamp, useless for timing
-            raise CompareError(str(path), "simple packet blocks carry no time; not comparable")
-        offset += length
-    return _decode_frames(path, frames)
-
-
-def _pcapng_resolution(options: bytes, order: str) -> int | float:
-    """Nanoseconds per timestamp unit from an interface's ``if_tsresol``
-    option (microseconds when absent); an integer when exact."""
-    offset = 0
-    while offset + 4 <= len(options):
-        code, length = struct.unpack_from(order + "HH", options, offset)
-        if code == 0:
-            break
-        if code == 9 and length >= 1:
-            value = options[offset + 4]
-            if value & 0x80:
-                return 1e9 * 2.0 ** -(value & 0x7F)
-            return 10 ** (9 - value) if value <= 9 else 10.0 ** (9 - value)
-        offset += 4 + (length + 3) // 4 * 4
-    return 1000
-
-
-def _network_layer(linktype: int, frame: bytes) -> bytes | None:
-    """The IP packet inside a link-layer frame; ``None`` when it holds none."""
-    if linktype in (101, 228, 229, 12, 14):  # raw IP
-        return frame
-    if linktype == 1:  # Ethernet, possibly VLAN-tagged
-        offset, ethertype = 14, frame[12:14]
-        while ethertype in (b"\x81\x00", b"\x88\xa8") and len(frame) >= offset + 4:
-            ethertype = frame[offset + 2 : offset + 4]
-            offset += 4
-        return frame[offset:] if ethertype in (b"\x08\x00", b"\x86\xdd") else None
-    if linktype == 113:  # Linux cooked
-        return frame[16:] if frame[14:16] in (b"\x08\x00", b"\x86\xdd") else None
-    if linktype == 276:  # Linux cooked v2
-        return frame[20:] if frame[0:2] in (b"\x08\x00", b"\x86\xdd") else None
-    if linktype in (0, 108):  # BSD loopback: the address family in host order
-        return frame[4:]
-    raise _UnsupportedLink(linktype)
-
-
-class _UnsupportedLink(Exception):
-    pass
-
-
-def _decode_frames(path: Path, frames: Sequence[tuple[int, int, bytes]]) -> Capture:
-    """The TCP packets of a capture's frames (times in integer nanoseconds),
-    timed from the file's first frame: seconds since 1970 as floats would
-    lose the sub-microsecond digits."""
-    packets: list[Packet] = []
-    ignored = 0
-    origin = frames[0][0] if frames else 0
-    for number, (stamp, linktype, frame) in enumerate(frames, start=1):
-        try:
-            ip = _network_layer(linktype, frame)
-        except _UnsupportedLink:
-            raise CompareError(
-                str(path), f"link type {linktype} is not supported (packet {number})"
-            ) from None
-        segment = _tcp(ip) if ip is not None else None
-        if segment is None:
-            ignored += 1
-            continue
-        src, dst, seq, ack, flags, length = segment
-        packets.append(
-            Packet(
-                number,
-                (stamp - origin) / 1e9,
-                src,
-                dst,
-                _flag_text(flags),
-                seq,
-                ack if flags & 0x10 else None,
-                length,
-            )
-        )
-        if len(packets) > MAX_PACKETS:
-            raise CompareError(str(path), f"more than {MAX_PACKETS} TCP packets")
+def _read_capture(path: Path, data: bytes) -> Capture:
+    """The TCP packets of a pcap or pcapng capture, read by the core's
+    capture reader (the wire crate's, as for a run's own captures): any
+    link type that carries IP, times from the file's first packet."""
+    try:
+        segments, ignored = _rtolab.read_tcp_segments(data, MAX_PACKETS)
+    except _rtolab.CaptureError as err:
+        message = err.args[1] if len(err.args) == 2 else str(err)
+        raise CompareError(str(path), str(message)) from None
+    packets = [Packet(*segment) for segment in segments]
     return Capture(str(path), packets, ignored=ignored, absolute=True)
-
-
-def _tcp(ip: bytes) -> tuple[str, str, int, int, int, int] | None:
-    """Source, destination, seq, ack, flags and payload length of a TCP
-    segment in an IPv4 or IPv6 packet; ``None`` for anything else."""
-    if len(ip) < 20:
-        return None
-    version = ip[0] >> 4
-    if version == 4:
-        header = (ip[0] & 0x0F) * 4
-        total = int.from_bytes(ip[2:4], "big")
-        fragment = int.from_bytes(ip[6:8], "big") & 0x1FFF
-        if ip[9] != 6 or fragment or header < 20 or len(ip) < header + 20:
-            return None
-        src_ip = ".".join(str(b) for b in ip[12:16])
-        dst_ip = ".".join(str(b) for b in ip[16:20])
-        # TSO captures may say 0; the bytes captured then tell the length.
-        ip_length = total if total else len(ip)
-    elif version == 6:
-        header = 40
-        if ip[6] != 6 or len(ip) < 60:
-            return None
-        src_ip = "[" + _ipv6(ip[8:24]) + "]"
-        dst_ip = "[" + _ipv6(ip[24:40]) + "]"
-        ip_length = 40 + int.from_bytes(ip[4:6], "big")
-    else:
-        return None
-    tcp = ip[header:]
-    src_port, dst_port, seq, ack = struct.unpack_from(">HHII", tcp, 0)
-    offset = (tcp[12] >> 4) * 4
-    length = ip_length - header - offset
-    if offset < 20 or length < 0:
-        return None
-    return f"{src_ip}:{src_port}", f"{dst_ip}:{dst_port}", seq, ack, tcp[13], length
-
-
-def _ipv6(raw: bytes) -> str:
-    import ipaddress
-
-    return str(ipaddress.IPv6Address(raw))
-
-
-def _flag_text(bits: int) -> str:
-    return ",".join(name for name, bit in FLAG_BITS if bits & bit)
 
 
 # ----- tables -----

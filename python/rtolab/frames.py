@@ -86,11 +86,14 @@ METRIC_COLUMNS: tuple[str, ...] = runreport.METRIC_COLUMNS
 
 
 def read_capture(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Decodes one pcap file written by a run: one row per packet.
+    """Decodes one capture file: one row per packet. A run writes raw-IP
+    pcap files; pcap and pcapng files of Ethernet, Linux cooked, loopback
+    and raw IP link types read the same way (the link header left out).
 
-    Raises :class:`rtolab.CaptureError` when the file is not a raw-IPv4 pcap.
-    A packet that does not parse (bad checksum, truncated) still gets a row,
-    with the reason in ``error``.
+    Raises :class:`rtolab.CaptureError` when the file is not such a
+    capture, naming the packet or byte offset where it stops making sense.
+    A packet that does not parse (bad checksum, truncated, a frame without
+    IP) still gets a row, with the reason in ``error``.
     """
     with native_errors():
         columns: dict[str, list[Any]] = json.loads(_rtolab.read_capture(os.fspath(path)))

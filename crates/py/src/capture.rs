@@ -1,18 +1,22 @@
 //! Decoding capture files into columns, with the same wire parser the
 //! simulator uses, so that the Python tables and the Rust core agree on
-//! every field.
+//! every field; and the TCP segments `rtolab compare` reads. Files are
+//! read by `rtolab_wire::capture` (pcap and pcapng, any link type that
+//! carries IP).
 
-use std::fs::File;
-use std::io::BufReader;
+use std::net::SocketAddr;
 use std::path::Path;
 
-use pcap_file::pcap::PcapReader;
 use pcap_file::DataLink;
+use pyo3::prelude::*;
+use rtolab_wire::capture;
 use rtolab_wire::ipv4::{self, Ipv4Repr};
 use rtolab_wire::ipv6::{self, Ipv6Repr, Transport6};
 use rtolab_wire::packet::{self, Transport};
-use rtolab_wire::tcp::TcpRepr;
+use rtolab_wire::tcp::{TcpFlags, TcpRepr};
 use serde::Serialize;
+
+use crate::NativeCaptureError;
 
 /// Why a capture could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -245,7 +249,19 @@ fn decode(data: &[u8]) -> Row {
 
 impl CaptureColumns {
     fn push(&mut self, time_ns: u64, data: &[u8]) {
-        let row = decode(data);
+        self.push_row(time_ns, data, decode(data));
+    }
+
+    /// A row for a frame that holds no datagram, saying why.
+    fn push_error(&mut self, time_ns: u64, frame: &[u8], why: &str) {
+        let row = Row {
+            error: Some(why.to_string()),
+            ..Row::default()
+        };
+        self.push_row(time_ns, frame, row);
+    }
+
+    fn push_row(&mut self, time_ns: u64, data: &[u8], row: Row) {
         self.index.push(self.index.len() as u64);
         self.time_ns.push(time_ns);
         self.len.push(count(data.len()));
@@ -275,49 +291,134 @@ impl CaptureColumns {
     }
 }
 
-/// Calls `each` with the timestamp (ns) and bytes of every record of the
-/// pcap file at `path`, whose link type must be one of `accepted`
-/// (`described` names them in the error otherwise).
+/// The bytes of the capture file at `path`, or an error naming it.
+fn read_file(path: &Path) -> Result<Vec<u8>, CaptureError> {
+    std::fs::read(path).map_err(|e| CaptureError {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// Calls `each` with the timestamp (ns), bytes and length on the wire of
+/// every record of the pcap or pcapng file at `path`, whose link types must
+/// pass `accepted` (`described` names them in the error otherwise).
 fn for_each_record(
     path: &Path,
-    accepted: &[DataLink],
+    accepted: impl Fn(u32) -> bool,
     described: &str,
-    mut each: impl FnMut(u64, &[u8], u32),
+    mut each: impl FnMut(u64, u32, &[u8], u32),
 ) -> Result<(), CaptureError> {
     let fail = |message: String| CaptureError {
         path: path.display().to_string(),
         message,
     };
-    let file = File::open(path).map_err(|e| fail(e.to_string()))?;
-    let mut reader =
-        PcapReader::new(BufReader::new(file)).map_err(|e| fail(format!("not a pcap file: {e}")))?;
-    let datalink = reader.header().datalink;
-    if !accepted.contains(&datalink) {
-        return Err(fail(format!(
-            "link type {datalink:?} is not supported ({described} only)"
-        )));
+    let data = read_file(path)?;
+    let records = capture::records(&data).map_err(|e| fail(e.message))?;
+    let refused = |link: u32| format!("link type {link} is not supported ({described} only)");
+    // A pcap file says its link type once, even without records.
+    if let Some(link) = records.pcap_link_type().filter(|&l| !accepted(l)) {
+        return Err(fail(refused(link)));
     }
-    let mut records = 0usize;
-    while let Some(record) = reader.next_packet() {
-        records += 1;
-        let record = record.map_err(|e| fail(format!("record {records} unreadable: {e}")))?;
-        let time_ns = u64::try_from(record.timestamp.as_nanos()).unwrap_or(u64::MAX);
-        each(time_ns, &record.data, record.orig_len);
+    for record in records {
+        let record = record.map_err(|e| fail(e.message))?;
+        if !accepted(record.link_type) {
+            let number = record.number;
+            return Err(fail(format!(
+                "{} (packet {number})",
+                refused(record.link_type)
+            )));
+        }
+        let time_ns = u64::try_from(record.time_ns).unwrap_or(u64::MAX);
+        each(time_ns, record.link_type, &record.data, record.orig_len);
     }
     Ok(())
 }
 
-/// Reads a raw-IP pcap file (what the simulator writes at IP-level
-/// captures, IPv4 and IPv6) into columns.
+/// Whether frames of `link` carry IP datagrams this reader can find.
+fn carries_ip(link: u32) -> bool {
+    capture::network_layer(link, &[]).is_ok()
+}
+
+/// Reads a capture of IP traffic into columns: what the simulator writes
+/// at IP-level captures (raw IP), or a pcap or pcapng file of any link
+/// type [`capture::network_layer`] reads. A frame without an IP datagram
+/// (ARP) gets a row with the reason in `error`.
 pub fn read_capture(path: &Path) -> Result<CaptureColumns, CaptureError> {
     let mut columns = CaptureColumns::default();
     for_each_record(
         path,
-        &[DataLink::RAW, DataLink::IPV4],
-        "raw IP",
-        |time_ns, data, _| columns.push(time_ns, data),
+        carries_ip,
+        "IP",
+        |time_ns, link, frame, _| match capture::network_layer(link, frame) {
+            Ok(Some(datagram)) => columns.push(time_ns, datagram),
+            _ => columns.push_error(time_ns, frame, "no IP datagram in the frame"),
+        },
     )?;
     Ok(columns)
+}
+
+/// The TCP segments of a capture as `rtolab compare` reads them, one tuple
+/// per segment: `(packet number, seconds since the first packet, "source
+/// address:port", "destination address:port", flags as "SYN,ACK", seq, ack
+/// (with ACK only), payload bytes)`; with the number of packets that are
+/// not TCP.
+type Segment = (u64, f64, String, String, String, u32, Option<u32>, u32);
+
+/// Reads the TCP segments of a pcap or pcapng capture held in `data` (see
+/// [`Segment`]), at most `max_segments` of them. Checksums are not
+/// verified (real captures hold offloaded ones) and a segment cut by the
+/// snapshot length counts whole. The error names the packet or the byte
+/// offset; the caller names the file.
+pub fn tcp_segments(data: &[u8], max_segments: usize) -> Result<(Vec<Segment>, u64), String> {
+    let mut segments = Vec::new();
+    let mut ignored = 0u64;
+    let mut origin = None;
+    for record in capture::records(data).map_err(|e| e.message)? {
+        let record = record.map_err(|e| e.message)?;
+        let time_ns = i128::try_from(record.time_ns).unwrap_or(i128::MAX);
+        // Times count from the file's first packet: seconds since 1970 as
+        // floats would lose the sub-microsecond digits.
+        let origin = *origin.get_or_insert(time_ns);
+        let datagram = capture::network_layer(record.link_type, &record.data)
+            .map_err(|e| format!("{e} (packet {})", record.number))?;
+        let Some(tcp) = datagram.and_then(capture::tcp_header) else {
+            ignored += 1;
+            continue;
+        };
+        if segments.len() == max_segments {
+            return Err(format!("more than {max_segments} TCP packets"));
+        }
+        let flags = if tcp.flags.is_empty() {
+            String::new()
+        } else {
+            tcp.flags.to_string()
+        };
+        segments.push((
+            record.number,
+            (time_ns - origin) as f64 / 1e9,
+            SocketAddr::new(tcp.src, tcp.src_port).to_string(),
+            SocketAddr::new(tcp.dst, tcp.dst_port).to_string(),
+            flags,
+            tcp.seq.0,
+            tcp.flags.contains(TcpFlags::ACK).then_some(tcp.ack.0),
+            count(tcp.payload_len),
+        ));
+    }
+    Ok((segments, ignored))
+}
+
+/// Reads the TCP segments of a capture held in `data` for `rtolab
+/// compare`: a list of `(no, time_s, src, dst, flags, seq, ack, len)` and
+/// the number of packets that are not TCP. Raises `NativeCaptureError`
+/// with an empty path and the reason (the caller knows the file).
+#[pyfunction]
+pub fn read_tcp_segments(
+    py: Python<'_>,
+    data: &[u8],
+    max_segments: usize,
+) -> PyResult<(Vec<Segment>, u64)> {
+    py.detach(|| tcp_segments(data, max_segments))
+        .map_err(|message| NativeCaptureError::new_err((String::new(), message)))
 }
 
 /// The frames of an 802.11 capture (LINKTYPE_IEEE802_11_RADIOTAP, what a
@@ -340,12 +441,11 @@ pub struct WlanColumns {
 pub fn read_wlan_capture(path: &Path) -> Result<WlanColumns, CaptureError> {
     use rtolab_wire::ieee80211::{parse_radiotap, FrameKind};
     let mut columns = WlanColumns::default();
-    let accepted = [DataLink::IEEE802_11_RADIOTAP];
     for_each_record(
         path,
-        &accepted,
+        |link| link == u32::from(DataLink::IEEE802_11_RADIOTAP),
         "802.11 with radiotap",
-        |time_ns, data, len| {
+        |time_ns, _, data, len| {
             let frame = parse_radiotap(data);
             columns.time_ns.push(time_ns);
             columns.len.push(len);
@@ -453,6 +553,105 @@ mod tests {
         assert_eq!(cols.error[1], None);
         assert!(cols.error[2].as_deref().unwrap().contains("udp"));
         assert_eq!(cols.src[2].as_deref(), Some("10.0.0.1"));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// An Ethernet pcap (microseconds) of `frames`, one per `(time_us, frame)`.
+    fn ethernet_pcap(link: DataLink, frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
+        use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+        let header = PcapHeader {
+            datalink: link,
+            ..PcapHeader::default()
+        };
+        let mut writer = PcapWriter::with_header(Vec::new(), header).unwrap();
+        for (time_us, frame) in frames {
+            let time = std::time::Duration::from_micros(*time_us);
+            let packet = PcapPacket::new(time, frame.len() as u32, frame);
+            writer.write_packet(&packet).unwrap();
+        }
+        writer.into_writer()
+    }
+
+    fn in_ethernet(ethertype: [u8; 2], payload: &[u8]) -> Vec<u8> {
+        [&[0u8; 12][..], &ethertype, payload].concat()
+    }
+
+    fn tcp_datagram(flags: TcpFlags, payload: &[u8]) -> Vec<u8> {
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port: 80,
+            seq: rtolab_wire::tcp::SeqNumber(1000),
+            ack: rtolab_wire::tcp::SeqNumber(2000),
+            flags,
+            window: 512,
+            urgent: 0,
+            options: rtolab_wire::tcp::TcpOptions::default(),
+            payload,
+        };
+        let mut buf = Vec::new();
+        packet::emit_tcp(&mut buf, &ip(), &tcp).unwrap();
+        buf
+    }
+
+    #[test]
+    fn compare_reads_the_tcp_segments_of_an_ethernet_capture() {
+        let ipv4 = [0x08, 0x00];
+        let frames = [
+            (
+                1_000_000,
+                in_ethernet(ipv4, &tcp_datagram(TcpFlags::SYN, b"")),
+            ),
+            (1_500_000, in_ethernet([0x08, 0x06], &[0; 28])), // ARP
+            (
+                2_000_001,
+                in_ethernet(ipv4, &tcp_datagram(TcpFlags::ACK, b"hello")),
+            ),
+        ];
+        let file = ethernet_pcap(DataLink::ETHERNET, &frames);
+        let (segments, ignored) = tcp_segments(&file, 10).unwrap();
+        let (src, dst) = ("10.0.0.1:40000".to_string(), "10.0.0.2:80".to_string());
+        assert_eq!(
+            segments,
+            [
+                (
+                    1,
+                    0.0,
+                    src.clone(),
+                    dst.clone(),
+                    "SYN".into(),
+                    1000,
+                    None,
+                    0
+                ),
+                (3, 1.000001, src, dst, "ACK".into(), 1000, Some(2000), 5),
+            ]
+        );
+        assert_eq!(ignored, 1);
+        let err = tcp_segments(&file, 1).unwrap_err();
+        assert_eq!(err, "more than 1 TCP packets");
+        let unknown = ethernet_pcap(DataLink::from(147), &frames);
+        let err = tcp_segments(&unknown, 10).unwrap_err();
+        assert_eq!(err, "link type 147 is not supported (packet 1)");
+        let cut = tcp_segments(&file[..file.len() - 1], 10).unwrap_err();
+        assert!(cut.starts_with("truncated: packet 3 (byte "), "{cut}");
+
+        // The frames table reads the same file, the ARP frame as an error row.
+        let path = temp_file("ethernet.pcap");
+        std::fs::write(&path, &file).unwrap();
+        let cols = read_capture(&path).unwrap();
+        assert_eq!(cols.seq, [Some(1000), None, Some(1000)]);
+        assert_eq!(
+            cols.error[1].as_deref(),
+            Some("no IP datagram in the frame")
+        );
+        assert_eq!(cols.len[2], 45);
+        std::fs::write(&path, &unknown).unwrap();
+        let err = read_capture(&path).unwrap_err();
+        assert!(
+            err.message
+                .contains("link type 147 is not supported (IP only)"),
+            "{err}"
+        );
         std::fs::remove_file(&path).unwrap();
     }
 

@@ -522,6 +522,7 @@ fn _rtolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(read_wlan_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(capture::read_tcp_segments, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(policy_catalog, m)?)?;
     m.add_function(wrap_pyfunction!(kind_catalog, m)?)?;
