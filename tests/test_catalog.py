@@ -72,7 +72,10 @@ def test_list_json_has_every_kind_the_reader_accepts_with_documented_fields(
     for k in listed:
         assert k["family"] == family
         assert k["description"] and "\n" not in k["description"], k
-        for f in k["fields"]:
+        fields = list(k["fields"])
+        while fields:
+            f = fields.pop()
+            fields.extend(f["fields"])
             assert f["name"] and f["type"] and f["meaning"], (k["kind"], f)
             # Each field either must be given or says what leaving it out means.
             assert f["required"] != (f["default"] is not None), (k["kind"], f)
@@ -95,6 +98,13 @@ def test_link_fields_carry_types_units_and_defaults() -> None:
         "100",
     )
     assert fields["loss"].default == "0" and not fields["loss"].required
+    # A table's keys are listed under the field that holds it.
+    end = {f.name: f for f in fields["ends"].fields}
+    assert end["host"].required and end["address"].default == "none"
+    fading = next(k for k in kinds("link") if k.kind == "fading")
+    signal = next(f for f in fading.fields if f.name == "signal")
+    speed = next(f for f in signal.fields if f.name == "speed")
+    assert (speed.unit, speed.default) == ("m/s", "10")
     # TCP apps also take their profile and its overrides.
     bulk = next(k for k in kinds("app") if k.kind == "tcp-bulk")
     assert {"peer", "bytes", "profile", "tcp"} <= {f.name for f in bulk.fields}
@@ -106,7 +116,16 @@ def test_link_fields_carry_types_units_and_defaults() -> None:
 def test_list_links_prints_a_table_per_kind() -> None:
     done = rtolab_cli("list", "links")
     assert done.returncode == 0, done.stderr
-    for text in ('kind = "gilbert-elliott"', "p_good_to_bad", "required", "packets", "100"):
+    for text in (
+        'kind = "gilbert-elliott"',
+        "p_good_to_bad",
+        "required",
+        "packets",
+        "100",
+        "ends[].host",
+        "signal.threshold_dbm",
+        "ap.mobility.waypoints[].at",
+    ):
         assert text in done.stdout, text
 
 

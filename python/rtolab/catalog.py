@@ -95,6 +95,9 @@ class Field:
     default: str | None
     #: What it sets, on one line.
     meaning: str
+    #: The keys of the table it holds (of each table, for an array of
+    #: tables), when the catalog knows them.
+    fields: tuple[Field, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,10 @@ class Kind:
     fields: tuple[Field, ...]
 
 
+def _fields(entries: list[dict[str, Any]]) -> tuple[Field, ...]:
+    return tuple(Field(**{**f, "fields": _fields(f["fields"])}) for f in entries)
+
+
 def kinds(family: str | None = None) -> list[Kind]:
     """Every registered kind, links first, then MACs, apps and middleboxes,
     each family in registration order; only ``family``'s when given.
@@ -123,7 +130,7 @@ def kinds(family: str | None = None) -> list[Kind]:
             f"unknown kind family {family!r} (expected one of {', '.join(KIND_FAMILIES)})"
         )
     found = [
-        Kind(**{**entry, "fields": tuple(Field(**f) for f in entry["fields"])})
+        Kind(**{**entry, "fields": _fields(entry["fields"])})
         for entry in json.loads(_rtolab.kind_catalog())
     ]
     return [k for k in found if family is None or k.family == family]

@@ -15,7 +15,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -42,6 +42,8 @@ from rtolab.runreport import Report, human, plain_number
 
 if TYPE_CHECKING:
     from rich.progress import Progress
+
+    from rtolab.catalog import Field
 
 #: Every option's help shows its default.
 _CONTEXT = {"show_default": True, "help_option_names": ["--help"]}
@@ -683,12 +685,22 @@ def _list_kinds(family: str, as_json: bool) -> None:
         table = Table(title=title, title_justify="left", show_lines=True)
         for name in ("field", "type", "unit", "default", "meaning"):
             table.add_column(name)
-        for f in k.fields:
+        for key, f in _field_rows(k.fields):
             default = "required" if f.required else (f.default or "")
             table.add_row(
-                Text(f.name), Text(f.type), Text(f.unit or ""), Text(default), Text(f.meaning)
+                Text(key), Text(f.type), Text(f.unit or ""), Text(default), Text(f.meaning)
             )
         out_console.print(table)
+
+
+def _field_rows(fields: Iterable[Field], prefix: str = "") -> Iterator[tuple[str, Field]]:
+    """Each field under its key, then the keys of the table it holds:
+    ``signal.speed``, ``ends[].host`` for an array of tables."""
+    for f in fields:
+        key = prefix + f.name
+        yield key, f
+        inner = f"{key}[]." if f.type.startswith("array of") else f"{key}."
+        yield from _field_rows(f.fields, inner)
 
 
 _JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON.")

@@ -12,7 +12,11 @@
 //! * each field's type comes from its Rust type, and its meaning, unit and
 //!   default from its `///` documentation in the kind's source file: the
 //!   sentences `Unit: ….`, `Default: ….` and `Required….` are the unit,
-//!   the default and whether it must be given; the rest is its meaning.
+//!   the default and whether it must be given; the rest is its meaning;
+//! * a field that holds a table (or an array of tables) read by a struct
+//!   declared in the family's files or in `SHARED_SOURCES` lists that
+//!   struct's fields the same way (a link's `ends`, a fading link's
+//!   `signal`).
 //!
 //! Why not a JSON-schema derive (`schemars`): the `Raw` structs hold every
 //! field as an `Option` and each kind's `validate` applies the defaults, so
@@ -20,7 +24,7 @@
 //! unit types ([`Rate`](crate::config::Rate), [`Duration`](crate::config::Duration))
 //! would need hand-written schemas, and every `Raw` struct a derive. The
 //! documentation next to each field is where its default is stated, and
-//! [`tests`] fail for a field without one.
+//! its tests fail for a field without one.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -59,6 +63,9 @@ pub struct FieldInfo {
     pub default: Option<String>,
     /// What it sets, on one line.
     pub meaning: String,
+    /// The keys of a table (or of each table of an array) it holds, when
+    /// its struct is one the catalog reads; empty otherwise.
+    pub fields: Vec<FieldInfo>,
 }
 
 impl KindInfo {
@@ -83,11 +90,11 @@ impl KindInfo {
             .iter()
             .map(|&name| {
                 let found = declared.iter().find(|f| f.name == name);
-                FieldInfo::new(
-                    name,
-                    found.map_or("", |f| f.rust_type.as_str()),
-                    found.map_or("", |f| f.doc.as_str()),
-                )
+                let rust_type = found.map_or("", |f| f.rust_type.as_str());
+                let mut info =
+                    FieldInfo::new(name, rust_type, found.map_or("", |f| f.doc.as_str()));
+                info.fields = nested_fields(rust_type, sources, 0);
+                info
             })
             .collect();
         KindInfo {
@@ -117,6 +124,7 @@ impl FieldInfo {
             required: false,
             default: None,
             meaning: String::new(),
+            fields: Vec::new(),
         };
         let text = one_line(doc);
         let (meaning, tagged) = tagged_parts(&text);
@@ -160,6 +168,50 @@ fn tagged_parts(text: &str) -> (&str, Vec<&str>) {
     cuts.push(text.len());
     let tagged = cuts.windows(2).map(|w| text[w[0]..w[1]].trim()).collect();
     (meaning, tagged)
+}
+
+/// Files declaring structs that several kinds' tables hold (a link's
+/// `ends`, a mobile's `signal`, a middlebox's `match`), searched after the
+/// family's own files for the struct of a nested table.
+const SHARED_SOURCES: &[&str] = &[
+    include_str!("link/ends.rs"),
+    include_str!("link/jitter.rs"),
+    include_str!("link/signal.rs"),
+    include_str!("middlebox/mod.rs"),
+    include_str!("radio/mobility.rs"),
+];
+
+/// The fields of the table a field of Rust type `rust` holds (through
+/// `Option` and `Vec`), when its struct is declared in `sources` or
+/// [`SHARED_SOURCES`]; their names are the declared ones (such tables are
+/// read by serde with no renaming but the one the parser sees).
+fn nested_fields(rust: &str, sources: &[&str], depth: usize) -> Vec<FieldInfo> {
+    let mut inner = rust.trim();
+    while let Some(rest) = inner
+        .strip_prefix("Option<")
+        .or_else(|| inner.strip_prefix("Vec<"))
+    {
+        inner = rest.strip_suffix('>').unwrap_or(rest);
+    }
+    // Tables nest a few levels at most (a station's mobility's waypoints).
+    if depth > 3 || !inner.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Vec::new();
+    }
+    let Some(declared) = sources
+        .iter()
+        .chain(SHARED_SOURCES)
+        .find_map(|source| declared_fields(source, inner))
+    else {
+        return Vec::new();
+    };
+    declared
+        .iter()
+        .map(|d| {
+            let mut info = FieldInfo::new(&d.name, &d.rust_type, &d.doc);
+            info.fields = nested_fields(&d.rust_type, sources, depth + 1);
+            info
+        })
+        .collect()
 }
 
 /// A field as declared in source: its serde name, Rust type and doc text.
@@ -317,8 +369,16 @@ mod tests {
             if info.description.len() < 10 {
                 missing.push(format!("{} {}: no description", info.family, info.kind));
             }
-            for field in &info.fields {
-                let at = format!("{} {}.{}", info.family, info.kind, field.name);
+            let mut fields: Vec<(String, &FieldInfo)> =
+                info.fields.iter().map(|f| (f.name.clone(), f)).collect();
+            while let Some((path, field)) = fields.pop() {
+                fields.extend(
+                    field
+                        .fields
+                        .iter()
+                        .map(|f| (format!("{path}.{}", f.name), f)),
+                );
+                let at = format!("{} {}.{path}", info.family, info.kind);
                 if field.value_type.is_empty() {
                     missing.push(format!("{at}: not found in its Raw struct's source"));
                 }
@@ -361,6 +421,12 @@ mod tests {
         assert_eq!(queue.value_type, "integer");
         assert_eq!(queue.unit.as_deref(), Some("packets"));
         assert!(queue.default.is_some() && !queue.required);
+        // The keys of a table a field holds are listed under it.
+        let ends = field("ends");
+        assert!(ends
+            .fields
+            .iter()
+            .any(|f| f.name == "host" && f.required && f.meaning == "Host name."));
         // A renamed field is listed under the key a scenario writes.
         let drop_list = catalog
             .iter()

@@ -515,8 +515,11 @@ impl<P: Copy> LinkModel<P> for BroadcastMedium<P> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMember {
+    /// The member's host. Required.
     host: String,
+    /// Its IPv4 interface address with the prefix, like `"10.1.0.1/24"`. Required.
     address: Ipv4Cidr,
+    /// Where it stands, `{ x, y }` in metres. Default: the host's position.
     position: Option<Position>,
 }
 

@@ -11,14 +11,15 @@ use crate::config::{not_allowed, Attachment, ScenarioError};
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawEnd {
-    /// Host name.
+    /// Host name. Required.
     pub host: String,
-    /// IPv4 interface address; absent for a bridge's port and for an
-    /// IPv6-only end.
+    /// IPv4 interface address with the prefix, like `"10.0.0.1/24"`;
+    /// absent for a bridge's port and for an IPv6-only end. Default: none.
     pub address: Option<Ipv4Cidr>,
-    /// IPv6 interface address, besides or instead of `address`.
+    /// IPv6 interface address, besides or instead of `address`. Default:
+    /// none.
     pub ipv6: Option<Ipv6Cidr>,
-    /// Channel sensing (NFC links only).
+    /// Channel sensing (NFC links only). Default: false.
     pub sensing: Option<bool>,
 }
 

@@ -97,7 +97,9 @@ const ACK_FRAME: u64 = 52;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawOutage {
+    /// When it starts, since the run began. Required.
     start: Duration,
+    /// How long it lasts. Required.
     duration: Duration,
 }
 
@@ -587,7 +589,9 @@ pub struct RawFading {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTwoState {
+    /// Mean of the exponential up times, at least 1 ms. Required.
     mean_up: Option<Duration>,
+    /// Mean of the exponential down times, at least 1 ms. Required.
     mean_down: Option<Duration>,
 }
 

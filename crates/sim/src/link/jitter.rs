@@ -64,8 +64,13 @@ impl Jitter {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawJitter {
+    /// `"exponential"` (takes `mean`) or `"uniform"` (takes `max`). Required.
     distribution: Option<String>,
+    /// Largest extra delay of a uniform jitter, at most 3600 s. Default: none (required for
+    /// `"uniform"`).
     max: Option<Duration>,
+    /// Mean extra delay of an exponential jitter, at most 3600 s. Default: none (required for
+    /// `"exponential"`).
     mean: Option<Duration>,
 }
 

@@ -917,7 +917,11 @@ pub struct RawNfc {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPowerControl {
+    /// Time between two power-control exchanges, each from the first slot boundary at or after
+    /// a multiple of it. Default: `"100ms"`.
     period: Option<Duration>,
+    /// Size of the PTx's message and of the appliance's reply, at least 1. Unit: bytes.
+    /// Default: 10.
     bytes: Option<u32>,
 }
 

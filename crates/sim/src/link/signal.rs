@@ -85,18 +85,34 @@ const SINUSOIDS: usize = 16;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSignal {
+    /// Transmit power (a handset's maximum, 3GPP power class 3). Unit: dBm. Default: 23.
     tx_power_dbm: Option<f64>,
+    /// Distance at which the path loss is `reference_loss_db`. Unit: m. Default: 1.
     reference_distance: Option<f64>,
+    /// Path loss at `reference_distance` (3GPP TR 36.942's macro-cell law at 2 GHz). Unit: dB.
+    /// Default: 15.3.
     reference_loss_db: Option<f64>,
+    /// Path-loss exponent. Default: 3.76.
     exponent: Option<f64>,
+    /// Standard deviation of the shadowing. Unit: dB. Default: 8.
     shadowing_sigma_db: Option<f64>,
+    /// Distance over which the shadowing's correlation falls to 1/e. Unit: m. Default: 50.
     decorrelation_distance: Option<f64>,
+    /// Whether Rayleigh fast fading is added. Default: true.
     fast_fading: Option<bool>,
+    /// Carrier frequency, which sets the fast fading's Doppler. Unit: Hz. Default: 2e9.
     carrier_hz: Option<f64>,
+    /// Speed of the mobile along `path`. Unit: m/s. Default: 10.
     speed: Option<f64>,
+    /// Distances from the base station the mobile drives back and forth between. Unit: m.
+    /// Default: `[500.0, 1200.0]`.
     path: Option<Vec<f64>>,
+    /// Averaged received power below which the link goes down. Unit: dBm. Default: -110.
     threshold_dbm: Option<f64>,
+    /// How far above the threshold the power must be for the link to come back. Unit: dB.
+    /// Default: 2.
     hysteresis_db: Option<f64>,
+    /// Window the received power is averaged over. Default: `"1s"`.
     average: Option<Duration>,
 }
 
@@ -104,10 +120,16 @@ pub struct RawSignal {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPredictor {
+    /// Time between two readings of the received power. Default: `"100ms"`.
     sample: Option<Duration>,
+    /// Span of the readings the trend line is fitted to. Default: `"1s"`.
     window: Option<Duration>,
+    /// How far ahead the trend must reach the threshold for `going_down`. Default: `"1s"`.
     horizon: Option<Duration>,
+    /// Announced duration of the first outage (later ones: the mean of those so far). Default:
+    /// `"5s"`.
     prior: Option<Duration>,
+    /// Span over which readings are averaged (in mW) before the fit. Default: `"1s"`.
     smooth: Option<Duration>,
 }
 

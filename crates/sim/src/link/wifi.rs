@@ -57,10 +57,17 @@ use crate::trace::DropReason;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWifiMember {
+    /// The interface's host. Required.
     host: String,
+    /// IPv4 interface address with the prefix; `address`, `ipv6` or both. Default: none.
     address: Option<Ipv4Cidr>,
+    /// IPv6 interface address with the prefix. Default: none.
     ipv6: Option<Ipv6Cidr>,
+    /// Where it stands, `{ x, y }` in metres; not with `mobility`. Default: the host's
+    /// position.
     position: Option<Position>,
+    /// How it moves: `{ position }` or `{ waypoints = [ { at, x, y }, … ] }`. Default: none (it
+    /// stays at `position`).
     mobility: Option<RawMobility>,
 }
 
@@ -68,16 +75,31 @@ pub struct RawWifiMember {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWifiMac {
+    /// Which defaults the other fields take: `"802.11b"` or `"ns2"` (ns-2.35's `Mac/802_11`,
+    /// the timelost study's MAC). Default: `"802.11b"`.
     preset: Option<String>,
+    /// PHY rate of data frames (an 802.11b rate: 1, 2, 5.5 or 11 Mbit/s). Default: the preset's
+    /// (`"11Mbps"` for 802.11b).
     data_rate: Option<Rate>,
+    /// PHY rate of control frames and ACKs. Default: the preset's (`"1Mbps"` for 802.11b).
     basic_rate: Option<Rate>,
+    /// Slot time, above 0. Default: the preset's (`"20us"` for 802.11b).
     slot: Option<Duration>,
+    /// Short interframe space. Default: the preset's (`"10us"` for 802.11b).
     sifs: Option<Duration>,
+    /// Smallest contention window, in slots. Default: the preset's (31 for 802.11b).
     cw_min: Option<u32>,
+    /// Largest contention window, in slots. Default: the preset's (1023 for 802.11b).
     cw_max: Option<u32>,
+    /// Attempts of a frame sent without RTS/CTS. Default: the preset's (7 for 802.11b).
     short_retry_limit: Option<u32>,
+    /// Attempts of a frame sent after RTS/CTS. Default: the preset's (4 for 802.11b).
     long_retry_limit: Option<u32>,
+    /// Frames longer than this go after an RTS/CTS exchange. Unit: bytes. Default: the preset's
+    /// (2347 for 802.11b).
     rts_threshold: Option<u32>,
+    /// Frames that may wait at each interface. Unit: packets. Default: the preset's (50 for
+    /// 802.11b).
     queue: Option<usize>,
 }
 
@@ -93,9 +115,7 @@ pub struct RawWifi {
     /// The radio medium: propagation, reception and energy, as in a mesh's `radio` table.
     /// Default: ns-2's shadowing model (path loss exponent 2, 4 dB deviation).
     radio: Option<toml::Table>,
-    /// The DCF's settings: `preset` (`"802.11b"` or `"ns2"`, giving the defaults of the rest),
-    /// `data_rate`, `basic_rate`, `slot`, `sifs`, `cw_min`, `cw_max`, `short_retry_limit`,
-    /// `long_retry_limit`, `rts_threshold`, `queue`. Default: the 802.11b preset.
+    /// The DCF's settings, each defaulting to its `preset`'s. Default: the 802.11b preset.
     mac: Option<RawWifiMac>,
     /// Whether each interface adds the time it lost to MAC retransmissions to the TCP timelost
     /// option of the datagrams it sends. Default: true.

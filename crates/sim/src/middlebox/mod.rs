@@ -206,14 +206,15 @@ pub trait Middlebox {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PacketFilter {
-    /// IP protocol: `"tcp"` or `"udp"`.
+    /// IP protocol: `"tcp"` or `"udp"`. Default: any.
     pub protocol: Option<Protocol>,
-    /// Source address.
+    /// Source address. Default: any.
     pub source: Option<std::net::Ipv4Addr>,
-    /// Destination address.
+    /// Destination address. Default: any.
     pub destination: Option<std::net::Ipv4Addr>,
     /// `true`: only TCP segments or UDP datagrams that carry payload;
     /// `false`: only those that carry none (pure ACKs, SYNs, FINs).
+    /// Default: either.
     pub payload: Option<bool>,
 }
 

@@ -116,7 +116,10 @@ impl Mobility {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMobility {
+    /// A fixed position, `{ x, y }` in metres; not with `waypoints`. Default: none.
     position: Option<Position>,
+    /// Positions at given times, `{ at, x, y }` each, in time order; the node moves in a
+    /// straight line between them. Default: none.
     waypoints: Option<Vec<RawWaypoint>>,
 }
 
@@ -124,8 +127,11 @@ pub struct RawMobility {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWaypoint {
+    /// When the node is there, since the run began. Required.
     at: Duration,
+    /// Its x coordinate. Unit: m. Required.
     x: f64,
+    /// Its y coordinate. Unit: m. Required.
     y: f64,
 }
 
