@@ -9,8 +9,14 @@
 //! start doubles the window every other round trip and ends when
 //! `diff > gamma`. `BaseRTT` is the smallest RTT seen; `RTT` is the smallest
 //! sample of the last round trip (`round_rtt = "min"`, as Linux does) or
-//! their mean (`"mean"`, as ns-2 does, [`super::vegas_ns2`]). Every sample is
-//! used, after its correction (timelost) is removed. Loss handling is
+//! their mean (`"mean"`, as ns-2 does, [`super::vegas_ns2`]). Every sample of
+//! a data segment is used, after its correction (timelost) is removed; the
+//! handshake's is not (Linux starts Vegas once the connection is
+//! established, ns-2's agents have no handshake), since a SYN's round trip
+//! on a slow link is shorter than any data segment's and would stand as
+//! `BaseRTT` for the whole connection. A round trip ends at the first ACK
+//! that covers data sent after the previous decision (Linux's
+//! `after(ack, beg_snd_nxt)`, ns-2's `seqno >= v_begseq_`). Loss handling is
 //! NewReno's, or ns-2's with `fine_retransmit` ([`super::vegas_ns2`]).
 
 use rtolab_time::{SimDuration, SimTime};
@@ -59,7 +65,11 @@ pub enum QueueEstimate {
     Window,
     /// ns-2.35's `tcp-vegas.cc`: the segments sent in the round, less
     /// them scaled by `BaseRTT / RTT`, rounded to a whole segment
-    /// (`int(x + 0.5)`): what the window was, not what it is.
+    /// (`int(x + 0.5)`): what the window was, not what it is. As there,
+    /// `BaseRTT` also takes the round's RTT when that is smaller or when
+    /// at most one segment was sent in the round, and the sample of the
+    /// ACK that ends a round counts in the next one (ns-2 takes it after
+    /// deciding).
     Ns2,
 }
 
@@ -132,8 +142,12 @@ pub struct Vegas {
     round_count: u32,
     /// When the round began (`RoundRtt::Mean` without samples).
     round_start: SimTime,
-    /// The round trip ends when the ACK reaches this offset.
+    /// The round trip ends when an ACK passes this offset.
     round_end: u64,
+    /// This ACK's sample, taken in at [`CongestionControl::on_ack`]: a
+    /// sample that no ACK of data follows (the handshake's) is dropped, and
+    /// ns-2's estimate takes it after deciding.
+    pending_sample: Option<SimDuration>,
     slow_start: bool,
     /// `slow_start` before the last timeout, for the Eifel response.
     slow_start_before_timeout: bool,
@@ -156,6 +170,7 @@ impl Vegas {
             round_count: 0,
             round_start: SimTime::ZERO,
             round_end: 0,
+            pending_sample: None,
             slow_start: true,
             slow_start_before_timeout: true,
             grow_this_round: true,
@@ -202,26 +217,40 @@ impl Vegas {
         }
     }
 
+    /// A sample into `BaseRTT` and the round's.
+    fn take_sample(&mut self, rtt: SimDuration) {
+        self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
+        self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |b| b.min(rtt)));
+        self.round_sum += rtt;
+        self.round_count += 1;
+    }
+
     fn end_of_round(&mut self, now: SimTime, ack: &AckEvent) {
         let round_began_at = std::mem::replace(&mut self.round_end, ack.highest_sent);
         let rtt = self.take_round_rtt(now);
-        let (Some(base), Some(rtt)) = (self.base_rtt, rtt) else {
+        let Some(rtt) = rtt.filter(|r| !r.is_zero()) else {
             return;
         };
-        if rtt.is_zero() {
-            return;
-        }
         let mss = self.core.mss as f64;
+        if self.config.queue_estimate == QueueEstimate::Ns2 {
+            // ns-2: `if (rtt < v_baseRTT_ || rttLen <= 1) v_baseRTT_ = rtt`,
+            // with rttLen the segments sent in the round.
+            let sent_in_round = ack.highest_sent.saturating_sub(round_began_at);
+            if self.base_rtt.map_or(true, |b| rtt < b) || sent_in_round <= self.core.mss as u64 {
+                self.base_rtt = Some(rtt);
+            }
+        }
+        let Some(base) = self.base_rtt else {
+            return;
+        };
         let segments = self.core.cwnd as f64 / mss;
         let base = base.as_nanos() as f64;
         let rtt = rtt.as_nanos() as f64;
         let diff = match self.config.queue_estimate {
             QueueEstimate::Window => segments * (rtt - base) / rtt,
             QueueEstimate::Ns2 => {
-                // ns-2 decides one ACK later, on the ACK of the first
-                // segment sent after its previous decision; there
-                // `t_seqno_ - last_ack_` is the segments sent since then,
-                // which is what is sent in the round here.
+                // ns-2's `t_seqno_ - last_ack_` at the decision: the
+                // segments sent since the previous one.
                 let sent_in_round = ack.highest_sent.saturating_sub(round_began_at) as f64 / mss;
                 // ns-2's `int()` truncates toward zero.
                 (sent_in_round - sent_in_round * base / rtt + 0.5).trunc()
@@ -283,7 +312,15 @@ impl CongestionControl for Vegas {
         }
     }
     fn on_ack(&mut self, now: SimTime, ack: &AckEvent) -> RecoveryAction {
+        let sample = self.pending_sample.take();
+        let sample_after_decision = self.config.queue_estimate == QueueEstimate::Ns2;
+        if let Some(rtt) = sample.filter(|_| !sample_after_decision) {
+            self.take_sample(rtt);
+        }
         if self.core.recovery.is_some() {
+            if let Some(rtt) = sample.filter(|_| sample_after_decision) {
+                self.take_sample(rtt);
+            }
             return self.core.ack(ack, false);
         }
         if let Some(loss) = self.ns2_loss.as_mut() {
@@ -296,8 +333,11 @@ impl CongestionControl for Vegas {
         if self.slow_start && self.grow_this_round {
             self.core.grow(ack.bytes_acked);
         }
-        if ack.acked_to >= self.round_end {
+        if ack.acked_to > self.round_end {
             self.end_of_round(now, ack);
+        }
+        if let Some(rtt) = sample.filter(|_| sample_after_decision) {
+            self.take_sample(rtt);
         }
         match self.ns2_loss.as_mut() {
             Some(loss) => loss.after_new_ack(&self.core, now, ack),
@@ -325,6 +365,7 @@ impl CongestionControl for Vegas {
         self.round_sum = SimDuration::ZERO;
         self.round_count = 0;
         self.round_start = now;
+        self.pending_sample = None;
     }
     fn on_rtt_sample(&mut self, _now: SimTime, sample: &RttSample) {
         if !sample.unambiguous() {
@@ -334,10 +375,7 @@ impl CongestionControl for Vegas {
         if let Some(loss) = self.ns2_loss.as_mut() {
             loss.sample(rtt);
         }
-        self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
-        self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |b| b.min(rtt)));
-        self.round_sum += rtt;
-        self.round_count += 1;
+        self.pending_sample = Some(rtt);
     }
     fn on_spurious_timeout(&mut self, _now: SimTime, undo: &SpuriousTimeout) {
         // Loss handling is NewReno's, and so is undoing it; the phase
@@ -372,11 +410,12 @@ mod tests {
         )
     }
 
-    /// One round trip: a sample of `rtt_ms` then an ACK ending the round.
+    /// One round trip: a sample of `rtt_ms` then an ACK ending the round,
+    /// with nothing sent beyond it (so the next ACK ends the next round).
     fn round(v: &mut Vegas, rtt_ms: u64, acked_to: &mut u64) {
         v.on_rtt_sample(T, &sample(rtt_ms));
         *acked_to += 1000;
-        v.on_ack(T, &ack(1000, 0, *acked_to, *acked_to + 1000));
+        v.on_ack(T, &ack(1000, 0, *acked_to, *acked_to));
     }
 
     #[test]
@@ -394,20 +433,25 @@ mod tests {
         // 10 segments sent in the round, at 125 ms: 10 - 10 * 100/125 = 2,
         // plus 0.5, truncated: 2.
         v.round_end = 10_000;
+        // Each round: a sample on an ACK within it, then the ACK that
+        // passes what was sent at the previous decision.
         v.on_rtt_sample(T, &sample(125));
+        v.on_ack(T, &ack(1000, 5_000, 5_000, 10_000));
         v.on_ack(T, &ack(1000, 10_000, 11_000, 20_000));
         assert_eq!(v.metrics().queue_estimate, Some(2.0));
         assert_eq!(v.core.cwnd, window, "2 is within [alpha, beta]");
         // 150 ms: 10 - 10 * 100/150 = 3.33, plus 0.5: 3, not above beta 4;
         // the window estimate would say 10 * 50/150 = 3.3 too.
         v.on_rtt_sample(T, &sample(150));
+        v.on_ack(T, &ack(1000, 5_000, 15_000, 20_000));
         v.on_ack(T, &ack(1000, 19_000, 21_000, 30_000));
         assert_eq!(v.metrics().queue_estimate, Some(3.0));
         // What was sent in the round counts, not the window: 2 sent at
         // 200 ms: 2 - 2 * 100/200 + 0.5 = 1.5 -> 1, below alpha 2, where
         // the window form would say 10 * 100/200 = 5, above beta.
         v.on_rtt_sample(T, &sample(200));
-        v.on_ack(T, &ack(1000, 2_000, 30_000, 32_000));
+        v.on_ack(T, &ack(1000, 5_000, 25_000, 30_000));
+        v.on_ack(T, &ack(1000, 2_000, 31_000, 32_000));
         assert_eq!(v.metrics().queue_estimate, Some(1.0));
         assert_eq!(v.core.cwnd, window + MSS);
     }
@@ -457,18 +501,22 @@ mod tests {
         v.base_rtt = Some(SimDuration::from_millis(100));
         // Samples of 100 and 300 ms: the smallest says no queue, the mean
         // (200 ms) says 10 * 100 / 200 = 5 segments queued > beta.
+        v.round_end = 2000;
         v.on_rtt_sample(T, &sample(100));
-        v.on_rtt_sample(T, &sample(300));
         v.on_ack(T, &ack(1000, 0, 1000, 2000));
+        v.on_rtt_sample(T, &sample(300));
+        v.on_ack(T, &ack(1000, 0, 3000, 4000));
         assert_eq!(v.metrics().queue_estimate, Some(5.0));
         assert_eq!(v.window(), 9_000);
         // The minimum would have grown the window instead.
         let mut m = vegas();
         m.slow_start = false;
         m.base_rtt = Some(SimDuration::from_millis(100));
+        m.round_end = 2000;
         m.on_rtt_sample(T, &sample(100));
-        m.on_rtt_sample(T, &sample(300));
         m.on_ack(T, &ack(1000, 0, 1000, 2000));
+        m.on_rtt_sample(T, &sample(300));
+        m.on_ack(T, &ack(1000, 0, 3000, 4000));
         assert_eq!(m.metrics().queue_estimate, Some(0.0));
         assert_eq!(m.window(), 11_000);
     }
@@ -533,6 +581,81 @@ mod tests {
         let mut s = sample(300);
         s.correction = Some(SimDuration::from_millis(200));
         v.on_rtt_sample(T, &s);
+        v.on_ack(T, &ack(1000, 0, 1000, 1000));
         assert_eq!(v.base_rtt, Some(SimDuration::from_millis(100)));
+    }
+
+    #[test]
+    fn the_handshake_sample_is_not_base_rtt() {
+        let mut v = vegas();
+        // The SYN's round trip: no ACK of data follows its sample.
+        v.on_rtt_sample(T, &sample(10));
+        let mut to = 0;
+        round(&mut v, 100, &mut to);
+        assert_eq!(v.base_rtt, Some(SimDuration::from_millis(100)));
+        // So the first round sees no queue and slow start goes on.
+        assert_eq!(v.metrics().queue_estimate, Some(0.0));
+        assert!(v.slow_start);
+    }
+
+    #[test]
+    fn a_round_ends_only_when_an_ack_passes_what_was_sent() {
+        let mut v = vegas();
+        v.slow_start = false;
+        v.base_rtt = Some(SimDuration::from_millis(100));
+        v.round_end = 10_000;
+        // The ACK of exactly what was sent at the last decision is still
+        // in the round (Linux: `after(ack, beg_snd_nxt)`).
+        v.on_rtt_sample(T, &sample(200));
+        v.on_ack(T, &ack(1000, 0, 10_000, 12_000));
+        assert_eq!(v.metrics().queue_estimate, None);
+        assert_eq!(v.window(), 10_000);
+        // The next one passes it: 10 segments at 200 ms, 5 queued > beta.
+        v.on_ack(T, &ack(1000, 0, 11_000, 12_000));
+        assert_eq!(v.metrics().queue_estimate, Some(5.0));
+        assert_eq!(v.window(), 9_000);
+    }
+
+    fn ns2_estimate_vegas() -> Vegas {
+        let mut v = Vegas::new(
+            VegasConfig {
+                round_rtt: RoundRtt::Mean,
+                queue_estimate: QueueEstimate::Ns2,
+                ..vegas().config
+            },
+            MSS,
+        );
+        v.slow_start = false;
+        v.base_rtt = Some(SimDuration::from_millis(100));
+        v
+    }
+
+    #[test]
+    fn ns2_estimate_counts_the_round_ending_sample_in_the_next_round() {
+        let mut v = ns2_estimate_vegas();
+        v.round_end = 10_000;
+        v.on_rtt_sample(T, &sample(100));
+        v.on_ack(T, &ack(1000, 0, 5_000, 10_000));
+        // The ending ACK's 300 ms sample is not in this round's mean:
+        // 10 - 10 * 100/100 + 0.5 -> 0.
+        v.on_rtt_sample(T, &sample(300));
+        v.on_ack(T, &ack(1000, 0, 11_000, 20_000));
+        assert_eq!(v.metrics().queue_estimate, Some(0.0));
+        // It is the next round's: 10 - 10 * 100/300 + 0.5 = 7.17 -> 7.
+        v.on_ack(T, &ack(1000, 0, 21_000, 30_000));
+        assert_eq!(v.metrics().queue_estimate, Some(7.0));
+    }
+
+    #[test]
+    fn ns2_estimate_takes_base_rtt_from_a_round_of_one_segment() {
+        let mut v = ns2_estimate_vegas();
+        v.round_end = 10_000;
+        v.on_rtt_sample(T, &sample(150));
+        v.on_ack(T, &ack(1000, 0, 10_000, 10_000));
+        // One segment sent in the round: its mean becomes BaseRTT even
+        // though it is larger (ns-2's `rttLen <= 1`).
+        v.on_ack(T, &ack(1000, 0, 11_000, 11_000));
+        assert_eq!(v.base_rtt, Some(SimDuration::from_millis(150)));
+        assert_eq!(v.metrics().queue_estimate, Some(0.0));
     }
 }

@@ -9,9 +9,12 @@
 //!   acknowledges, none from a segment sent more than once (the engine's
 //!   samples, [`crate::rto::RttSample::unambiguous`]);
 //! * once per round trip (when the ACK passes the highest segment sent at
-//!   the previous decision) the mean of the samples since then, or, when
-//!   there were none, the time since then; `BaseRTT` the smallest sample or
-//!   round mean seen;
+//!   the previous decision) the mean of the samples since then, the
+//!   deciding ACK's own sample counting in the next round, or, when there
+//!   were none, the time since then; `BaseRTT` the smallest sample or
+//!   round mean seen, or the round's mean when at most one segment was
+//!   sent in the round (`rttLen <= 1`); no handshake sample (ns-2's
+//!   agents have none);
 //! * the queue estimate as ns-2 computes it: from the segments sent in
 //!   the round rather than the window, rounded to a whole segment
 //!   ([`super::vegas::QueueEstimate::Ns2`]);
