@@ -101,6 +101,7 @@ pub struct RawWifiMac {
     /// Frames that may wait at each interface. Unit: packets. Default: the preset's (50 for
     /// 802.11b).
     queue: Option<usize>,
+    answer_rts_when_busy: Option<bool>,
 }
 
 /// The `[[link]]` fields of a wifi BSS.
@@ -194,6 +195,7 @@ fn validate_mac(raw: RawWifiMac, cx: &LinkCheck<'_>) -> Result<DcfSpec, Scenario
         data_rate: phy_rate(raw.data_rate, d.data_rate, at("data_rate"))?,
         basic_rate: phy_rate(raw.basic_rate, d.basic_rate, at("basic_rate"))?,
         queue_limit: raw.queue.unwrap_or(d.queue_limit),
+        answer_rts_when_busy: raw.answer_rts_when_busy.unwrap_or(d.answer_rts_when_busy),
     };
     // A zero slot would count backoffs without time passing.
     if spec.slot == SimDuration::ZERO {

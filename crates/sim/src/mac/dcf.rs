@@ -141,6 +141,12 @@ pub struct DcfSpec {
     pub basic_rate: PhyRate,
     /// Packets that may wait, besides the one being sent.
     pub queue_limit: usize,
+    /// Whether a station answers an RTS addressed to it while its own
+    /// exchange waits for a CTS or an ACK, or while it sends or is about to
+    /// respond. The standard has it answer (a frame other than the
+    /// awaited response ends the wait, §10.3.2.7); ns-2.35's `recvRTS`
+    /// discards the RTS whenever `tx_state_` is not idle.
+    pub answer_rts_when_busy: bool,
 }
 
 impl Default for DcfSpec {
@@ -156,6 +162,7 @@ impl Default for DcfSpec {
             data_rate: PhyRate::Mbps11,
             basic_rate: PhyRate::Mbps1,
             queue_limit: 50,
+            answer_rts_when_busy: true,
         }
     }
 }
@@ -166,12 +173,14 @@ impl DcfSpec {
     /// at 1 Mbit/s, RTS/CTS before every unicast frame
     /// (`RTSThreshold_ 0`), the rest as 802.11b (20 µs slots, 10 µs SIFS,
     /// the long PLCP preamble, CW 31..1023, retry limits 7 and 4, an
-    /// interface queue of 50 packets).
+    /// interface queue of 50 packets), and an RTS left unanswered by a
+    /// station busy with its own exchange (`recvRTS`).
     pub fn ns2() -> DcfSpec {
         DcfSpec {
             data_rate: PhyRate::Mbps1,
             basic_rate: PhyRate::Mbps1,
             rts_threshold: 0,
+            answer_rts_when_busy: false,
             ..DcfSpec::default()
         }
     }
@@ -507,8 +516,15 @@ impl<P: Clone> Dcf<P> {
                 }
             }
             FrameKind::Rts => {
-                // A station whose NAV is set does not answer (§10.3.2.7).
-                if now >= self.nav_until {
+                // A station whose NAV is set does not answer (§10.3.2.7),
+                // nor, in ns-2, one busy with an exchange of its own.
+                let busy = self.transmitting
+                    || self.response.is_some()
+                    || matches!(
+                        self.phase,
+                        Phase::AwaitCts(_) | Phase::AwaitAck(_) | Phase::DataAfterCts(_)
+                    );
+                if now >= self.nav_until && (self.spec.answer_rts_when_busy || !busy) {
                     let cts = self.spec.ack_airtime();
                     let left = frame.duration.saturating_sub(self.spec.sifs + cts);
                     self.respond(now, FrameKind::Cts, frame.src, left);
@@ -979,6 +995,50 @@ mod tests {
         assert!(!data.frame.retry, "the data frame's own first attempt");
         // What the option accounts: from the first RTS, not from this frame.
         assert_eq!(data.since_first_attempt, t - rts[0]);
+    }
+
+    /// A station that sent its RTS to station 1 and waits for the CTS, and
+    /// station 1's own RTS arriving for it then.
+    fn rts_while_awaiting_cts(spec: DcfSpec) -> Option<FrameKind> {
+        let mut rng = component_stream(1, "dcf");
+        let mut d: Dcf<u32> = Dcf::new(spec, 0);
+        d.enqueue(us(0), 1, 5, 100, &mut rng);
+        let t = d.poll_timeout().unwrap();
+        d.handle_timeout(t, &mut rng);
+        let r = d.poll_transmit().unwrap();
+        assert_eq!(r.frame.kind, FrameKind::Rts);
+        let end = t + r.airtime;
+        d.handle_tx_end(end);
+        let rts = DcfFrame {
+            kind: FrameKind::Rts,
+            src: 1,
+            dst: 0,
+            duration: SimDuration::from_micros(3000),
+            seq: 0,
+            retry: false,
+            len: 20,
+            rate: PhyRate::Mbps1,
+            payload: None,
+        };
+        let at = end + SimDuration::from_micros(5);
+        d.handle_frame(at, Some(rts), &mut rng);
+        let respond_at = at + SimDuration::from_micros(10);
+        d.handle_timeout(respond_at, &mut rng);
+        d.poll_transmit().map(|r| r.frame.kind)
+    }
+
+    #[test]
+    fn an_rts_is_answered_while_awaiting_a_cts_unless_ns2_says_not() {
+        assert_eq!(
+            rts_while_awaiting_cts(DcfSpec::ns2()),
+            None,
+            "ns-2's recvRTS discards it while tx_state_ is MAC_RTS"
+        );
+        let standard = DcfSpec {
+            answer_rts_when_busy: true,
+            ..DcfSpec::ns2()
+        };
+        assert_eq!(rts_while_awaiting_cts(standard), Some(FrameKind::Cts));
     }
 
     #[test]
