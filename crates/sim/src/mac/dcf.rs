@@ -142,10 +142,11 @@ pub struct DcfSpec {
     /// Packets that may wait, besides the one being sent.
     pub queue_limit: usize,
     /// Whether a station answers an RTS addressed to it while its own
-    /// exchange waits for a CTS or an ACK, or while it sends or is about to
-    /// respond. The standard has it answer (a frame other than the
-    /// awaited response ends the wait, §10.3.2.7); ns-2.35's `recvRTS`
-    /// discards the RTS whenever `tx_state_` is not idle.
+    /// exchange waits for a CTS or an ACK, while it sends or is about to
+    /// respond, or after its CTS until the data frame it cleared would have
+    /// ended. The standard has it answer (a frame other than the awaited
+    /// response ends the wait, §10.3.2.7); ns-2.35's `recvRTS` discards
+    /// the RTS whenever `tx_state_` is not idle, `MAC_CTS` included.
     pub answer_rts_when_busy: bool,
 }
 
@@ -373,6 +374,9 @@ pub struct Dcf<P> {
     queue: VecDeque<Msdu<P>>,
     current: Option<Current<P>>,
     phase: Phase,
+    /// After sending a CTS, until the data frame it cleared would have
+    /// ended: ns-2's `MAC_CTS` state, in which it answers no RTS.
+    cts_wait_until: Option<SimTime>,
     cw: u32,
     /// Backoff slots left, counted from the medium's idle start.
     backoff: Option<u64>,
@@ -406,6 +410,7 @@ impl<P: Clone> Dcf<P> {
             queue: VecDeque::new(),
             current: None,
             phase: Phase::Idle,
+            cts_wait_until: None,
             cw: spec.cw_min,
             backoff: None,
             channel_busy: false,
@@ -502,6 +507,7 @@ impl<P: Clone> Dcf<P> {
         }
         match frame.kind {
             FrameKind::Data => {
+                self.cts_wait_until = None;
                 self.respond(now, FrameKind::Ack, frame.src, SimDuration::ZERO);
                 let duplicate = frame.retry && self.last_seq.get(&frame.src) == Some(&frame.seq);
                 self.last_seq.insert(frame.src, frame.seq);
@@ -520,6 +526,7 @@ impl<P: Clone> Dcf<P> {
                 // nor, in ns-2, one busy with an exchange of its own.
                 let busy = self.transmitting
                     || self.response.is_some()
+                    || self.cts_wait_until.is_some_and(|until| now < until)
                     || matches!(
                         self.phase,
                         Phase::AwaitCts(_) | Phase::AwaitAck(_) | Phase::DataAfterCts(_)
@@ -716,7 +723,15 @@ impl<P: Clone> Dcf<P> {
         let airtime = frame.rate.airtime(frame.len);
         match frame.kind {
             FrameKind::Ack => self.stats.acks_sent += 1,
-            FrameKind::Cts => self.stats.cts_sent += 1,
+            FrameKind::Cts => {
+                self.stats.cts_sent += 1;
+                // The CTS's Duration covers SIFS, the data frame, SIFS and
+                // the ACK (ns-2 waits out the data frame).
+                let data_end = frame
+                    .duration
+                    .saturating_sub(self.spec.sifs + self.spec.ack_airtime());
+                self.cts_wait_until = Some(now + airtime + data_end);
+            }
             FrameKind::Rts => self.stats.rts_sent += 1,
             FrameKind::Data => {}
         }
@@ -1039,6 +1054,51 @@ mod tests {
             ..DcfSpec::ns2()
         };
         assert_eq!(rts_while_awaiting_cts(standard), Some(FrameKind::Cts));
+    }
+
+    #[test]
+    fn after_its_cts_an_ns2_station_answers_no_rts_until_the_data_would_have_ended() {
+        let mut rng = component_stream(1, "dcf");
+        let rts = |duration_us: u64| DcfFrame {
+            kind: FrameKind::Rts,
+            src: 1,
+            dst: 0,
+            duration: SimDuration::from_micros(duration_us),
+            seq: 0,
+            retry: false,
+            len: 20,
+            rate: PhyRate::Mbps1,
+            payload: None,
+        };
+        // Answers the first RTS with a CTS whose Duration runs to the end
+        // of the exchange: SIFS + 8000 µs of data + SIFS + 304 µs ACK.
+        let answered = |d: &mut Dcf<u32>, at: SimTime, rng: &mut SimRng| {
+            d.handle_frame(at, Some(rts(10 + 304 + 10 + 8000 + 10 + 304)), rng);
+            let t = at + SimDuration::from_micros(10);
+            d.handle_timeout(t, rng);
+            let r = d.poll_transmit();
+            if let Some(r) = &r {
+                d.handle_tx_end(t + r.airtime);
+            }
+            r.map(|r| r.frame.kind)
+        };
+        let mut d: Dcf<u32> = Dcf::new(DcfSpec::ns2(), 0);
+        assert_eq!(answered(&mut d, us(0), &mut rng), Some(FrameKind::Cts));
+        // The CTS went on air at 10 µs for 304 µs; the data would end at
+        // 314 + 10 + 8000 µs. A retried RTS before then is not answered...
+        assert_eq!(answered(&mut d, us(2000), &mut rng), None);
+        // ...one after it is.
+        assert_eq!(answered(&mut d, us(8400), &mut rng), Some(FrameKind::Cts));
+        // The standard's station answers the retry at once.
+        let mut d: Dcf<u32> = Dcf::new(
+            DcfSpec {
+                answer_rts_when_busy: true,
+                ..DcfSpec::ns2()
+            },
+            0,
+        );
+        assert_eq!(answered(&mut d, us(0), &mut rng), Some(FrameKind::Cts));
+        assert_eq!(answered(&mut d, us(2000), &mut rng), Some(FrameKind::Cts));
     }
 
     #[test]
