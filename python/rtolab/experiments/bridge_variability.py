@@ -355,8 +355,8 @@ def variability_checks(results: dict[str, Result]) -> list[Check | Claim]:
         ),
         Claim(
             "r, the ratio of measured to theoretical RTT, keeps Algorithm 1's RTO above "
-            "the round trip when delay varies (power control, a slow Wi-Fi side; bridge "
-            "spec §3.3)",
+            "the round trip when delay varies (power control, a slow Wi-Fi side; "
+            "bridge spec §3.3)",
             f"Algorithm 1's samples with r > 1 under Wi-Fi jitter: {above} of {samples}; "
             + "samples Algorithm 1 may use (unambiguous, Karn) per data packet: "
             + "; ".join(

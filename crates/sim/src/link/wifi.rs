@@ -101,6 +101,10 @@ pub struct RawWifiMac {
     /// Frames that may wait at each interface. Unit: packets. Default: the preset's (50 for
     /// 802.11b).
     queue: Option<usize>,
+    /// Whether a station answers an RTS addressed to it while busy with an exchange of its own
+    /// (awaiting a CTS or ACK, sending, about to respond, or after its CTS until the data it
+    /// cleared would have ended): the standard's `true`, or ns-2.35's `false`. Default: the
+    /// preset's (`true` for 802.11b, `false` for ns2).
     answer_rts_when_busy: Option<bool>,
 }
 
