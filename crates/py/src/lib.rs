@@ -418,7 +418,7 @@ fn policy_catalog() -> PyResult<String> {
 /// `{"name", "type", "unit", "required", "default", "meaning"}`.
 #[pyfunction]
 fn kind_catalog() -> PyResult<String> {
-    serde_json::to_string(&rtolab_sim::catalog::kind_catalog())
+    serde_json::to_string(&rtolab_sim::scenario::kind_catalog())
         .map_err(|e| NativeRunError::new_err(format!("cannot encode the kind catalog: {e}")))
 }
 

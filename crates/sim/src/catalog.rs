@@ -1,10 +1,13 @@
 //! The catalog of registered kinds: every link model, MAC, app and
 //! middlebox a scenario file can name, with the fields of its table.
 //!
-//! Each registry macro lists its kinds here ([`link_catalog`](crate::link::link_catalog),
+//! Each registry macro lists its kinds with these types ([`link_catalog`](crate::link::link_catalog),
 //! [`mac_catalog`](crate::mac::mac_catalog), [`app_catalog`](crate::app::app_catalog),
 //! [`middlebox_catalog`](crate::middlebox::middlebox_catalog)), as the policy
-//! catalog does for TCP policies ([`rtolab_tcp::policy_catalog`]):
+//! catalog does for TCP policies ([`rtolab_tcp::policy_catalog`]);
+//! [`kind_catalog`](crate::scenario::kind_catalog), beside the scenario
+//! reader that accepts these kinds, gathers them (here it would make the
+//! registries and this module import each other):
 //!
 //! * the kind's description is the documentation of its registration line;
 //! * its fields are those its `Raw` struct deserializes (read from serde,
@@ -335,18 +338,10 @@ pub fn tcp_app_fields(tcp: bool) -> Vec<FieldInfo> {
     ]
 }
 
-/// Every registered kind of every family: links, MACs, apps, middleboxes.
-pub fn kind_catalog() -> Vec<KindInfo> {
-    let mut all = crate::link::link_catalog();
-    all.extend(crate::mac::mac_catalog());
-    all.extend(crate::app::app_catalog());
-    all.extend(crate::middlebox::middlebox_catalog());
-    all
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::kind_catalog;
 
     #[test]
     fn every_kind_is_described_and_every_field_documented() {

@@ -188,6 +188,16 @@ pub use crate::middlebox::{MiddleboxSpec, MIDDLEBOX_KINDS};
 pub use profiles::DEFAULT_TCP_PROFILE;
 pub use validate::MAX_OVERLOAD;
 
+/// Every registered kind a scenario file can name, of every family: links,
+/// MACs, apps, middleboxes ([`crate::catalog`]).
+pub fn kind_catalog() -> Vec<crate::catalog::KindInfo> {
+    let mut all = crate::link::link_catalog();
+    all.extend(crate::mac::mac_catalog());
+    all.extend(crate::app::app_catalog());
+    all.extend(crate::middlebox::middlebox_catalog());
+    all
+}
+
 /// Default seed when a scenario gives none.
 pub const DEFAULT_SEED: u64 = 1;
 /// File name of the trace written next to the captures.
