@@ -5,14 +5,13 @@ docs that name every registered kind."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import cli_run
 import rtolab
 from rtolab.catalog import KIND_FAMILIES, kinds
 
@@ -37,15 +36,7 @@ UNKNOWN_KIND = {
 
 
 def rtolab_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    # A wide terminal so table cells are not wrapped mid-word.
-    env = {**os.environ, "COLUMNS": "250"}
-    return subprocess.run(
-        [sys.executable, "-m", "rtolab", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    return cli_run.rtolab_cli(*args, columns=250)
 
 
 def accepted_kinds(family: str, tmp_path: Path) -> list[str]:

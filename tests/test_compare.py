@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rtolab
+from cli_run import rtolab_cli
 from rtolab.comparison import Capture, CompareError, Packet, compare, read_packets
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -22,12 +22,6 @@ CAPTURES = DATA / "bridge-captures.md"
 #: A real Linux TCP exchange on the loopback interface (see data/README.md).
 LINUX = DATA / "linux-loopback.pcap"
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
-
-
-def rtolab_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rtolab", *args], capture_output=True, text=True, check=False
-    )
 
 
 @pytest.fixture(scope="module")

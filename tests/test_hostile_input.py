@@ -15,15 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import rtolab
+from cli_run import rtolab_cli
 from rtolab import cli, comparison, plots, sweeps
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
-
-
-def rtolab_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rtolab", *args], capture_output=True, text=True, check=False
-    )
 
 
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:

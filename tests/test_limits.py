@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import cli_run
 import rtolab
 
 #: Longest wait for a stopped run to hand control back. How soon it does is
@@ -88,9 +89,7 @@ port = 9000
 
 
 def rtolab_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rtolab", *args], capture_output=True, text=True, timeout=120
-    )
+    return cli_run.rtolab_cli(*args, timeout=120)
 
 
 @pytest.mark.parametrize(

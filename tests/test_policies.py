@@ -4,27 +4,18 @@ list policies`` and selecting a policy by name in a scenario built in Python."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
 
+import cli_run
 import rtolab
 
 FIXED_DEFAULTS = {"rto": "1s", "backoff": 2, "max": "60s"}
 
 
 def rtolab_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    # A wide terminal so table cells are not wrapped mid-word.
-    env = {**os.environ, "COLUMNS": "250"}
-    return subprocess.run(
-        [sys.executable, "-m", "rtolab", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    return cli_run.rtolab_cli(*args, columns=250)
 
 
 def test_catalog_lists_every_family_and_the_fixed_policy() -> None:
