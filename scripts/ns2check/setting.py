@@ -24,6 +24,15 @@ PACKET = 1000
 WIRED_RATE, WIRED_DELAY_MS, WIRED_QUEUE = "100Mb", 10, 100
 #: UDP payload and rate of a saturated station (well above 1 Mbit/s).
 CBR_SIZE, CBR_RATE = 1000, "2Mb"
+#: When each saturating station sends its one early datagram (station i at
+#: `PRIME_AT_S + i * PRIME_GAP_S`). ns-2 resolves the AP's address with ARP
+#: before a station's first packet and holds one packet meanwhile; twenty
+#: stations asking at the same instant broadcast their requests together,
+#: the broadcasts collide (no ACK, no retry), and for about ten seconds
+#: packets die at the ARP queue. rtolab has no ARP. One datagram each, well
+#: apart and before the saturated phase, settles ARP so that phase compares
+#: the MACs alone; rtolab's stations send the same datagram.
+PRIME_AT_S, PRIME_GAP_S = 1.0, 0.05
 #: The TCP source of each sender in ns-2: its agent and the Tcl that picks
 #: the congestion control. ns-2.35 has no Westwood+ agent of its own; its
 #: TCP-Linux agent runs Linux's `tcp_westwood` (Westwood+). It has no
@@ -50,6 +59,11 @@ class Station:
     x); one waypoint is a fixed position."""
 
     waypoints: tuple[tuple[float, float], ...]
+
+
+def prime_at(station: int) -> float:
+    """When saturating station `station` sends its one early datagram."""
+    return PRIME_AT_S + station * PRIME_GAP_S
 
 
 @dataclass(frozen=True)
@@ -159,6 +173,11 @@ def tcl(s: Setting, trace: bool = True) -> str:
                 f"$cbr({i}) set rate_ {CBR_RATE}",
                 f"$cbr({i}) attach-agent $udp({i})",
                 f'$ns_ at {s.start_s} "$cbr({i}) start"',
+                f"set prime({i}) [new Application/Traffic/CBR]",
+                f"$prime({i}) set packetSize_ {CBR_SIZE}",
+                f"$prime({i}) set maxpkts_ 1",
+                f"$prime({i}) attach-agent $udp({i})",
+                f'$ns_ at {prime_at(i):g} "$prime({i}) start"',
             ]
     lines += [
         f'$ns_ at {s.duration_s} "$ns_ flush-trace; close $tr; $ns_ halt"',
@@ -278,5 +297,16 @@ def toml(s: Setting) -> str:
                 f"size = {CBR_SIZE - 28}",
                 f'rate = "{CBR_RATE}ps"',
                 f'start = "{s.start_s:g}s"',
+                "",
+                "[[app]]",
+                'kind = "cbr"',
+                f'name = "prime{i}"',
+                f'host = "st{i}"',
+                'destination = "10.0.2.1:9000"',
+                f"size = {CBR_SIZE - 28}",
+                f'rate = "{CBR_RATE}ps"',
+                f'start = "{prime_at(i):g}s"',
+                # Stops before its second datagram would go (4 ms later).
+                f'stop = "{prime_at(i) + 0.001:g}s"',
             ]
     return "\n".join(out) + "\n"
