@@ -8,8 +8,10 @@ link -- mobile, a Reno bulk transfer for 40 s; the radio link goes down for
 ns-2's ``rtmodel-at``. Both simulators run with ns-2.35's defaults: 1000-byte
 packets, a window of 20 packets, an initial window of 2, an initial RTO of
 3 s, a minimum RTO of 200 ms and a maximum of 60 s, an ACK per packet, no
-timestamps. Each seed shifts the transfer's start by a draw in [0, 100 ms),
-the same in both.
+timestamps, and ns-2's window growth: one packet per ACK in slow start however
+much the ACK covers, 1/cwnd per ACK in congestion avoidance (rtolab's
+``abc_limit = 1`` and ``ca_increase = "per_ack"``). Each seed shifts the
+transfer's start by a draw in [0, 100 ms), the same in both.
 
 For each run: packets delivered to the mobile (distinct), retransmission
 timeouts at the fixed host, the RTO backoff multiplier reached, the fixed
@@ -213,7 +215,10 @@ sack = false
 window_scale = false
 recv_buffer = {WINDOW * PACKET}
 send_buffer = 262144
-cc = {{ policy = "reno", initial_window = {{ segments = 2 }} }}
+cc.policy = "reno"
+cc.initial_window.segments = 2
+cc.abc_limit = 1
+cc.ca_increase = "per_ack"
 rto = {{ policy = "rfc6298", initial = "3s", min = "200ms", max = "60s", granularity = "10ms" }}
 ack = {{ policy = "immediate" }}
 """

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::ack::{AckFactory, DelayedAckConfig, DelayedAckTimer, ImmediateAckConfig};
 use crate::cc::vegas_ns2::NS2_WINDOW;
 use crate::cc::{
-    CcFactory, InitialWindow, RenoConfig, SingleSegmentConfig, TibetConfig, WestwoodConfig,
+    CaIncrease, CcFactory, InitialWindow, RenoConfig, SingleSegmentConfig, TibetConfig,
+    WestwoodConfig,
 };
 use crate::clock::{Granularity, HostTimer, TimerStart, MIN_TIMER};
 use crate::rto::{
@@ -583,6 +584,8 @@ impl Profile {
                 // segments, and the real lwIP then sends one segment more
                 // than a limit of 1 MSS allows (docs/lwip.md).
                 abc_limit: 2,
+                // tcp_receive: one MSS per cwnd of bytes acknowledged.
+                ca_increase: CaIncrease::ByteCounting,
             }),
             ack: AckChoice::Delayed(DelayedAckConfig {
                 segments: 2,

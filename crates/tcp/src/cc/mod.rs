@@ -32,7 +32,7 @@ pub mod vegas_ns2;
 pub mod westwood;
 
 pub use newreno::NewRenoConfig;
-pub use reno::RenoConfig;
+pub use reno::{CaIncrease, RenoConfig};
 pub use single_segment::SingleSegmentConfig;
 pub use tibet::TibetConfig;
 pub use vegas::VegasConfig;

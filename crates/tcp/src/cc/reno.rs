@@ -31,6 +31,30 @@ pub struct RenoConfig {
     pub dup_threshold: u32,
     /// RFC 3465 limit L: slow start grows by at most `L * MSS` per ACK.
     pub abc_limit: u32,
+    /// How congestion avoidance grows the window. Left out of the
+    /// serialized form when it is the default, which keeps the forms of
+    /// profiles and run records from before it unchanged.
+    #[serde(skip_serializing_if = "CaIncrease::is_byte_counting")]
+    pub ca_increase: CaIncrease,
+}
+
+/// Congestion avoidance's growth rule (RFC 5681 §3.1 allows both).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaIncrease {
+    /// One SMSS per window of bytes acknowledged (byte counting, RFC 3465).
+    #[default]
+    ByteCounting,
+    /// `cwnd += SMSS * SMSS / cwnd` on every ACK of new data, however much
+    /// it acknowledges (RFC 5681 (3)); ns-2.35's `Agent/TCP` grows its
+    /// window so (`opencwnd`, `wnd_option_ 1`).
+    PerAck,
+}
+
+impl CaIncrease {
+    fn is_byte_counting(&self) -> bool {
+        *self == CaIncrease::ByteCounting
+    }
 }
 
 impl Default for RenoConfig {
@@ -41,6 +65,7 @@ impl Default for RenoConfig {
             max_window: None,
             dup_threshold: DUP_THRESHOLD,
             abc_limit: 2,
+            ca_increase: CaIncrease::ByteCounting,
         }
     }
 }
@@ -104,6 +129,10 @@ impl RenoCore {
             // RFC 5681 (2) with RFC 3465's limit L.
             let limit = self.config.abc_limit.max(1) as usize * self.mss;
             self.cwnd = self.cwnd.saturating_add(bytes_acked.min(limit));
+        } else if self.config.ca_increase == CaIncrease::PerAck {
+            // RFC 5681 (3), at least one byte per ACK.
+            let increase = (self.mss * self.mss / self.cwnd.max(1)).max(1);
+            self.cwnd = self.cwnd.saturating_add(increase);
         } else {
             // RFC 5681 (3), byte counting: one SMSS per window of ACKed bytes.
             self.bytes_acked += bytes_acked;
@@ -273,6 +302,31 @@ mod tests {
         assert_eq!(cc.window(), 5000);
         cc.on_ack(T, &ack(1000, 0, 9001, 9001));
         assert_eq!(cc.window(), 6000);
+    }
+
+    #[test]
+    fn per_ack_increase_adds_smss_squared_over_cwnd_on_every_ack() {
+        // ns-2's recovery after a timeout (cwnd 1, ssthresh 2): the first
+        // ACK covers three segments the receiver already held.
+        let mut cc = reno(RenoConfig {
+            initial_window: InitialWindow::Segments(1),
+            initial_ssthresh: Some(2000),
+            abc_limit: 1,
+            ca_increase: CaIncrease::PerAck,
+            ..RenoConfig::default()
+        });
+        cc.on_ack(T, &ack(3000, 0, 3001, 3001));
+        assert_eq!(cc.window(), 2000, "slow start: one MSS, not three");
+        // 2000 + 1e6/2000, + 1e6/2500, + 1e6/2900 (ns-2: 2.5, 2.9, 3.245).
+        let mut windows = Vec::new();
+        for i in 0..3 {
+            cc.on_ack(T, &ack(1000, 0, 4001 + 1000 * i, 4001 + 1000 * i));
+            windows.push(cc.window());
+        }
+        assert_eq!(windows, [2500, 2900, 3244]);
+        // A cumulative ACK of many bytes still adds only one increment.
+        cc.on_ack(T, &ack(5000, 0, 11_001, 11_001));
+        assert_eq!(cc.window(), 3244 + 1_000_000 / 3244);
     }
 
     #[test]
