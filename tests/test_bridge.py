@@ -11,7 +11,14 @@ import pandas as pd
 import pytest
 
 import rtolab
-from rtolab.experiments import bridge, bridge_future, bridge_links, bridge_variability, reproduce
+from rtolab.experiments import (
+    bridge,
+    bridge_buffers,
+    bridge_future,
+    bridge_links,
+    bridge_variability,
+    reproduce,
+)
 from rtolab.frames import read_capture
 
 
@@ -85,6 +92,8 @@ def test_csvs_have_the_documented_columns(quick_reproduction: Path) -> None:
         "variability.csv": bridge_variability.ROW_COLUMNS,
         "variability_summary.csv": bridge_variability.SUMMARY_COLUMNS,
         "variability_paired.csv": bridge_variability.PAIRED_COLUMNS,
+        "buffers.csv": bridge_buffers.BUFFER_COLUMNS,
+        "buffers_paired.csv": bridge_buffers.PAIRED_COLUMNS,
     }
     for name, columns in expected.items():
         frame = pd.read_csv(out / name)
@@ -104,6 +113,7 @@ def test_csvs_have_the_documented_columns(quick_reproduction: Path) -> None:
         "ptx-filter",
         "compression-latency",
         "faster-links-latency",
+        "buffers-goodput",
     ):
         assert (out / "figures" / f"{figure}.png").stat().st_size > 1000
 

@@ -43,6 +43,8 @@ pub enum DropReason {
     /// An NFC link's header decompressor discarded it: rebuilt on stale
     /// state after a lost packet, or tossed until its state was refreshed.
     Decompression,
+    /// An end of an NFC link could not hold it in its packet buffer.
+    BufferOverflow,
     /// A middlebox at the node discarded it.
     Middlebox,
     /// The MAC gave up sending it: the channel stayed busy.

@@ -36,6 +36,7 @@ mod ieee802154;
 mod jitter;
 mod mesh_member;
 mod nfc;
+pub mod nfc_buffers;
 mod p2p;
 mod signal;
 mod slip;

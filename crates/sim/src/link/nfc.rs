@@ -72,6 +72,7 @@ use serde::{Deserialize, Serialize};
 use super::ends::two_ends;
 use super::half_duplex::{HalfDuplexConfig, HalfDuplexLink, MediumTiming, Occupancy};
 use super::header_compression::{Compressor, Decompressor, Discard, Encoded, PacketType};
+use super::nfc_buffers::{EndBuffer, NfcBuffers};
 use super::{
     admit, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, Port, RawEnd, ScenarioLink,
     DEFAULT_QUEUE,
@@ -127,6 +128,13 @@ pub struct NfcConfig {
     /// Power-control messages sharing the slots (`None`, the default: no
     /// other traffic on the link).
     pub power_control: Option<PowerControl>,
+    /// Each end's own packet buffer, and whether the ends exchange their
+    /// sizes at set-up ([`super::nfc_buffers`]). With it, each end keeps
+    /// packets by its own buffer instead of `mcu_buffer`, and a packet
+    /// either end cannot hold is lost: at the sender's MCU, or on arrival
+    /// after crossing the air. `None`, the default: `mcu_buffer` at both
+    /// ends, and an empty MCU takes any packet.
+    pub buffers: Option<NfcBuffers>,
 }
 
 /// The power-control exchange between the PTx and the appliance that
@@ -190,6 +198,7 @@ impl NfcConfig {
             slot_phase: None,
             header_compression: HeaderCompression::Off,
             power_control: None,
+            buffers: None,
         }
     }
 
@@ -390,6 +399,9 @@ pub struct NfcDirectionStats {
     /// Packets the far end rebuilt with a different IP ID than was sent
     /// (undetectable: no checksum covers it); delivered as sent.
     pub rebuilt_ip_id_differs: u64,
+    /// Packets lost because this end's buffer or the far end's could not
+    /// hold them (with `buffers` only).
+    pub dropped_buffer_overflow: u64,
 }
 
 /// Counters of an [`NfcLink`].
@@ -410,6 +422,10 @@ pub struct NfcStats {
     /// chunk, delaying it by a slot period each (left out when 0).
     #[serde(skip_serializing_if = "is_zero")]
     pub power_control_slots: u64,
+    /// The MSS the ends' buffer exchange gave the hosts at the ends (left
+    /// out without the exchange).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub negotiated_mss: Option<u16>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -423,6 +439,8 @@ fn is_zero(n: &u64) -> bool {
 struct Carried<P> {
     frame: Frame<P>,
     discarded: bool,
+    /// The far end's buffer cannot hold it.
+    overflow: bool,
 }
 
 /// A packet waiting in front of an MCU, with its link encoding when header
@@ -522,6 +540,10 @@ impl<P: Copy> NfcLink<P> {
                 slot_phase_ns: phase.as_nanos(),
                 nominal_rate_bps: config.nominal_rate_bps(),
                 power_control_slots: 0,
+                negotiated_mss: config
+                    .buffers
+                    .filter(|b| b.exchange)
+                    .and_then(|b| b.negotiated_mss(config.framing)),
             },
             config,
         }
@@ -634,6 +656,15 @@ impl<P: Copy> NfcLink<P> {
                     self.ends[p].delivering.pop_front();
                     let stats = &mut self.stats.directions[1 - p];
                     let (port, frame) = (p as Port, carried.frame);
+                    if carried.overflow {
+                        stats.dropped_buffer_overflow += 1;
+                        out.push(LinkOutput::Dropped {
+                            port,
+                            frame,
+                            reason: DropReason::BufferOverflow,
+                        });
+                        continue;
+                    }
                     if carried.discarded {
                         stats.dropped_decompression += 1;
                         out.push(LinkOutput::Dropped {
@@ -699,8 +730,27 @@ impl<P: Copy> NfcLink<P> {
         out.push(LinkOutput::TxStart { port, frame });
         let bytes = self.config.nfc_payload(link_len);
         let end = &self.ends[p];
-        let held: u32 = end.held.iter().sum();
-        let fits = end.held.is_empty() || held.saturating_add(bytes) <= self.config.mcu_buffer;
+        let own = self.config.buffers.map(|b| b.ends[p]);
+        if own.is_some_and(|b| !b.holds(bytes)) {
+            // Too large for this end's buffer even when it is empty.
+            stats.dropped_buffer_overflow += 1;
+            out.push(LinkOutput::Dropped {
+                port,
+                frame,
+                reason: DropReason::BufferOverflow,
+            });
+            return;
+        }
+        let fits = end.held.is_empty()
+            || match own {
+                None => {
+                    end.held.iter().sum::<u32>().saturating_add(bytes) <= self.config.mcu_buffer
+                }
+                Some(b) => {
+                    let used: u64 = end.held.iter().map(|&h| b.footprint(h)).sum();
+                    used + b.footprint(bytes) <= u64::from(b.bytes)
+                }
+            };
         if matches!(end.uart, Uart::Loading { .. }) || end.on_air || !fits {
             stats.dropped_mcu_busy += 1;
             out.push(LinkOutput::Dropped {
@@ -710,11 +760,17 @@ impl<P: Copy> NfcLink<P> {
             });
             return;
         }
+        // Whether the far end can hold it is known now, and travels with it.
+        let overflow = self
+            .config
+            .buffers
+            .is_some_and(|b| !b.ends[1 - p].holds(bytes));
         // The air neither loses nor reorders packets, so the far end's
         // decompressor sees exactly the packets this MCU accepts, in this
-        // order: its verdict is known now and travels with the packet.
+        // order (less those the far end cannot hold): its verdict is known
+        // now and travels with the packet.
         let mut discarded = false;
-        if let Some((encoded, original)) = &pending.encoded {
+        if let Some((encoded, original)) = pending.encoded.as_ref().filter(|_| !overflow) {
             match self.decompressors[p].decompress(encoded) {
                 Ok(rebuilt) if rebuilt != *original => stats.rebuilt_ip_id_differs += 1,
                 Ok(_) => {}
@@ -726,7 +782,11 @@ impl<P: Copy> NfcLink<P> {
         self.ends[p].held.push_back(bytes);
         self.ends[p].uart = Uart::Loading {
             frame: Frame {
-                packet: Carried { frame, discarded },
+                packet: Carried {
+                    frame,
+                    discarded,
+                    overflow,
+                },
                 len: link_len,
             },
             ready_at: now + self.config.uart_time(u64::from(bytes)),
@@ -911,6 +971,29 @@ pub struct RawNfc {
     /// period, bytes }`, a message of `bytes` each way every `period` (bridge.md). Default:
     /// none (no power-control traffic).
     power_control: Option<RawPowerControl>,
+    /// Each end's own packet buffer, and whether the ends exchange their sizes at set-up so the
+    /// TCP hosts at the ends take the largest segment both hold as their MSS: `{ bytes, pbuf,
+    /// exchange }` (bridge.md, *Buffer and MTU exchange*). A packet an end cannot hold is lost.
+    /// Not with `mcu_buffer`. Default: none (`mcu_buffer` at both ends, and an empty MCU takes
+    /// any packet).
+    buffers: Option<RawBuffers>,
+}
+
+/// The `buffers` table of an NFC link.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBuffers {
+    /// Size of each end's packet buffer, one count per end in the order of `ends`; it must
+    /// hold at least a bare TCP/IP header with the link's framing. Unit: bytes. Required.
+    bytes: Option<Vec<u32>>,
+    /// Payload of one pool pbuf (lwIP's `PBUF_POOL_BUFSIZE`) at an end whose buffer is lwIP's
+    /// pbuf pool, each pbuf costing 16 bytes of `struct pbuf` besides, or 0 for a plain byte
+    /// buffer; one per end. Unit: bytes. Default: `[0, 0]`.
+    pbuf: Option<Vec<u32>>,
+    /// Whether the ends advertise their buffers at link set-up, the hosts at the ends then
+    /// clamping their MSS to the largest segment both hold (never raising it). Default: false
+    /// (each host keeps its own MSS).
+    exchange: Option<bool>,
 }
 
 /// The `power_control` table of an NFC link.
@@ -957,10 +1040,25 @@ pub struct NfcSpec {
     /// Power-control messages sharing the slots (off unless the
     /// `power_control` table is given).
     pub power_control: Option<PowerControl>,
+    /// Each end's own buffer and whether the ends exchange their sizes
+    /// (off unless the `buffers` table is given).
+    pub buffers: Option<NfcBuffers>,
 }
 
 /// Bytes of MCU packet framing (bridge spec §1.2), gone without the MCU.
 pub const MCU_FRAMING: u32 = 8;
+
+impl NfcSpec {
+    /// Bytes of framing the link adds to each IP packet.
+    fn framing(&self) -> u32 {
+        let mode = NfcConfig::for_rate(self.rate_bps).unwrap_or(NfcConfig::rate_11_2kbps());
+        if self.mcu {
+            mode.framing
+        } else {
+            mode.framing - MCU_FRAMING
+        }
+    }
+}
 
 impl ScenarioLink for NfcSpec {
     const KIND: &'static str = "nfc";
@@ -979,6 +1077,12 @@ impl ScenarioLink for NfcSpec {
             ));
         }
         let defaults = NfcConfig::rate_11_2kbps();
+        if raw.mcu_buffer.is_some() && raw.buffers.is_some() {
+            return Err(ScenarioError::new(
+                cx.at("buffers"),
+                "give the buffers either as `mcu_buffer` or as `buffers`, not both".to_string(),
+            ));
+        }
         let mcu_buffer = raw.mcu_buffer.unwrap_or(defaults.mcu_buffer);
         if mcu_buffer == 0 {
             return Err(ScenarioError::new(
@@ -1034,9 +1138,20 @@ impl ScenarioLink for NfcSpec {
             None => None,
             Some(pc) => Some(power_control(pc, &mode, cx)?),
         };
+        let mcu = raw.mcu.unwrap_or(true);
+        let framing = if mcu {
+            mode.framing
+        } else {
+            mode.framing - MCU_FRAMING
+        };
+        let buffers = match raw.buffers {
+            None => None,
+            Some(b) => Some(buffers(b, framing, cx)?),
+        };
         Ok(NfcSpec {
             header_compression,
             power_control,
+            buffers,
             ends,
             rate_bps: rate,
             sensing,
@@ -1045,7 +1160,7 @@ impl ScenarioLink for NfcSpec {
             uart_queue,
             slot_phase: raw.slot_phase.map(|d| d.0),
             uart_baud,
-            mcu: raw.mcu.unwrap_or(true),
+            mcu,
         })
     }
 
@@ -1054,9 +1169,16 @@ impl ScenarioLink for NfcSpec {
     }
 
     // The emulator hands links frames without their bytes, which header
-    // compression needs.
+    // compression needs, and sets a real lwIP host's MSS from its own
+    // `lwip` table, which the buffer exchange does not reach.
     fn emulated(&self) -> bool {
         self.header_compression == HeaderCompression::Off
+            && !self.buffers.is_some_and(|b| b.exchange)
+    }
+
+    fn mss_limit(&self) -> Option<u16> {
+        let buffers = self.buffers.filter(|b| b.exchange)?;
+        buffers.negotiated_mss(self.framing())
     }
 
     fn attachments(&self) -> Vec<Attachment> {
@@ -1076,16 +1198,65 @@ impl ScenarioLink for NfcSpec {
                 uart_baud: self.uart_baud,
                 header_compression: self.header_compression,
                 power_control: self.power_control,
-                framing: if self.mcu {
-                    mode.framing
-                } else {
-                    mode.framing - MCU_FRAMING
-                },
+                buffers: self.buffers,
+                framing: self.framing(),
                 ..mode
             },
             rng,
         ))
     }
+}
+
+/// Validates a `buffers` table: two ends, each able to hold at least a
+/// segment of one byte with its headers and `framing`.
+fn buffers(raw: RawBuffers, framing: u32, cx: &LinkCheck<'_>) -> Result<NfcBuffers, ScenarioError> {
+    let per_end = |field: &str, values: Option<&[u32]>, default: [u32; 2]| match values {
+        None => Ok(default),
+        Some(&[a, b]) => Ok([a, b]),
+        Some(other) => Err(ScenarioError::new(
+            cx.at(&format!("buffers.{field}")),
+            format!(
+                "must list two byte counts, one per end, got {}",
+                other.len()
+            ),
+        )),
+    };
+    let Some(bytes) = raw.bytes.as_deref() else {
+        return Err(ScenarioError::new(
+            cx.at("buffers.bytes"),
+            "required in a `buffers` table".to_string(),
+        ));
+    };
+    let bytes = per_end("bytes", Some(bytes), [0, 0])?;
+    let pbuf = per_end("pbuf", raw.pbuf.as_deref(), [0, 0])?;
+    let ends = [0, 1].map(|p| EndBuffer {
+        bytes: bytes[p],
+        pbuf: pbuf[p],
+    });
+    // The smallest packet the hosts send: headers and framing, no data.
+    let bare = super::nfc_buffers::TCP_IP_HEADERS + framing;
+    for (p, end) in ends.iter().enumerate() {
+        if end.largest_payload() < bare + 1 {
+            let pbufs = if end.pbuf > 0 {
+                format!(" in {}-byte pbufs", end.pbuf)
+            } else {
+                String::new()
+            };
+            return Err(ScenarioError::new(
+                cx.at("buffers.bytes"),
+                format!(
+                    "end {p} holds at most {} bytes of NFC payload{pbufs}, too few for a \
+                     segment of one byte ({} with headers and framing)",
+                    end.largest_payload(),
+                    bare + 1
+                ),
+            ));
+        }
+    }
+    Ok(NfcBuffers {
+        ends,
+        exchange: raw.exchange.unwrap_or(false),
+    })
 }
 
 /// Validates a `power_control` table: a message of at least one byte, and
@@ -1570,5 +1741,96 @@ mod tests {
         drain(&mut l);
         let json = serde_json::to_value(l.stats()).expect("serializes");
         assert!(json.get("power_control_slots").is_none(), "{json}");
+    }
+}
+
+#[cfg(test)]
+mod buffer_tests {
+    use super::*;
+    use crate::rng::component_stream;
+    use LinkOutput::*;
+
+    /// The appliance (port 0) keeps packets in 256-byte pool pbufs within
+    /// 1024 bytes (768 bytes of NFC payload), the PTx (port 1) in 2048
+    /// plain bytes.
+    fn small_appliance(exchange: bool) -> NfcLink<u32> {
+        NfcLink::new(
+            NfcConfig {
+                slot_phase: Some(SimDuration::ZERO),
+                buffers: Some(NfcBuffers {
+                    ends: [
+                        EndBuffer {
+                            bytes: 1024,
+                            pbuf: 256,
+                        },
+                        EndBuffer {
+                            bytes: 2048,
+                            pbuf: 0,
+                        },
+                    ],
+                    exchange,
+                }),
+                ..NfcConfig::rate_11_2kbps()
+            },
+            component_stream(1, "nfc"),
+        )
+    }
+
+    fn run(l: &mut NfcLink<u32>, from: Port, len: u32) -> Vec<LinkOutput<u32>> {
+        let mut out = Vec::new();
+        l.transmit(SimTime::ZERO, from, Frame { packet: 7, len }, &mut out);
+        while let Some(t) = l.poll_timeout() {
+            l.handle_timeout(t, &mut out);
+        }
+        out
+    }
+
+    fn overflow(port: Port, len: u32) -> LinkOutput<u32> {
+        Dropped {
+            port,
+            frame: Frame { packet: 7, len },
+            reason: DropReason::BufferOverflow,
+        }
+    }
+
+    #[test]
+    fn a_packet_larger_than_the_senders_buffer_is_lost_at_its_mcu() {
+        let mut l = small_appliance(false);
+        // 753 + 16 bytes of framing: one byte more than three pbufs carry.
+        let out = run(&mut l, 0, 753);
+        assert!(out.contains(&overflow(0, 753)), "{out:?}");
+        let s = l.stats();
+        assert_eq!(s.directions[0].dropped_buffer_overflow, 1);
+        assert_eq!((s.directions[0].slots, s.busy_periods), (0, 0));
+        // One byte less fits, and crosses.
+        let mut l = small_appliance(false);
+        let out = run(&mut l, 0, 752);
+        assert!(out.iter().any(|o| matches!(o, Delivered { port: 1, .. })));
+    }
+
+    #[test]
+    fn a_packet_larger_than_the_receivers_buffer_crosses_and_is_lost_there() {
+        let mut l = small_appliance(false);
+        // The study's full segment from the PTx fits the PTx, not the
+        // appliance: it takes its 108 slots and is lost on arrival.
+        let out = run(&mut l, 1, 1064);
+        assert!(out.contains(&overflow(0, 1064)), "{out:?}");
+        assert!(!out.iter().any(|o| matches!(o, Delivered { .. })));
+        let s = l.stats();
+        assert_eq!(s.directions[1].dropped_buffer_overflow, 1);
+        assert_eq!(s.directions[1].slots, 108);
+        assert_eq!(s.directions[1].delivered_packets, 0);
+    }
+
+    #[test]
+    fn the_exchange_reports_the_mss_both_ends_hold() {
+        assert_eq!(small_appliance(true).stats().negotiated_mss, Some(712));
+        assert_eq!(small_appliance(false).stats().negotiated_mss, None);
+        // A segment of that MSS fits both ways.
+        for from in [0, 1] {
+            let mut l = small_appliance(true);
+            let out = run(&mut l, from, 712 + 40);
+            assert!(out.iter().any(|o| matches!(o, Delivered { .. })), "{out:?}");
+        }
     }
 }

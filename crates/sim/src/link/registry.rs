@@ -240,6 +240,13 @@ pub trait ScenarioLink: Sized + Clone + std::fmt::Debug + PartialEq {
         Self::EMULATED
     }
 
+    /// The largest MSS the TCP hosts at its ends may use, when the link
+    /// negotiates one at set-up (an NFC link's buffer exchange). None by
+    /// default.
+    fn mss_limit(&self) -> Option<u16> {
+        None
+    }
+
     /// The model, drawing whatever it randomises from `rng` (the stream
     /// `link/<name>` of the run's seed, in the simulator and the emulator
     /// alike).
@@ -344,6 +351,13 @@ macro_rules! link_registry {
             pub fn default_routes(&self) -> Vec<(Port, std::net::IpAddr)> {
                 match self {
                     $( LinkModelSpec::$variant(s) => s.default_routes(), )+
+                }
+            }
+
+            /// The MSS it negotiates with the hosts at its ends, if any.
+            pub fn mss_limit(&self) -> Option<u16> {
+                match self {
+                    $( LinkModelSpec::$variant(s) => s.mss_limit(), )+
                 }
             }
 

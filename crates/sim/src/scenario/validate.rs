@@ -75,7 +75,7 @@ pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
     for h in &raw.host {
         topology.add_host(&h.name, h.position, h.bridge == Some(true));
     }
-    let hosts = raw
+    let mut hosts = raw
         .host
         .iter()
         .enumerate()
@@ -136,7 +136,8 @@ pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         .map(|(i, r)| validate_route(&topology, i, r))
         .collect::<Result<Vec<_>, _>>()?;
     let captures = validate_captures(&topology, &link_specs, &raw.capture)?;
-    let apps = validate_apps(&topology, &hosts, raw.app)?;
+    let mut apps = validate_apps(&topology, &hosts, raw.app)?;
+    follow_link_mss(&link_specs, &mut hosts, &mut apps);
     check_offered_load(&topology, &link_specs, &apps)?;
     let middleboxes = validate_middleboxes(&topology, raw.middlebox)?;
 
@@ -151,6 +152,27 @@ pub(super) fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         apps,
         middleboxes,
     })
+}
+
+/// The TCP hosts at a link that negotiates an MSS (an NFC link's buffer
+/// exchange) use it, clamped as a peer's MSS option would be: never raised
+/// above their own.
+fn follow_link_mss(links: &[LinkSpec], hosts: &mut [HostSpec], apps: &mut [AppSpec]) {
+    for link in links {
+        let Some(limit) = link.model.mss_limit() else {
+            continue;
+        };
+        for end in link.model.attachments() {
+            let host_profiles = hosts.iter_mut().filter(|h| h.name == end.host);
+            let app_profiles = apps.iter_mut().filter(|a| a.host == end.host);
+            for profile in host_profiles
+                .filter_map(|h| h.tcp.as_mut())
+                .chain(app_profiles.filter_map(|a| a.tcp.as_deref_mut()))
+            {
+                profile.mss = profile.mss.min(limit);
+            }
+        }
+    }
 }
 
 fn validate_middleboxes(
