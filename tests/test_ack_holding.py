@@ -223,3 +223,90 @@ def test_predicted_fades_compare_the_schemes_on_one_channel(reproduction: Path) 
     assert set(paired["scheme"]) == {"ack-holding", "freeze", "snoop"}
     assert (paired["n"] == runs["seed"].nunique()).all()
     assert (base / "figures" / "fades-gain.png").stat().st_size > 10_000
+
+
+def _capture(rows: list[tuple[float, str, str, int, int, int, int]]) -> pd.DataFrame:
+    """A capture as :func:`rtolab.frames.read_capture` decodes one: rows of
+    (time s, source, flags, seq, ack, window, payload). SYNs carry window
+    scale 2."""
+    frame = pd.DataFrame(
+        rows, columns=["time_s", "src", "flags", "seq", "ack", "window", "payload_len"]
+    )
+    frame["dst"] = frame["src"].map({"10.0.0.1": "10.0.0.2", "10.0.0.2": "10.0.0.1"})
+    frame["protocol"] = "tcp"
+    frame["window_scale"] = [2 if "SYN" in f else None for f in frame["flags"]]
+    return frame
+
+
+FIXED, MOBILE = "10.0.0.1", "10.0.0.2"
+#: Handshake (the fixed host's ISN 1000, the mobile's 5000), data, and the
+#: mobile's ACKs: the window field 1000 is 4000 bytes (scale 2).
+HANDSHAKE = [
+    (0.0, FIXED, "SYN", 1000, 0, 65535, 0),
+    (0.05, MOBILE, "SYN,ACK", 5000, 1001, 65535, 0),
+    (0.10, FIXED, "ACK", 1001, 5001, 500, 0),
+    (0.10, FIXED, "ACK", 1001, 5001, 500, 1000),
+    (0.10, FIXED, "ACK", 2001, 5001, 500, 1000),
+    (0.20, MOBILE, "ACK", 5001, 2001, 1000, 0),
+    (0.20, FIXED, "ACK", 3001, 5001, 500, 1000),
+    (0.20, FIXED, "ACK", 4001, 5001, 500, 1000),
+    (0.20, FIXED, "ACK", 5001, 5001, 500, 1000),
+]
+
+
+def test_capture_check_counts_third_duplicates_only_while_holding() -> None:
+    from rtolab.experiments import ack_holding_linux as linux
+
+    # The original and two duplicates while holding: allowed.
+    held = [(1.0 + 0.5 * i, MOBILE, "ACK", 5001, 3001, 1000, 0) for i in range(3)]
+    check = linux.check_capture(_capture(HANDSHAKE + held), None, (0.9, 3.0))
+    assert (check.third_duplicates, check.longest_run, check.ok) == (0, 3, True)
+    # A third duplicate is counted, and so is every later one.
+    more = [(2.6 + 0.1 * i, MOBILE, "ACK", 5001, 3001, 1000, 0) for i in range(2)]
+    check = linux.check_capture(_capture(HANDSHAKE + held + more), None, (0.9, 3.0))
+    assert (check.third_duplicates, check.longest_run, check.ok) == (2, 5, False)
+    # Outside the interval the mobile's own duplicates are not the base
+    # station's doing.
+    assert linux.check_capture(_capture(HANDSHAKE + held + more), None, (3.0, 4.0)).ok
+    # A changed window makes it a different ACK (RFC 5681's definition).
+    wider = (2.6, MOBILE, "ACK", 5001, 3001, 1001, 0)
+    assert linux.check_capture(_capture(HANDSHAKE + held + [wider]), None, (0.9, 3.0)).ok
+
+
+def test_capture_check_finds_data_beyond_the_scaled_window() -> None:
+    from rtolab.experiments import ack_holding_linux as linux
+
+    # The ACK at 0.2 s offers bytes up to 1000 + 4 * 1000 = 5000 past the
+    # ISN: the data up to 5000 (relative) is inside, with the scale.
+    assert linux.check_capture(_capture(HANDSHAKE), None, (0.0, 1.0)).beyond_window == 0
+    beyond = (0.3, FIXED, "ACK", 6001, 5001, 500, 1000)
+    check = linux.check_capture(_capture([*HANDSHAKE, beyond]), None, (0.0, 1.0))
+    assert (check.beyond_window, check.ok) == (1, False)
+    # ACKs released to the fixed host may not offer more than the mobile
+    # did: here the mobile advertised 1000 (4000 bytes), the fixed host saw 1200.
+    mobile_side = _capture(HANDSHAKE)
+    opened = (0.25, MOBILE, "ACK", 5001, 2001, 1200, 0)
+    check = linux.check_capture(_capture([*HANDSHAKE, opened]), mobile_side, (0.0, 1.0))
+    assert (check.edge_opened, check.ok) == (1, False)
+
+
+def test_timeouts_are_retransmissions_of_the_asked_for_segment_after_quiet() -> None:
+    from rtolab.experiments import ack_holding_linux as linux
+
+    rows = [
+        *HANDSHAKE,
+        # A timeout 0.6 s after the last ACK (which asked for 2001), again
+        # after 1.2 s more.
+        (0.80, FIXED, "ACK", 2001, 5001, 500, 1000),
+        (2.00, FIXED, "ACK", 2001, 5001, 500, 1000),
+        # A paced ACK; the retransmission it triggers is not a timeout.
+        (2.50, MOBILE, "ACK", 5001, 3001, 1000, 0),
+        (2.5005, FIXED, "ACK", 3001, 5001, 500, 1000),
+        # A duplicate does not restart the timer: the timeout 50 ms after
+        # it counts, a retransmission 1 ms after another does not.
+        (3.40, MOBILE, "ACK", 5001, 3001, 1000, 0),
+        (3.45, FIXED, "ACK", 3001, 5001, 500, 1000),
+        (4.00, MOBILE, "ACK", 5001, 3001, 1000, 0),
+        (4.001, FIXED, "ACK", 3001, 5001, 500, 1000),
+    ]
+    assert linux.timeouts(_capture(rows)) == [0.8, 2.0, 3.45]
