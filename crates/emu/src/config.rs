@@ -339,13 +339,12 @@ impl EmuScenario {
             if !link.model.emulated() {
                 let kind = link.model.kind();
                 // An emulated kind refused here has a setting only the
-                // simulator runs: one that needs the packets' bytes, which
-                // the emulator does not hand its links.
+                // simulator runs: an NFC link's buffer exchange sets the MSS
+                // of simulated hosts, not that of real stacks.
                 let message = if LinkModelSpec::kind_emulated(kind) {
                     format!(
                         "{kind} links are emulated, but not with this one's settings: \
-                         those that need the packets' bytes (header_compression) run \
-                         in the simulator only"
+                         the buffer exchange (buffers.exchange) runs in the simulator only"
                     )
                 } else {
                     format!(
@@ -591,7 +590,7 @@ delay = "1ms"
         let text = BASE
             .replace(
                 "kind = \"point-to-point\"",
-                "kind = \"nfc\"\nheader_compression = \"rfc1144\"",
+                "kind = \"nfc\"\nbuffers = { bytes = [1024, 2048], exchange = true }",
             )
             .replace("rate = \"10Mbps\"\ndelay = \"1ms\"", "rate = \"11.2kbps\"");
         let e = EmuScenario::from_toml_str(&text).unwrap_err();
@@ -601,12 +600,18 @@ delay = "1ms"
                 .starts_with("nfc links are emulated, but not with this one's settings"),
             "{e}"
         );
-        let plain = text.replace("header_compression = \"rfc1144\"", "");
+        let plain = text.replace("exchange = true", "exchange = false");
         assert!(EmuScenario::from_toml_str(&plain).is_ok());
+        // Header compression gets the packets' bytes, as in the simulator.
+        let compressed = text.replace(
+            "buffers = { bytes = [1024, 2048], exchange = true }",
+            "header_compression = \"rfc1144\"",
+        );
+        assert!(EmuScenario::from_toml_str(&compressed).is_ok());
         // Power-control traffic and a jittered delay are timing only: the
         // emulator runs them with the same link models.
         let power = text.replace(
-            "header_compression = \"rfc1144\"",
+            "buffers = { bytes = [1024, 2048], exchange = true }",
             "power_control = { period = \"100ms\", bytes = 10 }",
         );
         assert!(EmuScenario::from_toml_str(&power).is_ok());

@@ -568,8 +568,16 @@ impl Engine {
             len: self.pool.len(packet) as u32,
         };
         let slot = &mut self.links[link];
-        slot.link
-            .transmit(now, port, 1 - port.min(1), frame, &mut self.link_out);
+        if slot.link.reads_datagrams() {
+            // A link that reads the bytes (an NFC link compressing headers)
+            // gets them, as in the simulator.
+            let datagram = self.pool.bytes(packet);
+            slot.link
+                .transmit_datagram(now, port, frame, datagram, &mut self.link_out);
+        } else {
+            slot.link
+                .transmit(now, port, 1 - port.min(1), frame, &mut self.link_out);
+        }
         self.queue_outputs(link, now);
     }
 

@@ -82,6 +82,42 @@ const FIN: u16 = 0x01;
 const APPLIANCE: &str = "192.168.1.102";
 const END_USER: &str = "192.168.1.202";
 
+/// The bridge study's future work against the real lwIP: RFC 1144 header
+/// compression on the NFC link (which reads the packets' bytes) and the
+/// PTx filter on the bridge.
+#[test]
+fn lwip_hosts_run_the_bridge_with_header_compression_and_the_ptx_filter() {
+    let Some(_slot) =
+        lwip_slot("lwip_hosts_run_the_bridge_with_header_compression_and_the_ptx_filter")
+    else {
+        return;
+    };
+    let text = shipped("emu-bridge-lwip-real.toml").replacen(
+        "rate = \"11.2kbps\"",
+        "rate = \"11.2kbps\"\nheader_compression = \"rfc1144\"",
+        1,
+    )
+        + "\n[[middlebox]]\nkind = \"ptx-filter\"\nhost = \"ptx\"\nappliance = \"192.168.1.102\"\n";
+    let report = run(&EmuScenario::from_toml_str(&text).unwrap(), None);
+    assert_eq!(report.ended_by, "done");
+    let client = app(&report, "client");
+    assert!(client.result.completed, "{client:?}");
+    assert_eq!(client.result.bytes_received, 1024);
+    assert_eq!(client.result.bytes_corrupt, 0);
+    let nfc = &report.engine.links[0];
+    let rtolab_sim::link::LinkStats::Nfc(stats) = &nfc.stats else {
+        panic!("{nfc:?}");
+    };
+    let compressed: u64 = stats.directions.iter().map(|d| d.compressed_packets).sum();
+    let on_link: u64 = stats.directions.iter().map(|d| d.link_bytes).sum();
+    let sent: u64 = stats.directions.iter().map(|d| d.sent_bytes).sum();
+    assert!(compressed > 0 && on_link < sent, "{stats:?}");
+    let filter = &report.engine.middleboxes[0];
+    assert_eq!(filter.kind, "ptx-filter");
+    // It looked at the packets the bridge forwarded.
+    assert!(filter.stats["seen"].as_u64() > Some(0), "{filter:?}");
+}
+
 #[test]
 fn lwip_appliance_and_end_user_complete_the_bridge_exchange() {
     let Some(_slot) = lwip_slot("lwip_appliance_and_end_user_complete_the_bridge_exchange") else {

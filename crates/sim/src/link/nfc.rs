@@ -1168,12 +1168,10 @@ impl ScenarioLink for NfcSpec {
         self.rate_bps
     }
 
-    // The emulator hands links frames without their bytes, which header
-    // compression needs, and sets a real lwIP host's MSS from its own
-    // `lwip` table, which the buffer exchange does not reach.
+    // The emulator sets a real lwIP host's MSS from its own `lwip` table,
+    // which the buffer exchange does not reach.
     fn emulated(&self) -> bool {
-        self.header_compression == HeaderCompression::Off
-            && !self.buffers.is_some_and(|b| b.exchange)
+        !self.buffers.is_some_and(|b| b.exchange)
     }
 
     fn mss_limit(&self) -> Option<u16> {
