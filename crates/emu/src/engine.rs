@@ -464,13 +464,12 @@ impl Engine {
         links.chain(hosts).chain(chains).min()
     }
 
-    /// Whether no link holds a frame and no middlebox waits to act.
-    pub fn links_idle(&self) -> bool {
-        self.links.iter().all(|l| l.link.poll_timeout().is_none())
-            && self
-                .chains
-                .values()
-                .all(|c| c.chain.poll_timeout().is_none())
+    /// Whether no datagram is left anywhere between the hosts: every one a
+    /// link or middlebox took has been delivered or dropped (links and
+    /// middleboxes hold theirs in the pool). Pending timers do not count:
+    /// a fading link's next outage or the NFC slot clock is always due.
+    pub fn network_empty(&self) -> bool {
+        self.pool.live() == 0
     }
 
     /// Whether every client app of every rtolab host has finished.

@@ -552,7 +552,7 @@ pub fn emulate(
                     .iter()
                     .all(|(_, a)| !a.is_client || a.is_finished())
                 && lwip_hosts().all(|h| !h.has_clients() || h.clients_done())
-                && engine.links_idle();
+                && engine.network_empty();
             quiet_since = if done {
                 quiet_since.or(Some(now))
             } else {

@@ -74,16 +74,43 @@ fn a_datagram_crosses_at_the_models_time() {
     let t0 = SimTime::from_millis(10);
     engine.advance(t0, &mut out);
     engine.ingress(t0, 0, &sent, &mut out);
+    assert!(!engine.network_empty());
     let due = t0 + SimDuration::from_millis(4);
     assert_eq!(engine.poll_timeout(), Some(due));
     // A late driver replays the same history: the due time is the model's.
     engine.advance(due + SimDuration::from_millis(7), &mut out);
     assert_eq!(out.0, [(1, sent, due)]);
-    assert!(engine.links_idle());
+    assert!(engine.network_empty());
     let report = engine.report(due + SimDuration::from_millis(7));
     assert_eq!(report.edges.packets_from_tun, 1);
     assert_eq!(report.edges.packets_to_tun, 1);
     assert_eq!(report.hosts[0].wire.packets_sent, 1);
+}
+
+/// A fading link always has its next change of state due; once the
+/// datagram has crossed, the network is empty all the same, so a run that
+/// stops when its apps are done can end.
+#[test]
+fn a_fading_link_with_nothing_to_carry_is_empty_though_its_outages_go_on() {
+    let text = TWO_LINUX.replace(
+        "kind = \"point-to-point\"",
+        "kind = \"fading\"\nfading = { mean_up = \"3s\", mean_down = \"300ms\" }",
+    );
+    let emu = EmuScenario::from_toml_str(&text).unwrap();
+    let mut engine = Engine::new(&emu, 1, None).unwrap();
+    let mut out = Collect::default();
+    let t0 = SimTime::from_millis(10);
+    engine.advance(t0, &mut out);
+    engine.ingress(t0, 0, &udp_datagram(972), &mut out);
+    assert!(!engine.network_empty());
+    let later = t0 + SimDuration::from_millis(500);
+    engine.advance(later, &mut out);
+    assert_eq!(out.0.len(), 1, "the datagram crossed");
+    assert!(engine.network_empty());
+    assert!(
+        engine.poll_timeout().is_some(),
+        "the outage process goes on"
+    );
 }
 
 #[test]
