@@ -1821,6 +1821,34 @@ mod buffer_tests {
     }
 
     #[test]
+    fn the_hosts_at_the_link_take_the_negotiated_mss_and_only_they() {
+        use crate::scenario::Scenario;
+        let text = include_str!("../../../../scenarios/bridge-buffers.toml");
+        let mss = |text: &str| {
+            let s = Scenario::from_toml_str(text).unwrap();
+            let app = |name: &str| {
+                let app = s.apps.iter().find(|a| a.name == name).unwrap();
+                app.tcp.as_ref().map(|p| p.mss)
+            };
+            (
+                app("client"),
+                app("server"),
+                s.hosts[0].smoltcp.as_ref().map(|m| m.mtu),
+            )
+        };
+        // The appliance at the link announces 712; the end-user device,
+        // beyond the bridge, keeps its own (it learns 712 from the SYN).
+        assert_eq!(mss(text), (Some(712), Some(1024), None));
+        let fixed = text.replace("exchange = true", "exchange = false");
+        assert_eq!(mss(&fixed), (Some(1024), Some(1024), None));
+        // A smoltcp appliance gets the MSS through its MTU.
+        let smol = text
+            .replacen("profile = \"lwip\"", "stack = \"smoltcp\"", 1)
+            .replacen("tcp = { rto = { initial = \"3.5s\" } }", "", 1);
+        assert_eq!(mss(&smol).2, Some(752));
+    }
+
+    #[test]
     fn the_exchange_reports_the_mss_both_ends_hold() {
         assert_eq!(small_appliance(true).stats().negotiated_mss, Some(712));
         assert_eq!(small_appliance(false).stats().negotiated_mss, None);

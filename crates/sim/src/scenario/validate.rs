@@ -165,10 +165,18 @@ fn follow_link_mss(links: &[LinkSpec], hosts: &mut [HostSpec], apps: &mut [AppSp
         for end in link.model.attachments() {
             let host_profiles = hosts.iter_mut().filter(|h| h.name == end.host);
             let app_profiles = apps.iter_mut().filter(|a| a.host == end.host);
-            for profile in host_profiles
-                .filter_map(|h| h.tcp.as_mut())
-                .chain(app_profiles.filter_map(|a| a.tcp.as_deref_mut()))
-            {
+            for host in host_profiles {
+                if let Some(profile) = host.tcp.as_mut() {
+                    profile.mss = profile.mss.min(limit);
+                }
+                // smoltcp derives its MSS from the MTU (never below IPv4's
+                // minimum of 68 bytes).
+                if let Some(smol) = host.smoltcp.as_mut() {
+                    let mtu = usize::from(limit) + 40;
+                    smol.mtu = smol.mtu.min(mtu.max(rtolab_smoltcp::MIN_MTU));
+                }
+            }
+            for profile in app_profiles.filter_map(|a| a.tcp.as_deref_mut()) {
                 profile.mss = profile.mss.min(limit);
             }
         }
