@@ -26,8 +26,11 @@
 //!   naming the field, values with units, the topology;
 //! * [`catalog`]: every registered kind with the fields of its table,
 //!   their types, units, defaults and meanings (`rtolab list links`, …);
-//! * [`tcp_layer`]: the per-host TCP stacks (the `rtolab-tcp` engine) the kernel
-//!   drives, and the per-connection counters computed from their traces;
+//! * [`tcp_layer`]: the seam between apps, the kernel and a host's TCP
+//!   stack ([`tcp_layer::HostStack`]), whichever stack it is;
+//! * [`tcp_layer`]: every host's stack, the run's flow table, our engine's
+//!   implementation of the seam, and the per-connection counters computed
+//!   from its traces; [`smol`]: smoltcp's implementation;
 //! * [`trace`]: typed trace events and sinks;
 //! * [`trace_table`]: trace levels and families, and the sink writing
 //!   each family as a Parquet table;

@@ -13,23 +13,22 @@
 //! with the engine's flow table: they appear in app trace events, but not
 //! in the report's `flows` table (smoltcp keeps no counters to fill it).
 
+use std::any::Any;
+use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use rtolab_smoltcp::{Host, RecvError, Settings, SettingsError, State};
+use rtolab_tcp::trace::TraceEvent as EngineTrace;
 use rtolab_tcp::State as EngineState;
-use rtolab_time::SimTime;
+use rtolab_time::{SimDuration, SimTime};
 use smoltcp::iface::SocketHandle;
 
 use crate::node::AppId;
-use crate::tcp_layer::{FlowId, TcpError, TcpEvent};
+use crate::tcp_layer::{BadSegment, HostStack, Route, StackCx, StackOutput};
+use crate::tcp_layer::{FlowId, TcpAppMetrics, TcpConfigId, TcpError, TcpEvent};
 
 /// The first flow number of smoltcp connections.
 pub const SMOLTCP_FLOW_BASE: u32 = 1 << 31;
-
-/// Whether a flow number belongs to a smoltcp host.
-pub fn is_smoltcp_flow(flow: FlowId) -> bool {
-    flow.0 >= SMOLTCP_FLOW_BASE
-}
 
 /// One connection of a smoltcp host, as its app sees it.
 struct SmolFlow {
@@ -69,7 +68,10 @@ pub struct SmolHost {
     connections: Vec<(AppId, u64)>,
     /// State changes seen since the last [`SmolHost::take_state_changes`]:
     /// (app, flow, from, to), in the engine's names.
-    changes: Vec<(AppId, FlowId, EngineState, EngineState)>,
+    changes: VecDeque<(AppId, FlowId, EngineState, EngineState)>,
+    /// What the collection in progress has left to hand over.
+    sent: VecDeque<Vec<u8>>,
+    collecting: bool,
 }
 
 /// smoltcp's name of a TCP state in the engine's (both are RFC 9293's).
@@ -104,7 +106,9 @@ impl SmolHost {
             flows: Vec::new(),
             listeners: Vec::new(),
             connections: Vec::new(),
-            changes: Vec::new(),
+            changes: VecDeque::new(),
+            sent: VecDeque::new(),
+            collecting: false,
         })
     }
 
@@ -306,7 +310,7 @@ impl SmolHost {
         if state != f.last {
             let flow = FlowId(SMOLTCP_FLOW_BASE + index as u32);
             self.changes
-                .push((f.app, flow, engine_state(f.last), engine_state(state)));
+                .push_back((f.app, flow, engine_state(f.last), engine_state(state)));
         }
         let acked = f.queued - send_queue as u64;
         if !f.connected {
@@ -378,7 +382,7 @@ impl SmolHost {
     /// as polling shows them (a change and its reversal between two polls
     /// go unseen): (app, flow, from, to).
     pub fn take_state_changes(&mut self) -> Vec<(AppId, FlowId, EngineState, EngineState)> {
-        std::mem::take(&mut self.changes)
+        self.changes.drain(..).collect()
     }
 
     /// The state of the most recent connection of `app`, as last polled.
@@ -404,5 +408,152 @@ impl SmolHost {
     /// When smoltcp next needs a poll.
     pub fn poll_at(&mut self, now: SimTime) -> Option<SimTime> {
         self.host.poll_at(now)
+    }
+}
+
+/// smoltcp behind the seam: it parses datagrams itself, reports its
+/// sockets' changes as events after each poll, and keeps no per-flow
+/// counters (its flows fill no row of the run's flow table).
+impl HostStack for SmolHost {
+    fn takes_tcp(&self) -> bool {
+        true
+    }
+
+    fn listen(
+        &mut self,
+        cx: &mut StackCx<'_>,
+        app: AppId,
+        _config: Option<TcpConfigId>,
+        port: u16,
+    ) -> Result<(), TcpError> {
+        SmolHost::listen(self, app, port)?;
+        cx.wake();
+        Ok(())
+    }
+
+    fn connect(
+        &mut self,
+        cx: &mut StackCx<'_>,
+        app: AppId,
+        _config: Option<TcpConfigId>,
+        remote: SocketAddr,
+        port: Option<u16>,
+        _route: Route,
+    ) -> Result<FlowId, TcpError> {
+        let flow = SmolHost::connect(self, app, remote, port)?;
+        cx.wake();
+        Ok(flow)
+    }
+
+    fn send(
+        &mut self,
+        cx: &mut StackCx<'_>,
+        app: AppId,
+        flow: FlowId,
+        data: &[u8],
+    ) -> Result<usize, TcpError> {
+        let queued = SmolHost::send(self, app, flow, data)?;
+        cx.wake();
+        Ok(queued)
+    }
+
+    fn recv(
+        &mut self,
+        cx: &mut StackCx<'_>,
+        app: AppId,
+        flow: FlowId,
+        buf: &mut [u8],
+    ) -> Result<usize, TcpError> {
+        let read = SmolHost::recv(self, app, flow, buf)?;
+        if read > 0 {
+            // The read may open the window: smoltcp decides on the poll.
+            cx.wake();
+        }
+        Ok(read)
+    }
+
+    fn close(&mut self, cx: &mut StackCx<'_>, app: AppId, flow: FlowId) -> Result<(), TcpError> {
+        SmolHost::close(self, app, flow)?;
+        cx.wake();
+        Ok(())
+    }
+
+    fn abort(&mut self, cx: &mut StackCx<'_>, app: AppId, flow: FlowId) -> Result<(), TcpError> {
+        SmolHost::abort(self, app, flow)?;
+        cx.wake();
+        Ok(())
+    }
+
+    fn send_capacity(
+        &mut self,
+        _cx: &mut StackCx<'_>,
+        app: AppId,
+        flow: FlowId,
+    ) -> Result<usize, TcpError> {
+        SmolHost::send_capacity(self, app, flow)
+    }
+
+    fn bytes_acked(
+        &mut self,
+        _cx: &mut StackCx<'_>,
+        app: AppId,
+        flow: FlowId,
+    ) -> Result<u64, TcpError> {
+        SmolHost::bytes_acked(self, app, flow)
+    }
+
+    /// smoltcp parses (and checks) the datagram itself, on the next poll.
+    fn input(
+        &mut self,
+        cx: &mut StackCx<'_>,
+        datagram: &[u8],
+    ) -> Result<Option<AppId>, BadSegment> {
+        SmolHost::input(self, datagram);
+        cx.wake();
+        Ok(None)
+    }
+
+    fn timeout(&mut self, cx: &mut StackCx<'_>) {
+        cx.wake();
+    }
+
+    /// One poll per collection: first the state changes it showed (all
+    /// smoltcp lets us see of its connections), then the datagrams it sent.
+    fn poll_output(&mut self, cx: &mut StackCx<'_>, buf: &mut Vec<u8>) -> Option<StackOutput> {
+        if !self.collecting {
+            self.collecting = true;
+            let sent = self.poll(cx.now, &mut cx.run.notes);
+            self.sent.extend(sent);
+        }
+        if let Some((app, flow, from, to)) = self.changes.pop_front() {
+            return Some(StackOutput::Trace {
+                time: cx.now,
+                app: Some(app),
+                flow,
+                event: EngineTrace::State { from, to },
+            });
+        }
+        if let Some(datagram) = self.sent.pop_front() {
+            *buf = datagram;
+            return Some(StackOutput::Datagram);
+        }
+        self.collecting = false;
+        None
+    }
+
+    /// A deadline at `now` right after a poll is smoltcp's microsecond
+    /// rounding: look again a microsecond later.
+    fn next_deadline(&mut self, now: SimTime) -> Option<SimTime> {
+        self.poll_at(now)
+            .map(|at| at.max(now + SimDuration::from_micros(1)))
+    }
+
+    fn app_metrics(&self, app: AppId, metrics: &mut TcpAppMetrics) {
+        metrics.connections += self.connections_of(app);
+        metrics.final_state = metrics.final_state.or(self.final_state_of(app));
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }

@@ -9,9 +9,11 @@
 //! [`AppContext`]; the emulator runs the same apps over an rtolab host's
 //! engine stack with its own.
 //!
-//! TCP runs in the kernel, one engine stack per host (see [`crate::tcp_layer`]):
-//! apps call [`AppCx::tcp_connect`], [`AppCx::tcp_listen`], `tcp_send`,
-//! `tcp_recv` and `tcp_close`, and hear back through [`App::on_tcp`]. A
+//! TCP runs in the kernel, one stack per host behind the seam of
+//! [`crate::tcp_layer::HostStack`] (our engine or smoltcp, the app cannot
+//! tell): apps call [`AppCx::tcp_connect`], [`AppCx::tcp_listen`],
+//! `tcp_send`, `tcp_recv` and `tcp_close`, and hear back through
+//! [`App::on_tcp`]. A
 //! custom transport can instead bind raw datagrams and drive its own
 //! sans-IO engine from `on_packet` and `on_timer`.
 //!
@@ -78,8 +80,8 @@ use crate::node::{Node, NodeId};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::{EventId, EventQueue};
 use crate::rng::{LazyStream, SimRng};
-use crate::smol::SmolHost;
 use crate::tcp_layer::{FlowId, TcpConfigId, TcpError, TcpEvent, TcpLayer};
+use crate::tcp_layer::{HostStack, Route, StackCx};
 use crate::trace::{AppEvent, TraceEvent, Tracer};
 
 app_registry! {
@@ -265,8 +267,8 @@ pub trait AppCx {
     fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError>;
 
     /// One of the app's open connections, to read its state, counters and
-    /// buffer levels. Only our engine's connections have one: a context
-    /// running another stack answers [`TcpError::UnknownFlow`], and apps
+    /// buffer levels. Only our engine's connections have one: on a host
+    /// running another stack it answers [`TcpError::UnknownFlow`], and apps
     /// that should run there use the two calls below.
     fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError>;
 
@@ -366,8 +368,6 @@ pub struct AppContext<'a> {
     pub(crate) tracer: &'a mut Tracer,
     pub(crate) rng: &'a mut LazyStream,
     pub(crate) tcp: &'a mut TcpLayer,
-    /// The host's smoltcp stack, when it runs smoltcp: TCP calls go there.
-    pub(crate) smol: Option<&'a mut SmolHost>,
     pub(crate) tcp_config: Option<TcpConfigId>,
     pub(crate) links: &'a [LinkSlot],
 }
@@ -390,31 +390,30 @@ impl AppContext<'_> {
         slot.link.path_hint(interface.port, dst, self.now)
     }
 
-    /// [`AppCx::tcp_connect_from`] on the host's stack (smoltcp's or ours).
+    /// Calls the host's stack on behalf of the app.
+    fn stack<R>(
+        &mut self,
+        call: impl FnOnce(&mut dyn HostStack, &mut StackCx<'_>, AppId) -> R,
+    ) -> R {
+        let app = self.app;
+        self.tcp
+            .with_host(self.now, self.node_id, &self.node.name, |stack, cx| {
+                call(stack, cx, app)
+            })
+    }
+
+    /// [`AppCx::tcp_connect_from`] on the host's stack.
     fn open(&mut self, remote: SocketAddr, port: Option<u16>) -> Result<FlowId, TcpError> {
-        if let Some(smol) = self.smol.as_deref_mut() {
-            let flow = smol.connect(self.app, remote, port)?;
-            self.tcp.mark(self.node_id);
-            return Ok(flow);
-        }
         let local = match remote.ip() {
             IpAddr::V4(dst) => self.node.source_address_for(dst).map(IpAddr::V4),
             IpAddr::V6(dst) => self.node.source_address6_for(dst).map(IpAddr::V6),
-        }
-        .ok_or(TcpError::NoRoute(remote.ip()))?;
-        let config = self.tcp.config_for(self.node_id, self.tcp_config);
-        let path = self.path_hint(remote.ip());
-        self.tcp.connect(
-            self.now,
-            self.node_id,
-            &self.node.name,
-            self.app,
-            config,
+        };
+        let route = Route {
             local,
-            remote,
-            port,
-            path,
-        )
+            path: self.path_hint(remote.ip()),
+        };
+        let config = self.tcp_config;
+        self.stack(|stack, cx, app| stack.connect(cx, app, config, remote, port, route))
     }
 }
 
@@ -498,13 +497,8 @@ impl AppCx for AppContext<'_> {
     }
 
     fn tcp_listen(&mut self, port: u16) -> Result<(), TcpError> {
-        if let Some(smol) = self.smol.as_deref_mut() {
-            smol.listen(self.app, port)?;
-            self.tcp.mark(self.node_id);
-            return Ok(());
-        }
-        let config = self.tcp.config_for(self.node_id, self.tcp_config);
-        self.tcp.listen(self.node_id, self.app, config, port)
+        let config = self.tcp_config;
+        self.stack(|stack, cx, app| stack.listen(cx, app, config, port))
     }
 
     fn tcp_connect_from(
@@ -515,85 +509,41 @@ impl AppCx for AppContext<'_> {
         let opened = self.open(remote.into(), port);
         if opened.is_err() {
             // The app hears of it and goes on; the report counts it.
-            self.tcp.connect_failed(self.app);
+            self.tcp.run.connect_failed(self.app);
         }
         opened
     }
 
     fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
-        if let Some(smol) = self.smol.as_deref_mut() {
-            let queued = smol.send(self.app, flow, data)?;
-            self.tcp.mark(self.node_id);
-            return Ok(queued);
-        }
-        self.tcp.send(self.node_id, self.app, flow, |stack, conn| {
-            stack.send(conn, data)
-        })
+        self.stack(|stack, cx, app| stack.send(cx, app, flow, data))
     }
 
     fn tcp_send_shared(&mut self, flow: FlowId, data: Bytes) -> Result<usize, TcpError> {
-        if self.smol.is_some() {
-            // smoltcp copies into its own ring buffer either way.
-            return self.tcp_send(flow, &data);
-        }
-        self.tcp.send(self.node_id, self.app, flow, |stack, conn| {
-            stack.send_shared(conn, data)
-        })
+        self.stack(|stack, cx, app| stack.send_shared(cx, app, flow, data))
     }
 
     fn tcp_recv(&mut self, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError> {
-        if let Some(smol) = self.smol.as_deref_mut() {
-            let read = smol.recv(self.app, flow, buf)?;
-            if read > 0 {
-                // The read may open the window: smoltcp decides on the poll.
-                self.tcp.mark(self.node_id);
-            }
-            return Ok(read);
-        }
-        self.tcp.recv(self.node_id, self.app, flow, buf)
+        self.stack(|stack, cx, app| stack.recv(cx, app, flow, buf))
     }
 
     fn tcp_close(&mut self, flow: FlowId) -> Result<(), TcpError> {
-        if let Some(smol) = self.smol.as_deref_mut() {
-            smol.close(self.app, flow)?;
-            self.tcp.mark(self.node_id);
-            return Ok(());
-        }
-        let now = self.now;
-        self.tcp.conn_mut(self.node_id, self.app, flow)?.close(now);
-        Ok(())
+        self.stack(|stack, cx, app| stack.close(cx, app, flow))
     }
 
     fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError> {
-        if let Some(smol) = self.smol.as_deref_mut() {
-            smol.abort(self.app, flow)?;
-            self.tcp.mark(self.node_id);
-            return Ok(());
-        }
-        let now = self.now;
-        self.tcp.conn_mut(self.node_id, self.app, flow)?.abort(now);
-        Ok(())
+        self.stack(|stack, cx, app| stack.abort(cx, app, flow))
     }
 
     fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError> {
-        if self.smol.is_some() {
-            return Err(TcpError::UnknownFlow(flow));
-        }
         self.tcp.conn(self.node_id, self.app, flow)
     }
 
     fn tcp_send_capacity(&mut self, flow: FlowId) -> Result<usize, TcpError> {
-        match self.smol.as_deref_mut() {
-            Some(smol) => smol.send_capacity(self.app, flow),
-            None => self.tcp_connection(flow).map(Connection::send_capacity),
-        }
+        self.stack(|stack, cx, app| stack.send_capacity(cx, app, flow))
     }
 
     fn tcp_bytes_acked(&mut self, flow: FlowId) -> Result<u64, TcpError> {
-        match self.smol.as_deref_mut() {
-            Some(smol) => smol.bytes_acked(self.app, flow),
-            None => self.tcp_connection(flow).map(|c| c.stats().bytes_acked),
-        }
+        self.stack(|stack, cx, app| stack.bytes_acked(cx, app, flow))
     }
 
     fn call_custom(&mut self, app: &mut CustomApp, hook: Hook<'_>) {

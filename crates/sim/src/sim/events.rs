@@ -176,7 +176,9 @@ impl Simulator {
                 }
                 host.timer_at = None;
                 host.wakeups += 1;
-                self.tcp.handle_timeout(self.now, NodeId(node));
+                let name = &self.nodes[node as usize].name;
+                self.tcp
+                    .with_host(self.now, NodeId(node), name, |stack, cx| stack.timeout(cx));
             }
             Event::MiddleboxWakeup {
                 middlebox,
@@ -430,11 +432,15 @@ impl Simulator {
                 chain.indicate(i, now, iface.index, indication, host);
             }
         });
-        match indication {
-            LinkIndication::GoingDown { .. } => self.tcp.link_warning(self.now, iface.node, true),
-            LinkIndication::Up => self.tcp.link_warning(self.now, iface.node, false),
-            LinkIndication::Gone => {}
-        }
+        let going_down = match indication {
+            LinkIndication::GoingDown { .. } => true,
+            LinkIndication::Up => false,
+            LinkIndication::Gone => return,
+        };
+        let name = &self.nodes[iface.node.0 as usize].name;
+        self.tcp.with_host(self.now, iface.node, name, |stack, cx| {
+            stack.link_warning(cx, going_down)
+        });
     }
 
     fn interface_mut(&mut self, iface: IfaceId) -> &mut Interface {

@@ -36,7 +36,6 @@ use crate::node::{Node, NodeId};
 use crate::pool::{PacketId, PacketPool};
 use crate::queue::EventQueue;
 use crate::rng::LazyStream;
-use crate::smol::SmolHost;
 use crate::tcp_layer::{TcpConfigId, TcpLayer};
 use crate::trace::Tracer;
 
@@ -188,9 +187,8 @@ pub struct Simulator {
     pool: PacketPool,
     tracer: Tracer,
     taps: Vec<Tap>,
+    /// Every node's host stack and the run's shared TCP state.
     tcp: TcpLayer,
-    /// Per node, its smoltcp stack when it runs smoltcp instead of ours.
-    smol: Vec<Option<Box<SmolHost>>>,
     link_out: Vec<LinkOutput<PacketId>>,
     work: VecDeque<Work>,
     outbox: Vec<PacketId>,

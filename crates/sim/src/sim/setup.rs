@@ -51,7 +51,6 @@ impl Simulator {
             tracer: Tracer::default(),
             taps: Vec::new(),
             tcp: TcpLayer::new(seed),
-            smol: Vec::new(),
             link_out: Vec::with_capacity(64),
             work: VecDeque::with_capacity(64),
             outbox: Vec::with_capacity(16),
@@ -102,7 +101,6 @@ impl Simulator {
         self.chains.push(MiddleboxChain::new(id));
         self.node_middleboxes.push(Vec::new());
         self.tcp.add_node();
-        self.smol.push(None);
         id
     }
 
@@ -481,19 +479,21 @@ impl Simulator {
     /// Registers a TCP configuration (profile and policy factories) for
     /// hosts and apps to use.
     pub fn add_tcp_config(&mut self, config: Config) -> TcpConfigId {
-        self.tcp.add_config(config)
+        self.tcp.run.add_config(config)
     }
 
     /// A registered TCP configuration.
     pub fn tcp_config(&self, id: TcpConfigId) -> &Config {
-        self.tcp.config(id)
+        self.tcp.run.config(id)
     }
 
     /// Sets the TCP configuration of `node`'s apps that have none of their
     /// own, and of the resets it sends. Without one, hosts use the `linux`
     /// profile.
     pub fn set_host_tcp_config(&mut self, node: NodeId, config: TcpConfigId) {
-        self.tcp.set_host_config(node, config);
+        self.tcp.hosts[node.0 as usize]
+            .stack
+            .set_default_config(config);
     }
 
     /// Makes `node` run smoltcp instead of our engine, with `settings`, on
@@ -530,14 +530,16 @@ impl Simulator {
                     source,
                 }
             })?;
-        self.smol[node.0 as usize] = Some(Box::new(host));
-        self.tcp.set_host_smoltcp(node);
+        self.tcp.set_stack(node, Box::new(host));
         Ok(())
     }
 
     /// The smoltcp stack of `node`, if it runs one.
     pub fn smoltcp_host(&self, node: NodeId) -> Option<&SmolHost> {
-        self.smol[node.0 as usize].as_deref()
+        self.tcp.hosts[node.0 as usize]
+            .stack
+            .as_any()
+            .downcast_ref::<SmolHost>()
     }
 
     /// Sets the TCP configuration of the connections `app` opens or
@@ -571,12 +573,8 @@ impl Simulator {
     /// The summed TCP counters of an app's connections; `None` for apps
     /// that are not built-in TCP apps and never opened a connection.
     pub fn app_tcp_metrics(&self, id: AppId) -> Option<TcpAppMetrics> {
-        let mut metrics = self.tcp.app_metrics(id);
         let node = self.apps[id.0 as usize].node;
-        if let Some(smol) = &self.smol[node.0 as usize] {
-            metrics.connections += smol.connections_of(id);
-            metrics.final_state = metrics.final_state.or(smol.final_state_of(id));
-        }
+        let metrics = self.tcp.app_metrics(node, id);
         (metrics.connections > 0 || self.apps[id.0 as usize].app.uses_tcp()).then_some(metrics)
     }
 

@@ -1,17 +1,14 @@
 //! The transport glue: datagrams for a node go to the app bound to them
 //! or to the host's TCP stack, whose output and events it drives.
 
-use rtolab_time::SimDuration;
 use rtolab_wire::ipv4::{self, protocol};
-use rtolab_wire::ipv6::{self, Ipv6Repr, Transport6};
-use rtolab_wire::packet::{self, Transport};
+use rtolab_wire::ipv6::Ipv6Repr;
 
 use crate::app::{AnyApp, App, AppContext, AppId};
 use crate::event::Event;
 use crate::node::NodeId;
 use crate::pool::PacketId;
-use crate::smol::is_smoltcp_flow;
-use crate::tcp_layer::Drained;
+use crate::tcp_layer::StackOutput;
 use crate::trace::{DropReason, TcpTrace, TraceEvent};
 
 use super::ip::ip_version;
@@ -44,7 +41,7 @@ impl Simulator {
             return;
         };
         let Some(app) = self.demux[node.0 as usize].lookup(proto, port) else {
-            if proto == protocol::TCP && self.tcp.hosts[node.0 as usize].active() {
+            if proto == protocol::TCP && self.tcp.hosts[node.0 as usize].stack.takes_tcp() {
                 self.tcp_input(node, packet);
             } else {
                 self.drop_at(node, packet, DropReason::NoListener);
@@ -70,43 +67,11 @@ impl Simulator {
     /// A TCP datagram for `node` that no raw app bound: hand it to the
     /// host's TCP stack.
     fn tcp_input(&mut self, node: NodeId, packet: PacketId) {
-        if let Some(smol) = self.smol[node.0 as usize].as_deref_mut() {
-            // smoltcp parses (and checks) the datagram itself.
-            smol.input(self.pool.bytes(packet));
-            self.tcp.mark(node);
-            self.nodes[node.0 as usize].stats.delivered += 1;
-            trace!(
-                self,
-                TraceEvent::PacketDelivered {
-                    node: node.0,
-                    app: None,
-                    packet: self.pool.uid(packet),
-                    len: self.pool.len(packet) as u32,
-                }
-            );
-            self.pool.free(packet);
-            return;
-        }
-        let datagram = self.pool.take(packet);
         let name = &self.nodes[node.0 as usize].name;
-        let owner = if ip_version(&datagram) == Some(6) {
-            match ipv6::parse(&datagram) {
-                Ok(ipv6::ParsedPacket6 {
-                    ip,
-                    transport: Transport6::Tcp(tcp),
-                }) => Ok(self.tcp.input(self.now, node, name, &ip, &tcp)),
-                _ => Err(()),
-            }
-        } else {
-            match packet::parse(&datagram) {
-                Ok(packet::ParsedPacket {
-                    ip,
-                    transport: Transport::Tcp(tcp),
-                }) => Ok(self.tcp.input(self.now, node, name, &ip, &tcp)),
-                _ => Err(()),
-            }
-        };
-        self.pool.put_back(packet, datagram);
+        let datagram = self.pool.bytes(packet);
+        let owner = self
+            .tcp
+            .with_host(self.now, node, name, |stack, cx| stack.input(cx, datagram));
         let Ok(owner) = owner else {
             self.drop_at(node, packet, DropReason::BadHeader);
             return;
@@ -133,10 +98,12 @@ impl Simulator {
             // delivered, as it would from a real socket.
             if self.tcp.take_dirty(node) {
                 self.tcp_drain(node);
-            } else if let Some((app, flow, event)) = self.tcp.notes.pop_front() {
+            } else if let Some((app, flow, event)) = self.tcp.run.notes.pop_front() {
                 self.call_app(app.0, |a, cx| a.on_tcp(cx, flow, event));
-                if event.is_final() && !is_smoltcp_flow(flow) {
-                    self.tcp.retire(self.now, flow);
+                if event.is_final() {
+                    let name = &self.nodes[node.0 as usize].name;
+                    self.tcp
+                        .with_host(self.now, node, name, |stack, cx| stack.finished(cx, flow));
                 }
             } else {
                 break;
@@ -146,52 +113,35 @@ impl Simulator {
         self.tcp_reschedule(node);
     }
 
-    /// Sends every datagram the host's stacks have ready and collects their
-    /// events, in the engine's documented order.
+    /// Sends every datagram the host's stack has ready and records its
+    /// trace records, in the order the stack hands them over.
     fn tcp_drain(&mut self, node: NodeId) {
-        if let Some(smol) = self.smol[node.0 as usize].as_deref_mut() {
-            let sent = smol.poll(self.now, &mut self.tcp.notes);
-            // State changes are all smoltcp lets us see of its connections.
-            for (app, flow, from, to) in smol.take_state_changes() {
-                if self.tracer.enabled() {
-                    self.tracer.record(
-                        self.now,
-                        TraceEvent::Tcp {
-                            node: node.0,
-                            app: Some(app.0),
-                            flow: flow.0,
-                            detail: TcpTrace(rtolab_tcp::trace::TraceEvent::State { from, to }),
-                        },
-                    );
+        while let Some(output) =
+            self.tcp
+                .poll_output(self.now, node, &self.nodes[node.0 as usize].name)
+        {
+            match output {
+                StackOutput::Datagram => {
+                    let id = self.pool.alloc();
+                    // Swap buffers rather than copy: the pool's empty buffer
+                    // becomes the next transmit buffer.
+                    std::mem::swap(self.pool.buf_mut(id), &mut self.tcp.buf);
+                    self.send_local(node, id);
                 }
-            }
-            for datagram in sent {
-                let id = self.pool.alloc();
-                *self.pool.buf_mut(id) = datagram;
-                self.send_local(node, id);
-            }
-            return;
-        }
-        let stacks = self.tcp.hosts[node.0 as usize].stack_count();
-        for s in 0..stacks {
-            while let Some(len) = self.tcp.poll_transmit(self.now, node, s) {
-                self.tcp.buf.truncate(len);
-                let id = self.pool.alloc();
-                // Swap buffers rather than copy: the pool's empty buffer
-                // becomes the next transmit buffer.
-                std::mem::swap(self.pool.buf_mut(id), &mut self.tcp.buf);
-                self.send_local(node, id);
-            }
-            while let Some(drained) = self.tcp.poll_event(self.now, node, s) {
-                if let Drained::Trace { flow, app, trace } = drained {
+                StackOutput::Trace {
+                    time,
+                    app,
+                    flow,
+                    event,
+                } => {
                     if self.tracer.enabled() {
                         self.tracer.record(
-                            trace.time,
+                            time,
                             TraceEvent::Tcp {
                                 node: node.0,
                                 app: app.map(|a| a.0),
                                 flow: flow.0,
-                                detail: TcpTrace(trace.event),
+                                detail: TcpTrace(event),
                             },
                         );
                     }
@@ -200,18 +150,11 @@ impl Simulator {
         }
     }
 
-    /// Keeps exactly one live timer event per host, at its earliest TCP
+    /// Keeps exactly one live timer event per host, at its stack's next
     /// deadline; a replaced event goes stale and is skipped when it pops.
     fn tcp_reschedule(&mut self, node: NodeId) {
         let host = &mut self.tcp.hosts[node.0 as usize];
-        let next = match self.smol[node.0 as usize].as_deref_mut() {
-            // A deadline at `now` right after a poll is smoltcp's
-            // microsecond rounding: look again a microsecond later.
-            Some(smol) => smol
-                .poll_at(self.now)
-                .map(|at| at.max(self.now + SimDuration::from_micros(1))),
-            None => host.next_deadline(),
-        };
+        let next = host.stack.next_deadline(self.now);
         if next == host.timer_at {
             return;
         }
@@ -248,7 +191,6 @@ impl Simulator {
             tracer: &mut self.tracer,
             rng: &mut slot.rng,
             tcp: &mut self.tcp,
-            smol: self.smol[node.0 as usize].as_deref_mut(),
             tcp_config: slot.tcp_config,
             links: &self.links,
         };
