@@ -883,8 +883,7 @@ impl Engine {
                         .iter()
                         .find(|r| r.index == h)
                         // smoltcp keeps no such counters.
-                        .filter(|r| r.host.smoltcp().is_none())
-                        .map(|r| r.host.counts()),
+                        .and_then(|r| r.host.counts()),
                 })
                 .collect(),
             apps: self

@@ -25,7 +25,7 @@ use smoltcp::iface::SocketHandle;
 
 use crate::node::AppId;
 use crate::tcp_layer::{BadSegment, HostStack, Route, StackCx, StackOutput};
-use crate::tcp_layer::{FlowId, TcpAppMetrics, TcpConfigId, TcpError, TcpEvent};
+use crate::tcp_layer::{FlowId, TcpAppMetrics, TcpConfigId, TcpError, TcpEvent, TcpRun};
 
 /// The first flow number of smoltcp connections.
 pub const SMOLTCP_FLOW_BASE: u32 = 1 << 31;
@@ -515,6 +515,14 @@ impl HostStack for SmolHost {
 
     fn timeout(&mut self, cx: &mut StackCx<'_>) {
         cx.wake();
+    }
+
+    fn accepted(&self, _run: &TcpRun, flow: FlowId) -> bool {
+        self.is_passive(flow)
+    }
+
+    fn connections_over(&self, _run: &TcpRun, app: AppId) -> bool {
+        self.all_over(app)
     }
 
     /// One poll per collection: first the state changes it showed (all

@@ -11,6 +11,7 @@
 //! Either end of a connection can be either kind: an rtolab `exchange`
 //! client talks to a Linux `exchange-server` and the other way round.
 
+mod engine_host;
 pub mod linux;
 pub mod rtolab;
 

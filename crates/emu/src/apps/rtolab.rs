@@ -1,9 +1,10 @@
-//! An rtolab host: the engine's [`Stack`] as a user-space host with its own
+//! An rtolab host: a TCP stack behind the host-stack seam
+//! ([`HostStack`]: our engine or smoltcp) as a user-space host with its own
 //! IP address, driven by the emulator's clock, running the simulator's own
 //! apps ([`rtolab_sim::app`], built by [`rtolab_sim::app::AppKindSpec::build`]).
 //!
 //! The apps see the host through [`HostCx`], its implementation of
-//! [`AppCx`]: flow ids map to the stack's [`ConnId`]s, timers live in the
+//! [`AppCx`]: their TCP calls go to the stack, timers live in the
 //! host until the engine reaches their time, each app draws from the
 //! random stream the simulator would give it (`app/<name>`), and datagrams
 //! the apps build leave through the host's link like TCP segments. The
@@ -19,70 +20,22 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use rtolab_sim::app::{AnyApp, App, AppCx, AppId, AppStats, BindError, Binding, Demux};
+use rtolab_sim::node::NodeId;
 use rtolab_sim::rng::{component_stream, SimRng};
 use rtolab_sim::scenario::{AppKindSpec, AppSpec};
 use rtolab_sim::smol::SmolHost;
-use rtolab_sim::tcp_layer::{FlowId, TcpCounts, TcpError, TcpEvent};
+use rtolab_sim::tcp_layer::{
+    BadSegment, FlowId, HostStack, Route, StackCx, StackOutput, TcpCounts, TcpError, TcpEvent,
+    TcpRun,
+};
 use rtolab_sim::trace::AppEvent;
-use rtolab_tcp::{Bytes, Config, ConnId, ConnectError, Connection, Event, Stack, State};
+use rtolab_tcp::{Bytes, Config, Connection};
 use rtolab_time::SimTime;
 use rtolab_wire::packet::{self, Transport};
-use rtolab_wire::WireError;
 use sha2::{Digest, Sha256};
 
+use super::engine_host::EngineHost;
 use super::{hex_digest, AppResult, EngineAppReport};
-
-/// The connections of a host's apps: the flow ids the apps know them by,
-/// the [`ConnId`]s the stack does, and the app owning each.
-#[derive(Debug, Default)]
-pub(crate) struct Flows {
-    /// By flow id: the connection and its app, `None` once it is over.
-    slots: Vec<Option<(ConnId, usize)>>,
-    by_conn: BTreeMap<ConnId, FlowId>,
-}
-
-impl Flows {
-    /// A new flow for `conn`, owned by app `app`.
-    pub(crate) fn insert(&mut self, conn: ConnId, app: usize) -> FlowId {
-        let flow = FlowId(self.slots.len() as u32);
-        self.slots.push(Some((conn, app)));
-        self.by_conn.insert(conn, flow);
-        flow
-    }
-
-    /// The flow of connection `conn` and its app, while it is open.
-    pub(crate) fn of_conn(&self, conn: ConnId) -> Option<(FlowId, usize)> {
-        let flow = *self.by_conn.get(&conn)?;
-        let (_, app) = self.slots[flow.0 as usize]?;
-        Some((flow, app))
-    }
-
-    /// The connection of `flow` if it is an open flow of app `app`.
-    pub(crate) fn conn(&self, flow: FlowId, app: usize) -> Result<ConnId, TcpError> {
-        match self.slots.get(flow.0 as usize) {
-            Some(&Some((conn, owner))) if owner == app => Ok(conn),
-            _ => Err(TcpError::UnknownFlow(flow)),
-        }
-    }
-
-    /// Forgets a flow that is over; its id is never reused.
-    pub(crate) fn remove(&mut self, flow: FlowId) {
-        if let Some(slot) = self.slots.get_mut(flow.0 as usize) {
-            if let Some((conn, _)) = slot.take() {
-                self.by_conn.remove(&conn);
-            }
-        }
-    }
-
-    /// The open connections of app `app`.
-    pub(crate) fn of_app(&self, app: usize) -> impl Iterator<Item = ConnId> + '_ {
-        self.slots
-            .iter()
-            .flatten()
-            .filter(move |(_, owner)| *owner == app)
-            .map(|(conn, _)| *conn)
-    }
-}
 
 /// A timer an app set on an rtolab host, for cancelling it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,16 +80,15 @@ impl Timers {
 
 /// The host's side of its apps' calls.
 struct Net {
-    stack: Stack,
-    /// On a smoltcp host, smoltcp runs the apps' TCP and `stack` stays idle.
-    smol: Option<Box<SmolHost>>,
-    /// smoltcp's next deadline, as of the last drive.
-    smol_deadline: Option<SimTime>,
+    name: String,
+    /// The host's TCP (our engine or smoltcp), behind the seam.
+    tcp: Box<dyn HostStack>,
+    /// Its app events waiting to be delivered.
+    run: TcpRun,
+    /// Its next deadline, as of the last drive.
+    tcp_deadline: Option<SimTime>,
     addr: Ipv4Addr,
-    flows: Flows,
     timers: Timers,
-    /// TCP port to the app listening on it.
-    listeners: BTreeMap<u16, usize>,
     demux: Demux,
     /// Datagrams apps built, to send; and emptied buffers for reuse.
     outbox: Vec<Vec<u8>>,
@@ -195,6 +147,20 @@ fn app_failure(event: TcpEvent) -> &'static str {
         TcpEvent::Reset => "reset",
         TcpEvent::TimedOut => "timed_out",
         _ => "closed_early",
+    }
+}
+
+impl Net {
+    /// Calls the host's stack at `now`.
+    fn stack<R>(
+        &mut self,
+        now: SimTime,
+        call: impl FnOnce(&mut dyn HostStack, &mut StackCx<'_>) -> R,
+    ) -> R {
+        // The emulator numbers no nodes: the host is the only one its
+        // stack serves.
+        let mut cx = StackCx::new(now, NodeId(0), &self.name, &mut self.run);
+        call(&mut *self.tcp, &mut cx)
     }
 }
 
@@ -270,20 +236,9 @@ impl AppCx for HostCx<'_> {
     fn trace(&mut self, _detail: AppEvent) {}
 
     fn tcp_listen(&mut self, port: u16) -> Result<(), TcpError> {
-        if let Some(smol) = self.net.smol.as_deref_mut() {
-            return smol.listen(AppId(self.app as u32), port);
-        }
-        match self.net.listeners.get(&port) {
-            Some(&owner) if owner != self.app => Err(TcpError::PortInUse {
-                port,
-                owner: AppId(owner as u32),
-            }),
-            _ => {
-                self.net.listeners.insert(port, self.app);
-                self.net.stack.listen(port);
-                Ok(())
-            }
-        }
+        let app = self.app_id();
+        self.net
+            .stack(self.now, |stack, cx| stack.listen(cx, app, None, port))
     }
 
     fn tcp_connect_from(
@@ -292,26 +247,16 @@ impl AppCx for HostCx<'_> {
         port: Option<u16>,
     ) -> Result<FlowId, TcpError> {
         let remote = remote.into();
-        if let Some(smol) = self.net.smol.as_deref_mut() {
-            let flow = smol.connect(AppId(self.app as u32), remote, port)?;
-            self.record.connections += 1;
-            if let Some((first @ None, _)) = &mut self.record.sent {
-                *first = Some(flow);
-            }
-            return Ok(flow);
-        }
-        // The host has one address: a peer of the other family is
-        // unreachable. The host's link layer is the real one, which tells
-        // the RTO policy nothing about the path.
-        let conn = self
-            .net
-            .stack
-            .try_connect_from(self.now, remote, port, None, |_| true)
-            .map_err(|e| match e {
-                ConnectError::FamilyMismatch { .. } => TcpError::NoRoute(remote.ip()),
-                ConnectError::NoFreePort { .. } => TcpError::NoFreePort(remote),
-            })?;
-        let flow = self.net.flows.insert(conn, self.app);
+        let app = self.app_id();
+        // The host's link layer is the real one, which tells the RTO
+        // policy nothing about the path.
+        let route = Route {
+            local: Some(self.net.addr.into()),
+            path: None,
+        };
+        let flow = self.net.stack(self.now, |stack, cx| {
+            stack.connect(cx, app, None, remote, port, route)
+        })?;
         self.record.connections += 1;
         if let Some((first @ None, _)) = &mut self.record.sent {
             *first = Some(flow);
@@ -320,16 +265,10 @@ impl AppCx for HostCx<'_> {
     }
 
     fn tcp_send(&mut self, flow: FlowId, data: &[u8]) -> Result<usize, TcpError> {
-        let taken = match self.net.smol.as_deref_mut() {
-            Some(smol) => smol.send(AppId(self.app as u32), flow, data)?,
-            None => {
-                let conn = self.net.flows.conn(flow, self.app)?;
-                self.net
-                    .stack
-                    .send(conn, data)
-                    .ok_or(TcpError::UnknownFlow(flow))??
-            }
-        };
+        let app = self.app_id();
+        let taken = self
+            .net
+            .stack(self.now, |stack, cx| stack.send(cx, app, flow, data))?;
         if let Some((Some(first), hasher)) = &mut self.record.sent {
             if *first == flow {
                 hasher.update(&data[..taken]);
@@ -339,20 +278,14 @@ impl AppCx for HostCx<'_> {
     }
 
     fn tcp_send_shared(&mut self, flow: FlowId, data: Bytes) -> Result<usize, TcpError> {
-        if self.net.smol.is_some() {
-            // smoltcp copies into its own ring buffer either way.
-            return self.tcp_send(flow, &data);
-        }
-        let conn = self.net.flows.conn(flow, self.app)?;
+        let app = self.app_id();
         let hashed = match &self.record.sent {
             Some((Some(first), _)) if *first == flow => Some(data.clone()),
             _ => None,
         };
         let taken = self
             .net
-            .stack
-            .send_shared(conn, data)
-            .ok_or(TcpError::UnknownFlow(flow))??;
+            .stack(self.now, |stack, cx| stack.send_shared(cx, app, flow, data))?;
         if let (Some(data), Some((_, hasher))) = (hashed, &mut self.record.sent) {
             hasher.update(&data[..taken]);
         }
@@ -360,16 +293,10 @@ impl AppCx for HostCx<'_> {
     }
 
     fn tcp_recv(&mut self, flow: FlowId, buf: &mut [u8]) -> Result<usize, TcpError> {
-        let n = match self.net.smol.as_deref_mut() {
-            Some(smol) => smol.recv(AppId(self.app as u32), flow, buf)?,
-            None => {
-                let conn = self.net.flows.conn(flow, self.app)?;
-                self.net
-                    .stack
-                    .recv(conn, buf)
-                    .ok_or(TcpError::UnknownFlow(flow))?
-            }
-        };
+        let app = self.app_id();
+        let n = self
+            .net
+            .stack(self.now, |stack, cx| stack.recv(cx, app, flow, buf))?;
         if self.record.hash_received && n > 0 {
             if let Some(hasher) = self
                 .record
@@ -385,45 +312,34 @@ impl AppCx for HostCx<'_> {
     }
 
     fn tcp_close(&mut self, flow: FlowId) -> Result<(), TcpError> {
-        if let Some(smol) = self.net.smol.as_deref_mut() {
-            return smol.close(AppId(self.app as u32), flow);
-        }
-        let conn = self.net.flows.conn(flow, self.app)?;
-        let c = self.net.stack.conn_mut(conn);
-        c.ok_or(TcpError::UnknownFlow(flow))?.close(self.now);
-        Ok(())
+        let app = self.app_id();
+        self.net
+            .stack(self.now, |stack, cx| stack.close(cx, app, flow))
     }
 
     fn tcp_abort(&mut self, flow: FlowId) -> Result<(), TcpError> {
-        if let Some(smol) = self.net.smol.as_deref_mut() {
-            return smol.abort(AppId(self.app as u32), flow);
-        }
-        let conn = self.net.flows.conn(flow, self.app)?;
-        let c = self.net.stack.conn_mut(conn);
-        c.ok_or(TcpError::UnknownFlow(flow))?.abort(self.now);
-        Ok(())
+        let app = self.app_id();
+        self.net
+            .stack(self.now, |stack, cx| stack.abort(cx, app, flow))
     }
 
     fn tcp_connection(&self, flow: FlowId) -> Result<&Connection, TcpError> {
-        if self.net.smol.is_some() {
-            return Err(TcpError::UnknownFlow(flow));
-        }
-        let conn = self.net.flows.conn(flow, self.app)?;
-        self.net.stack.conn(conn).ok_or(TcpError::UnknownFlow(flow))
+        self.net
+            .tcp
+            .connection(&self.net.run, Some(self.app_id()), flow)
+            .ok_or(TcpError::UnknownFlow(flow))
     }
 
     fn tcp_send_capacity(&mut self, flow: FlowId) -> Result<usize, TcpError> {
-        match self.net.smol.as_deref_mut() {
-            Some(smol) => smol.send_capacity(AppId(self.app as u32), flow),
-            None => self.tcp_connection(flow).map(Connection::send_capacity),
-        }
+        let app = self.app_id();
+        self.net
+            .stack(self.now, |stack, cx| stack.send_capacity(cx, app, flow))
     }
 
     fn tcp_bytes_acked(&mut self, flow: FlowId) -> Result<u64, TcpError> {
-        match self.net.smol.as_deref_mut() {
-            Some(smol) => smol.bytes_acked(AppId(self.app as u32), flow),
-            None => self.tcp_connection(flow).map(|c| c.stats().bytes_acked),
-        }
+        let app = self.app_id();
+        self.net
+            .stack(self.now, |stack, cx| stack.bytes_acked(cx, app, flow))
     }
 }
 
@@ -545,22 +461,7 @@ pub struct RtolabHost {
     net: Net,
     apps: Vec<RtolabApp>,
     started: bool,
-    counts: TcpCounts,
     datagram: Vec<u8>,
-}
-
-/// The engine's event as the apps see it; `None` for traces.
-fn tcp_event(event: &Event) -> Option<TcpEvent> {
-    Some(match event {
-        Event::Connected => TcpEvent::Connected,
-        Event::Readable => TcpEvent::Readable,
-        Event::Writable => TcpEvent::Writable,
-        Event::PeerClosed => TcpEvent::PeerClosed,
-        Event::Closed => TcpEvent::Closed,
-        Event::Reset => TcpEvent::Reset,
-        Event::TimedOut => TcpEvent::TimedOut,
-        Event::Trace(_) => return None,
-    })
 }
 
 impl RtolabHost {
@@ -574,25 +475,8 @@ impl RtolabHost {
         seed: u64,
         apps: Vec<RtolabApp>,
     ) -> RtolabHost {
-        RtolabHost {
-            name: name.to_string(),
-            net: Net {
-                stack: Stack::new(config, addr, seed),
-                smol: None,
-                smol_deadline: None,
-                addr,
-                flows: Flows::default(),
-                timers: Timers::default(),
-                listeners: BTreeMap::new(),
-                demux: Demux::default(),
-                outbox: Vec::new(),
-                spare: Vec::new(),
-            },
-            apps,
-            started: false,
-            counts: TcpCounts::default(),
-            datagram: Vec::with_capacity(1536),
-        }
+        let stack = EngineHost::new(addr, config, seed);
+        RtolabHost::with_stack(name, addr, Box::new(stack), seed, apps)
     }
 
     /// A host at `addr/prefix_len` whose apps' TCP is smoltcp's, with
@@ -607,27 +491,50 @@ impl RtolabHost {
         apps: Vec<RtolabApp>,
     ) -> Result<RtolabHost, rtolab_smoltcp::SettingsError> {
         let smol = SmolHost::new(addr, prefix_len, None, settings, seed)?;
-        // The engine stack is never handed a datagram; it only fills the
-        // slot the rtolab host kind has.
-        let idle = Arc::new(Config::from_profile(rtolab_tcp::Profile::linux()));
-        let mut host = RtolabHost::new(name, addr, idle, seed, apps);
-        host.net.smol = Some(Box::new(smol));
-        Ok(host)
+        Ok(RtolabHost::with_stack(
+            name,
+            addr,
+            Box::new(smol),
+            seed,
+            apps,
+        ))
     }
 
-    /// The host's smoltcp stack, on a smoltcp host.
-    pub fn smoltcp(&self) -> Option<&SmolHost> {
-        self.net.smol.as_deref()
+    fn with_stack(
+        name: &str,
+        addr: Ipv4Addr,
+        tcp: Box<dyn HostStack>,
+        seed: u64,
+        apps: Vec<RtolabApp>,
+    ) -> RtolabHost {
+        RtolabHost {
+            name: name.to_string(),
+            net: Net {
+                name: name.to_string(),
+                tcp,
+                run: TcpRun::new(seed),
+                tcp_deadline: None,
+                addr,
+                timers: Timers::default(),
+                demux: Demux::default(),
+                outbox: Vec::new(),
+                spare: Vec::new(),
+            },
+            apps,
+            started: false,
+            datagram: Vec::with_capacity(1536),
+        }
     }
 
-    /// The host's engine stack.
-    pub fn stack(&self) -> &Stack {
-        &self.net.stack
+    /// The host's stack.
+    pub fn stack(&self) -> &dyn HostStack {
+        &*self.net.tcp
     }
 
-    /// Engine counters of all its connections, from their trace events.
-    pub fn counts(&self) -> TcpCounts {
-        self.counts
+    /// Counters of all its connections, from their trace events, when its
+    /// stack keeps them (smoltcp keeps none).
+    pub fn counts(&self) -> Option<TcpCounts> {
+        self.net.tcp.counts()
     }
 
     /// Its apps.
@@ -652,14 +559,10 @@ impl RtolabHost {
     /// Whether every client app has finished: started, no timer left, and
     /// its connections closed down (TIME-WAIT or CLOSED).
     pub fn clients_done(&self) -> bool {
-        let gone = |c: ConnId| {
-            self.net.stack.conn(c).map_or(true, |c| {
-                matches!(c.state(), State::Closed | State::TimeWait)
-            })
-        };
-        let flows_gone = |i: usize| match &self.net.smol {
-            Some(smol) => smol.all_over(AppId(i as u32)),
-            None => self.net.flows.of_app(i).all(gone),
+        let flows_gone = |i: usize| {
+            self.net
+                .tcp
+                .connections_over(&self.net.run, AppId(i as u32))
         };
         self.started
             && self
@@ -674,11 +577,7 @@ impl RtolabHost {
         if !self.started {
             return Some(SimTime::ZERO);
         }
-        let tcp = match &self.net.smol {
-            Some(_) => self.net.smol_deadline,
-            None => self.net.stack.poll_timeout(),
-        };
-        [self.net.timers.next_deadline(), tcp]
+        [self.net.timers.next_deadline(), self.net.tcp_deadline]
             .into_iter()
             .flatten()
             .min()
@@ -700,7 +599,7 @@ impl RtolabHost {
     /// Hands the host a datagram delivered to it: to the app bound to its
     /// protocol and port, else to the stack. Malformed ones are errors, and
     /// change nothing.
-    pub fn handle_datagram(&mut self, now: SimTime, datagram: &[u8]) -> Result<(), WireError> {
+    pub fn handle_datagram(&mut self, now: SimTime, datagram: &[u8]) -> Result<(), BadSegment> {
         if !self.net.demux.is_empty() {
             let parsed = packet::parse(datagram)?;
             let port = match &parsed.transport {
@@ -716,13 +615,9 @@ impl RtolabHost {
                 return Ok(());
             }
         }
-        if let Some(smol) = self.net.smol.as_deref_mut() {
-            // smoltcp parses (and checks) it on the next drive.
-            smol.input(datagram);
-            self.net.smol_deadline = Some(now);
-            return Ok(());
-        }
-        self.net.stack.handle_datagram(now, datagram)
+        self.net
+            .stack(now, |stack, cx| stack.input(cx, datagram))
+            .map(|_| ())
     }
 
     /// Starts the apps (the first time), then fires the apps' and the
@@ -737,16 +632,12 @@ impl RtolabHost {
         while let Some((app, token)) = self.net.timers.pop_due(now) {
             self.call(app, now, |a, cx| a.on_timer(cx, token));
         }
-        self.net.stack.handle_timeout(now);
+        self.net.stack(now, |stack, cx| stack.timeout(cx));
     }
 
     /// Sends everything the apps and the stack have through `emit` and
     /// lets the apps react to connection events, until all are quiet.
     pub fn drive(&mut self, now: SimTime, mut emit: impl FnMut(&[u8])) {
-        if self.net.smol.is_some() {
-            self.drive_smoltcp(now, emit);
-            return;
-        }
         loop {
             let mut outbox = std::mem::take(&mut self.net.outbox);
             for datagram in outbox.drain(..) {
@@ -754,117 +645,43 @@ impl RtolabHost {
                 self.net.spare.push(datagram);
             }
             self.net.outbox = outbox;
-            while let Some(len) = self.net.stack.poll_transmit(now, &mut self.datagram) {
-                emit(&self.datagram[..len.min(self.datagram.len())]);
+            let datagram = &mut self.datagram;
+            // The emulator writes no TCP traces.
+            while let Some(output) = self
+                .net
+                .stack(now, |stack, cx| stack.poll_output(cx, datagram))
+            {
+                if let StackOutput::Datagram = output {
+                    emit(datagram);
+                }
             }
-            let mut any = false;
-            while let Some((conn, event)) = self.net.stack.poll_event() {
-                any = true;
-                self.on_event(now, conn, event);
-            }
-            if !any && self.net.outbox.is_empty() {
+            if self.net.run.quiet() && self.net.outbox.is_empty() {
                 break;
             }
+            while let Some((app, flow, event)) = self.net.run.next_note() {
+                self.deliver(now, app.0 as usize, flow, event);
+            }
         }
+        self.net.tcp_deadline = self.net.tcp.next_deadline(now);
     }
 
-    fn on_event(&mut self, now: SimTime, conn: ConnId, event: Event) {
-        if let Event::Trace(trace) = &event {
-            self.counts.record(&trace.event);
-            return;
+    /// Hands app `owner` an event of its flow, noting what the report
+    /// needs of accepted connections.
+    fn deliver(&mut self, now: SimTime, owner: usize, flow: FlowId, event: TcpEvent) {
+        if event == TcpEvent::Connected && self.net.tcp.accepted(&self.net.run, flow) {
+            let record = &mut self.apps[owner].record;
+            record.connections += 1;
+            record.accepted.push(Accepted {
+                flow,
+                hasher: record.hash_received.then(Sha256::new),
+                ended: false,
+            });
         }
-        let Some(event) = tcp_event(&event) else {
-            return;
-        };
-        let (flow, owner) = match self.net.flows.of_conn(conn) {
-            Some(known) => known,
-            None => match self.accept(conn, event) {
-                Some(accepted) => accepted,
-                None => {
-                    if event.is_final() {
-                        let _ = self.net.stack.remove(conn);
-                    }
-                    return;
-                }
-            },
-        };
         self.call(owner, now, |a, cx| a.on_tcp(cx, flow, event));
         self.apps[owner].record.accepted_event(flow, event);
         if event.is_final() {
-            self.net.flows.remove(flow);
-            let _ = self.net.stack.remove(conn);
+            self.net.stack(now, |stack, cx| stack.finished(cx, flow));
         }
-    }
-
-    /// [`RtolabHost::drive`] on a smoltcp host: poll smoltcp, send what it
-    /// wrote, and deliver the events its sockets' changes make, until the
-    /// apps' calls leave nothing more to do.
-    fn drive_smoltcp(&mut self, now: SimTime, mut emit: impl FnMut(&[u8])) {
-        let mut notes = Vec::new();
-        loop {
-            let mut outbox = std::mem::take(&mut self.net.outbox);
-            for datagram in outbox.drain(..) {
-                emit(&datagram);
-                self.net.spare.push(datagram);
-            }
-            self.net.outbox = outbox;
-            let Some(smol) = self.net.smol.as_deref_mut() else {
-                return;
-            };
-            for datagram in smol.poll(now, &mut notes) {
-                emit(&datagram);
-            }
-            // The emulator writes no TCP traces.
-            smol.take_state_changes();
-            if notes.is_empty() && self.net.outbox.is_empty() {
-                break;
-            }
-            for (app, flow, event) in notes.drain(..) {
-                let owner = app.0 as usize;
-                let passive = self.net.smol.as_deref().is_some_and(|s| s.is_passive(flow));
-                let record = &mut self.apps[owner].record;
-                if passive && event == TcpEvent::Connected {
-                    record.connections += 1;
-                    record.accepted.push(Accepted {
-                        flow,
-                        hasher: record.hash_received.then(Sha256::new),
-                        ended: false,
-                    });
-                }
-                self.call(owner, now, |a, cx| a.on_tcp(cx, flow, event));
-                self.apps[owner].record.accepted_event(flow, event);
-            }
-        }
-        // A deadline at `now` right after a poll is smoltcp's microsecond
-        // rounding: look again a microsecond later.
-        self.net.smol_deadline = self
-            .net
-            .smol
-            .as_deref_mut()
-            .and_then(|s| s.poll_at(now))
-            .map(|at| at.max(now + rtolab_time::SimDuration::from_micros(1)));
-    }
-
-    /// A passive open: a new flow of the app listening on its port.
-    fn accept(&mut self, conn: ConnId, event: TcpEvent) -> Option<(FlowId, usize)> {
-        if event != TcpEvent::Connected {
-            return None;
-        }
-        let c = self.net.stack.conn(conn).filter(|c| !c.is_active_open())?;
-        let port = c.local().port();
-        let app = *self.net.listeners.get(&port)?;
-        // The flow is handed to the app directly: keep the accept queue
-        // empty.
-        let _ = self.net.stack.accept(port);
-        let flow = self.net.flows.insert(conn, app);
-        let record = &mut self.apps[app].record;
-        record.connections += 1;
-        record.accepted.push(Accepted {
-            flow,
-            hasher: record.hash_received.then(Sha256::new),
-            ended: false,
-        });
-        Some((flow, app))
     }
 }
 
@@ -873,35 +690,16 @@ mod tests {
     use super::*;
     use std::net::SocketAddrV4;
 
-    #[test]
-    fn flows_map_connections_both_ways_and_check_the_owner() {
-        let mut flows = Flows::default();
-        let a = flows.insert(ConnId(7), 0);
-        let b = flows.insert(ConnId(3), 1);
-        assert_eq!((a, b), (FlowId(0), FlowId(1)));
-        assert_eq!(flows.of_conn(ConnId(3)), Some((FlowId(1), 1)));
-        assert_eq!(flows.conn(a, 0), Ok(ConnId(7)));
-        // Another app's flow is unknown to this one.
-        assert_eq!(flows.conn(a, 1), Err(TcpError::UnknownFlow(a)));
-        assert_eq!(flows.of_app(1).collect::<Vec<_>>(), [ConnId(3)]);
-        flows.remove(a);
-        assert_eq!(flows.of_conn(ConnId(7)), None);
-        assert_eq!(flows.conn(a, 0), Err(TcpError::UnknownFlow(a)));
-        // Ids are not reused.
-        assert_eq!(flows.insert(ConnId(7), 0), FlowId(2));
-    }
-
     fn net() -> Net {
         let config = Arc::new(Config::from_profile(rtolab_tcp::Profile::linux()));
         let addr = Ipv4Addr::new(10, 0, 0, 1);
         Net {
-            stack: Stack::new(config, addr, 1),
-            smol: None,
-            smol_deadline: None,
+            name: "h".to_string(),
+            tcp: Box::new(EngineHost::new(addr, config, 1)),
+            run: TcpRun::new(1),
+            tcp_deadline: None,
             addr,
-            flows: Flows::default(),
             timers: Timers::default(),
-            listeners: BTreeMap::new(),
             demux: Demux::default(),
             outbox: Vec::new(),
             spare: Vec::new(),
@@ -941,9 +739,10 @@ mod tests {
             })
         );
         assert_eq!(record.connections, 1);
-        let (conn, app) = net.flows.slots[0].unwrap();
-        assert_eq!((net.flows.of_conn(conn), app), (Some((flow, 1)), 1));
-        assert_eq!(net.stack.conn(conn).unwrap().send_queue_len(), 5);
+        let engine = net.tcp.as_any().downcast_ref::<EngineHost>().unwrap();
+        let (conn, app) = engine.flows.slots[0].unwrap();
+        assert_eq!((engine.flows.of_conn(conn), app), (Some((flow, 1)), 1));
+        assert_eq!(engine.stack.conn(conn).unwrap().send_queue_len(), 5);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::pool::PacketPool;
 use crate::queue::EventQueue;
 use crate::rng::{component_stream, LazyStream, SimRng};
 use crate::smol::SmolHost;
-use crate::tcp_layer::{FlowId, FlowInfo, TcpAppMetrics, TcpConfigId, TcpLayer};
+use crate::tcp_layer::{FlowId, FlowInfo, HostStack, TcpAppMetrics, TcpConfigId, TcpLayer};
 use crate::trace::{TraceSink, Tracer};
 
 use super::{AppSlot, BuildError, MiddleboxSlot, Simulator};
@@ -530,8 +530,15 @@ impl Simulator {
                     source,
                 }
             })?;
-        self.tcp.set_stack(node, Box::new(host));
+        self.set_host_stack(node, Box::new(host));
         Ok(())
+    }
+
+    /// Makes `node` run `stack` instead of our engine: its apps' TCP calls
+    /// and the TCP datagrams no raw app bound go there. Call it before the
+    /// run starts.
+    pub fn set_host_stack(&mut self, node: NodeId, stack: Box<dyn HostStack>) {
+        self.tcp.set_stack(node, stack);
     }
 
     /// The smoltcp stack of `node`, if it runs one.

@@ -462,9 +462,31 @@ impl HostStack for EngineHost {
         Ok(())
     }
 
-    fn connection(&self, run: &TcpRun, flow: FlowId) -> Option<&Connection> {
+    fn connection(&self, run: &TcpRun, app: Option<AppId>, flow: FlowId) -> Option<&Connection> {
         let f = run.flows.get(flow.0 as usize)?;
+        if app.is_some() && f.app != app {
+            return None;
+        }
         self.stacks.get(f.stack as usize)?.stack.conn(f.conn)
+    }
+
+    fn connections_over(&self, run: &TcpRun, app: AppId) -> bool {
+        run.flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.live && f.app == Some(app))
+            .all(|(i, _)| {
+                self.connection(run, None, FlowId(i as u32))
+                    .map_or(true, |c| {
+                        matches!(c.state(), State::Closed | State::TimeWait)
+                    })
+            })
+    }
+
+    fn accepted(&self, run: &TcpRun, flow: FlowId) -> bool {
+        run.flows
+            .get(flow.0 as usize)
+            .is_some_and(|f| !f.active_open)
     }
 
     fn send_capacity(
@@ -506,7 +528,8 @@ impl HostStack for EngineHost {
                     ip,
                     transport: Transport6::Tcp(tcp),
                 }) => Ok(self.segment(cx, &ip, &tcp)),
-                _ => Err(BadSegment),
+                Ok(_) => Err(BadSegment::NotTcp),
+                Err(e) => Err(e.into()),
             }
         } else {
             match packet::parse(datagram) {
@@ -514,7 +537,8 @@ impl HostStack for EngineHost {
                     ip,
                     transport: Transport::Tcp(tcp),
                 }) => Ok(self.segment(cx, &ip, &tcp)),
-                _ => Err(BadSegment),
+                Ok(_) => Err(BadSegment::NotTcp),
+                Err(e) => Err(e.into()),
             }
         }
     }

@@ -245,6 +245,27 @@ pub struct TcpRun {
 }
 
 impl TcpRun {
+    /// The shared state of a run seeded `seed`, its stacks recording what
+    /// the counters need.
+    pub fn new(seed: u64) -> TcpRun {
+        TcpRun {
+            seed,
+            trace_level: TraceLevel::Counters,
+            ..TcpRun::default()
+        }
+    }
+
+    /// Takes the oldest app event waiting to be delivered: (app, flow,
+    /// event).
+    pub fn next_note(&mut self) -> Option<(AppId, FlowId, TcpEvent)> {
+        self.notes.pop_front()
+    }
+
+    /// Whether no app event waits.
+    pub fn quiet(&self) -> bool {
+        self.notes.is_empty()
+    }
+
     pub(crate) fn add_config(&mut self, config: Config) -> TcpConfigId {
         self.configs.push(Arc::new(config));
         TcpConfigId((self.configs.len() - 1) as u32)

@@ -62,11 +62,7 @@ pub(crate) struct TcpLayer {
 impl TcpLayer {
     pub(crate) fn new(seed: u64) -> Self {
         TcpLayer {
-            run: TcpRun {
-                seed,
-                trace_level: TraceLevel::Counters,
-                ..TcpRun::default()
-            },
+            run: TcpRun::new(seed),
             hosts: Vec::new(),
             dirty: Vec::new(),
             buf: Vec::with_capacity(1536),
@@ -165,7 +161,7 @@ impl TcpLayer {
         self.run.owned(node, app, flow)?;
         self.hosts[node.0 as usize]
             .stack
-            .connection(&self.run, flow)
+            .connection(&self.run, Some(app), flow)
             .ok_or(TcpError::UnknownFlow(flow))
     }
 
@@ -203,7 +199,7 @@ impl TcpLayer {
         }
         self.hosts[f.node.0 as usize]
             .stack
-            .connection(&self.run, flow)
+            .connection(&self.run, None, flow)
     }
 
     /// The counters of `app`'s flows on `node`, summed.

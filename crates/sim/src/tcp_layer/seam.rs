@@ -23,16 +23,23 @@ use rtolab_tcp::rto::PathHint;
 use rtolab_tcp::trace::TraceEvent as EngineTrace;
 use rtolab_tcp::{Bytes, Connection};
 use rtolab_time::SimTime;
+use rtolab_wire::WireError;
 
 use crate::node::{AppId, NodeId};
 
-use super::flows::{FlowId, TcpAppMetrics, TcpConfigId, TcpError, TcpEvent, TcpRun};
+use super::flows::{FlowId, TcpAppMetrics, TcpConfigId, TcpCounts, TcpError, TcpEvent, TcpRun};
 
 /// A datagram handed to [`HostStack::input`] whose IP or TCP header does
-/// not parse.
+/// not parse (the wire error, when there is one), or that is not TCP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("not a TCP segment with valid headers")]
-pub struct BadSegment;
+pub enum BadSegment {
+    /// A header does not parse.
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    /// The datagram carries another protocol.
+    #[error("not a TCP segment")]
+    NotTcp,
+}
 
 /// What the host's routing says of a connection's peer, for
 /// [`HostStack::connect`].
@@ -55,8 +62,9 @@ pub struct StackCx<'a> {
 }
 
 impl<'a> StackCx<'a> {
-    /// A context for a call into `node`'s stack at `now`.
-    pub(crate) fn new(now: SimTime, node: NodeId, node_name: &'a str, run: &'a mut TcpRun) -> Self {
+    /// A context for a call into `node`'s stack at `now`, reporting into
+    /// `run`.
+    pub fn new(now: SimTime, node: NodeId, node_name: &'a str, run: &'a mut TcpRun) -> Self {
         StackCx {
             now,
             node,
@@ -182,12 +190,16 @@ pub trait HostStack: Send {
     /// Resets `flow`.
     fn abort(&mut self, cx: &mut StackCx<'_>, app: AppId, flow: FlowId) -> Result<(), TcpError>;
 
-    /// Our engine's connection behind a flow of the run's flow table,
-    /// while it is open; other stacks have none.
-    fn connection(&self, run: &TcpRun, flow: FlowId) -> Option<&Connection> {
-        let _ = (run, flow);
+    /// Our engine's connection behind `flow` while it is open (with
+    /// `Some(app)`, only if it is that app's); other stacks have none.
+    fn connection(&self, run: &TcpRun, app: Option<AppId>, flow: FlowId) -> Option<&Connection> {
+        let _ = (run, app, flow);
         None
     }
+
+    /// Whether `flow` was accepted on a listening port (rather than opened
+    /// by its app).
+    fn accepted(&self, run: &TcpRun, flow: FlowId) -> bool;
 
     /// Bytes `app` may queue on `flow` now.
     fn send_capacity(
@@ -249,6 +261,18 @@ pub trait HostStack: Send {
     /// flow table to its report row.
     fn app_metrics(&self, app: AppId, metrics: &mut TcpAppMetrics) {
         let _ = (app, metrics);
+    }
+
+    /// Whether every connection of `app` is over: closed down or in
+    /// TIME-WAIT, or (for a stack that sees only what polling shows) had
+    /// its last event.
+    fn connections_over(&self, run: &TcpRun, app: AppId) -> bool;
+
+    /// Counters of all the host's connections, for a stack that keeps
+    /// them itself rather than in the run's flow table; `None` for a stack
+    /// that keeps none (smoltcp) or fills the table.
+    fn counts(&self) -> Option<TcpCounts> {
+        None
     }
 
     /// The stack as [`Any`], for callers that need its own type.
