@@ -360,6 +360,23 @@ warning = "50ms""#;
 }
 
 #[test]
+fn duplicates_do_not_shorten_the_inferred_floor() {
+    // Each held ACK goes out with two duplicates 0.67 s apart, so the
+    // fixed host (1 s floor) times out between new ACKs, 0.3 s after a
+    // duplicate. Its timer runs from the last ACK of new data (RFC 6298
+    // 5.3), and so must the estimate.
+    let outages = r#"outages = [ { start = "8s", duration = "10s" }, { start = "24s", duration = "10s" } ]
+warning = "50ms""#;
+    let extra = format!("{HOLDING}min_rto = \"infer\"\nduplicates = 2\n");
+    let (r, _) = run(&scenario(outages, &extra, ""));
+    assert!(fixed_host(&r).0 > 0);
+    let inferred = r.middleboxes[0].stats["inferred_min_rto_s"]
+        .as_f64()
+        .expect("inferred");
+    assert!((1.0..1.2).contains(&inferred), "{inferred}");
+}
+
+#[test]
 fn a_predicted_fade_is_held_through_like_an_announced_one() {
     // A mobile driving away past the cell's edge and back, no shadowing or
     // fast fading: one long, slow fade that the trend foresees.

@@ -33,9 +33,11 @@
 //! spec's (§3): an estimator with no bound whose samples are the gaps
 //! between ACKs. `min_rto` gives it the fixed host's lower bound, either
 //! configured or `"infer"`red from the timeouts the base station has
-//! seen: the time from the last ACK it forwarded to the retransmission of
-//! the first unacknowledged segment, less the wired round trip, is the RTO
-//! the fixed host had armed, and the shortest such is the best bound.
+//! seen: the time from the last ACK of new data it forwarded (duplicates
+//! do not restart the fixed host's timer) to the retransmission of the
+//! first unacknowledged segment, less the wired round trip, is the RTO the
+//! fixed host had armed, and the shortest such is the best bound; one
+//! sooner than the fixed host's round trip is not a timeout.
 //! `samples = "hold"` plans for a fixed host that times the segment each
 //! ACK acknowledges, as real senders do: every held ACK acknowledges data
 //! sent before the outage, so its sample is how long it was held plus a
@@ -509,17 +511,20 @@ impl AckHolding {
         true
     }
 
-    /// Records an ACK as gone to the fixed host.
+    /// Records an ACK as gone to the fixed host. Only an ACK of new data
+    /// restarts the fixed host's retransmission timer (RFC 6298 5.3), so
+    /// only such an ACK moves `last_ack_out`: a duplicate or a window
+    /// update does not.
     fn forwarded_ack(conn: &mut Conn, ack: u32, window: u16, now: SimTime) {
         conn.last_ack_key = match conn.last_ack_key {
             Some((a, w, c)) if a == ack && w == window => Some((a, w, c.saturating_add(1))),
             Some((a, ..)) if a == ack => Some((ack, window, 0)),
             _ => {
                 conn.retransmission_seen = false;
+                conn.last_ack_out = Some(now);
                 Some((ack, window, 0))
             }
         };
-        conn.last_ack_out = Some(now);
     }
 
     /// Learns from the fixed host's data segment `segment`: the first
@@ -545,13 +550,19 @@ impl AckHolding {
         if segment.seq != ack || copies >= 3 || conn.retransmission_seen {
             return;
         }
-        conn.retransmission_seen = true;
         let wired = conn.wired.unwrap_or(SimDuration::ZERO);
         let armed = now
             .saturating_since(out)
             .saturating_sub(wired)
             .as_secs_f64();
-        if armed > 0.0 {
+        // An RTO is the smoothed round trip plus a variance term (RFC 6298
+        // 2.3): a retransmission sooner than the round trip is the
+        // sender's own loss detection (Linux's, about 0.1 s after a paced
+        // ACK), not its timer.
+        // The timer's own retransmission may still follow it.
+        let srtt = conn.estimator.as_ref().map_or(0.0, |e| e.mean);
+        if armed > srtt {
+            conn.retransmission_seen = true;
             let least = stats.inferred_min_rto_s.map_or(armed, |s| s.min(armed));
             stats.inferred_min_rto_s = Some(least);
         }
@@ -834,5 +845,53 @@ impl Middlebox for AckHolding {
 
     fn stats(&self) -> AckHoldingStats {
         self.stats.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXED: (Ipv4Addr, u16) = (Ipv4Addr::new(10, 0, 0, 1), 5000);
+
+    fn data(seq: u32) -> Segment {
+        Segment {
+            from_mobile: false,
+            fixed: FIXED,
+            mobile_port: 5001,
+            payload: 1000,
+            seq,
+            pure_ack: false,
+            ack: 0,
+            window: 0,
+            syn_wscale: None,
+            stamps: None,
+        }
+    }
+
+    fn at(ms: u64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_millis(ms)
+    }
+
+    #[test]
+    fn the_floor_is_timed_from_the_last_new_ack_and_skips_early_retransmissions() {
+        let mut conn = Conn::new(FIXED, 5001);
+        conn.estimator = Some(Estimator::first(0.145));
+        conn.wired = Some(SimDuration::from_millis(80));
+        let mut stats = AckHoldingStats::default();
+        for seq in [1000, 2000, 3000, 4000] {
+            AckHolding::note_data(&mut conn, &data(seq), at(0), &mut stats);
+        }
+        AckHolding::forwarded_ack(&mut conn, 2000, 100, at(100));
+        // A retransmission 0.1 s after the ACK reached the fixed host
+        // (Linux's loss detection): sooner than its round trip.
+        AckHolding::note_data(&mut conn, &data(2000), at(100 + 180), &mut stats);
+        assert_eq!(stats.inferred_min_rto_s, None);
+        // A duplicate does not restart the fixed host's timer...
+        AckHolding::forwarded_ack(&mut conn, 2000, 100, at(600));
+        // ...which fires 0.6 s after the ACK of new data.
+        AckHolding::note_data(&mut conn, &data(2000), at(100 + 680), &mut stats);
+        let inferred = stats.inferred_min_rto_s.expect("a timeout");
+        assert!((inferred - 0.6).abs() < 1e-9, "{inferred}");
     }
 }
