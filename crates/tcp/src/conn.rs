@@ -832,6 +832,10 @@ impl Connection {
             self.fast_rexmit = false;
             if let Some(index) = self.sent.iter().position(|s| s.seq == self.snd_una) {
                 self.stats.fast_retransmits += 1;
+                if self.config.profile.fast_retransmit_restarts_timer {
+                    // Armed afresh when the segment goes out (5.1).
+                    self.timers.stop(TimerKind::Retransmit);
+                }
                 return self.transmit_entry(now, buf, index, Some(RetransmitCause::FastRetransmit));
             }
         }

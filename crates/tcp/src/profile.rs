@@ -18,7 +18,7 @@ use crate::cc::{
 };
 use crate::clock::{Granularity, HostTimer, TimerStart, MIN_TIMER};
 use crate::rto::{
-    Lim2020Config, Lim2024Config, LwipRtoConfig, Rfc6298Config, RtoFactory, UipRtoConfig,
+    Lim2020Config, Lim2024Config, LwipRtoConfig, Rfc6298Config, RtoFactory, RttTiming, UipRtoConfig,
 };
 use crate::{serde_duration, serde_off};
 
@@ -122,6 +122,12 @@ pub struct Profile {
     /// with new data instead of going back. Off unless set.
     #[serde(default)]
     pub eifel_response: bool,
+    /// Restart the retransmission timer when a fast retransmit goes out,
+    /// so the resent segment gets a whole RTO (ns-2's `reset_rtx_timer`
+    /// in Reno's fast retransmit; Linux and BSD rearm it too). Off unless
+    /// set: RFC 6298 restarts it only on an ACK of new data (5.3).
+    #[serde(default)]
+    pub fast_retransmit_restarts_timer: bool,
     /// Freeze-TCP: when the host's link layer warns of an outage,
     /// advertise a zero window until the link is back, then send three
     /// ACKs that reopen it. Off unless set.
@@ -511,6 +517,7 @@ impl Profile {
             ttl: 64,
             limited_transmit: false,
             eifel_response: false,
+            fast_retransmit_restarts_timer: false,
             freeze: false,
             window_update_threshold: None,
             reset_with_ack: false,
@@ -531,6 +538,7 @@ impl Profile {
                 max: SimDuration::from_secs(120),
                 granularity: SimDuration::from_millis(1),
                 syn_timeout_rule: true,
+                timing: RttTiming::EveryAck,
             }),
             cc: CcChoice::Newreno(RenoConfig {
                 initial_window: InitialWindow::Segments(10),
@@ -584,6 +592,7 @@ impl Profile {
                 // segments, and the real lwIP then sends one segment more
                 // than a limit of 1 MSS allows (docs/lwip.md).
                 abc_limit: 2,
+                careful: false,
                 // tcp_receive: one MSS per cwnd of bytes acknowledged.
                 ca_increase: CaIncrease::ByteCounting,
             }),
@@ -609,6 +618,7 @@ impl Profile {
             ttl: 255,
             limited_transmit: false,
             eifel_response: false,
+            fast_retransmit_restarts_timer: false,
             freeze: false,
             // lwIP 2.1 opt.h: TCP_WND_UPDATE_THRESHOLD defaults to
             // min(TCP_WND / 4, 4 * TCP_MSS), here 2024 bytes; tcp_recved
@@ -634,6 +644,14 @@ impl Profile {
     /// every segment (`Agent/TCPSink`) and no window update besides it
     /// (a threshold of half the buffer: each ACK announces the window, so
     /// a read never moves its right edge that far), no Nagle, no options.
+    /// ns-2's Reno agent also times one segment at a time, sends new data
+    /// on the first two duplicates, restarts its timer at a fast
+    /// retransmit, refuses a fast retransmit for data sent before a
+    /// timeout and grows its window per ACK: the settings `rto.timing`,
+    /// `limited_transmit`, `fast_retransmit_restarts_timer`, `cc.careful`
+    /// and `cc.ca_increase` (with `cc.abc_limit = 1`), which the ns-2
+    /// checks set (docs/ns2-check.md); the profile leaves them at their
+    /// defaults until ns-2's Vegas and TCP-Linux agents are matched too.
     /// Reno's window
     /// (`Agent/TCP/Reno`; ns-2's plain `Agent/TCP` is Tahoe, which the
     /// engine does not have); `cc = { policy = "vegas_ns2" }` is ns-2's
@@ -650,6 +668,7 @@ impl Profile {
                 max: SimDuration::from_secs(60),
                 granularity: SimDuration::from_millis(10),
                 syn_timeout_rule: false,
+                timing: RttTiming::EveryAck,
             }),
             cc: CcChoice::Reno(RenoConfig {
                 initial_window: InitialWindow::Segments(2),
@@ -698,6 +717,7 @@ impl Profile {
             ttl: 64,
             limited_transmit: false,
             eifel_response: false,
+            fast_retransmit_restarts_timer: false,
             freeze: false,
             window_update_threshold: None,
             reset_with_ack: false,
@@ -761,11 +781,13 @@ mod tests {
                 !l.starts_with("limited_transmit")
                     && !l.starts_with("eifel_response")
                     && !l.starts_with("freeze")
+                    && !l.starts_with("fast_retransmit_restarts_timer")
             })
             .collect::<Vec<_>>()
             .join("\n");
         let back: Profile = toml::from_str(&text).expect("deserialises");
         assert!(!back.limited_transmit && !back.eifel_response && !back.freeze);
+        assert!(!back.fast_retransmit_restarts_timer);
     }
 
     #[test]

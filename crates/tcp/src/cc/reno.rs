@@ -31,6 +31,13 @@ pub struct RenoConfig {
     pub dup_threshold: u32,
     /// RFC 3465 limit L: slow start grows by at most `L * MSS` per ACK.
     pub abc_limit: u32,
+    /// Reno only (NewReno always is): no new fast retransmit until the
+    /// cumulative ACK covers what was sent when the last one or the last
+    /// timeout happened (RFC 6582 §4.1's careful variant, ns-2's
+    /// `bugFix_`), so duplicates of a go-back-N resend do not halve the
+    /// window again.
+    #[serde(default)]
+    pub careful: bool,
     /// How congestion avoidance grows the window. Left out of the
     /// serialized form when it is the default, which keeps the forms of
     /// profiles and run records from before it unchanged.
@@ -66,6 +73,7 @@ impl Default for RenoConfig {
             dup_threshold: DUP_THRESHOLD,
             abc_limit: 2,
             ca_increase: CaIncrease::ByteCounting,
+            careful: false,
         }
     }
 }
@@ -91,7 +99,8 @@ pub struct RenoCore {
     /// `Some(highest offset sent when recovery began)` while in fast
     /// recovery.
     pub(crate) recovery: Option<u64>,
-    /// RFC 6582 `recover`, kept after recovery ends; `None` for plain Reno.
+    /// RFC 6582 `recover`, kept after recovery ends; `None` for plain
+    /// Reno unless [`RenoConfig::careful`].
     recover: Option<u64>,
     newreno: bool,
 }
@@ -106,7 +115,7 @@ impl RenoCore {
             ssthresh: config.initial_ssthresh.unwrap_or(usize::MAX),
             bytes_acked: 0,
             recovery: None,
-            recover: newreno.then_some(0),
+            recover: (newreno || config.careful).then_some(0),
             newreno,
         }
     }
@@ -197,7 +206,7 @@ impl RenoCore {
         self.halve(ack.in_flight);
         self.cwnd = self.ssthresh + 3 * self.mss;
         self.recovery = Some(ack.highest_sent);
-        if self.newreno {
+        if self.recover.is_some() {
             self.recover = Some(ack.highest_sent);
         }
         self.cap();
@@ -210,7 +219,7 @@ impl RenoCore {
         self.cwnd = self.mss;
         self.bytes_acked = 0;
         self.recovery = None;
-        if self.newreno {
+        if self.recover.is_some() {
             // RFC 6582 §3.2 (4): after a timeout, recover = highest sent.
             self.recover = Some(ack.highest_sent);
         }
@@ -327,6 +336,45 @@ mod tests {
         // A cumulative ACK of many bytes still adds only one increment.
         cc.on_ack(T, &ack(5000, 0, 11_001, 11_001));
         assert_eq!(cc.window(), 3244 + 1_000_000 / 3244);
+    }
+
+    #[test]
+    fn careful_reno_refuses_a_fast_retransmit_for_data_sent_before_a_timeout() {
+        for careful in [false, true] {
+            let mut cc = reno(RenoConfig {
+                careful,
+                ..RenoConfig::default()
+            });
+            cc.on_timeout(T, &ack(0, 10_000, 1, 10_001));
+            // Three duplicates of a go-back-N resend: the segments they
+            // ask for were all sent before the timeout.
+            let before = cc.on_duplicate_ack(T, &dup(3, 5000, 5001, 10_001));
+            let expected = if careful {
+                RecoveryAction::None
+            } else {
+                RecoveryAction::FastRetransmit
+            };
+            assert_eq!(before, expected, "careful {careful}");
+        }
+        // Past what was sent at the timeout, a loss is recovered fast again;
+        // the recovery then ends on the first new ACK, as Reno's does.
+        let mut cc = reno(RenoConfig {
+            careful: true,
+            ..RenoConfig::default()
+        });
+        cc.on_timeout(T, &ack(0, 10_000, 1, 10_001));
+        assert_eq!(
+            cc.on_duplicate_ack(T, &dup(3, 5000, 10_002, 15_001)),
+            RecoveryAction::FastRetransmit
+        );
+        cc.on_ack(T, &ack(1000, 4000, 11_002, 15_001));
+        assert!(!cc.metrics().in_recovery);
+        // A second loss in that window waits for a timeout (ns-2's
+        // `bugFix_`: one fast retransmit per window).
+        assert_eq!(
+            cc.on_duplicate_ack(T, &dup(3, 4000, 11_002, 15_001)),
+            RecoveryAction::None
+        );
     }
 
     #[test]

@@ -1490,6 +1490,40 @@ fn without_limited_transmit_duplicates_send_nothing_new() {
     recv_nothing!(c, time 31);
 }
 
+#[test]
+fn a_fast_retransmit_restarts_the_timer_only_when_the_profile_says_so() {
+    let mut deadlines = Vec::new();
+    for restarts in [false, true] {
+        let p = Profile {
+            fast_retransmit_restarts_timer: restarts,
+            ..profile()
+        };
+        let mut c = conn_established_with(p, PEER_SYN_ACK.options);
+        c.send(&[3u8; 8000]).unwrap();
+        for k in 0..4u32 {
+            recv_with(&mut c, 20, |s| assert_eq!(s.seq, LOCAL_NXT + k * 1000));
+        }
+        let armed = c.poll_timeout().expect("the timer runs");
+        let dup = TcpRepr {
+            seq: REMOTE_NXT,
+            ack: LOCAL_NXT,
+            ..SEND_TEMPL
+        };
+        for t in 30..33 {
+            send!(c, time t, dup);
+        }
+        recv_with(&mut c, 32, |s| assert_eq!(s.seq, LOCAL_NXT));
+        deadlines.push((armed, c.poll_timeout().expect("the timer runs")));
+    }
+    // RFC 6298 alone: the deadline armed with the first segment stands.
+    assert_eq!(deadlines[0].1, deadlines[0].0);
+    // Restarted when the fast retransmit went out, 12 ms later.
+    assert_eq!(
+        deadlines[1].1,
+        deadlines[1].0 + SimDuration::from_millis(12)
+    );
+}
+
 /// Sends 10 full segments with SACK agreed; returns the connection and
 /// the start of segment `k`.
 fn ten_segments_with_sack() -> Connection {

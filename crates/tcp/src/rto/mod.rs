@@ -45,7 +45,7 @@ pub use lim2024::Lim2024Config;
 pub use link_aware::LinkAwareConfig;
 pub use lwip::LwipRtoConfig;
 pub use per_byte::PerByteRtoConfig;
-pub use rfc6298::Rfc6298Config;
+pub use rfc6298::{Rfc6298Config, RttTiming};
 pub use uip::UipRtoConfig;
 
 /// What a policy learns about the connection it serves when it is built.

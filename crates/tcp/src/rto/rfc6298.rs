@@ -50,6 +50,28 @@ pub struct Rfc6298Config {
     pub granularity: SimDuration,
     /// Apply (5.7): 3 s after a SYN timed out, until the first sample.
     pub syn_timeout_rule: bool,
+    /// Which round trips feed the estimator: `"every_ack"` (a sample
+    /// from each ACK of new data, as Linux takes them) or `"one_segment"`
+    /// (one segment timed at a time, as BSD and ns-2's `Agent/TCP` do).
+    pub timing: RttTiming,
+}
+
+/// Which round trips the RFC 6298 estimator takes (RFC 6298 §3 asks for
+/// at least one per round trip and allows more).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RttTiming {
+    /// A sample from every ACK of new data that Karn's rule allows: up to
+    /// a window's worth per round trip, so the smoothing gains act that
+    /// many times faster.
+    #[default]
+    EveryAck,
+    /// One segment timed at a time: timing starts when new data goes out
+    /// and none is timed, a retransmission or timeout abandons it, and the
+    /// first ACK covering the timed segment is the sample (BSD's `t_rtt`,
+    /// ns-2.35's `rtt_active_` in `tcp.cc`): about one sample per round
+    /// trip, never of a retransmitted segment.
+    OneSegment,
 }
 
 impl Default for Rfc6298Config {
@@ -60,6 +82,7 @@ impl Default for Rfc6298Config {
             max: MAX_RTO,
             granularity: SimDuration::from_millis(1),
             syn_timeout_rule: true,
+            timing: RttTiming::EveryAck,
         }
     }
 }
@@ -85,6 +108,9 @@ pub struct Rfc6298 {
     syn_timed_out: bool,
     /// Our SYN was acknowledged: data transmission has begun.
     established: bool,
+    /// With [`RttTiming::OneSegment`]: the timed segment's stream offset
+    /// and send time.
+    timed: Option<(u64, SimTime)>,
 }
 
 impl Rfc6298 {
@@ -98,6 +124,7 @@ impl Rfc6298 {
             backoff: 0,
             syn_timed_out: false,
             established: false,
+            timed: None,
         }
     }
 
@@ -135,10 +162,67 @@ impl RtoPolicy for Rfc6298 {
     fn on_rtt_sample(&mut self, _now: SimTime, sample: &RttSample) {
         // Karn: "RTT samples MUST NOT be made using segments that were
         // retransmitted" (§3) unless timestamps disambiguate them.
-        if !sample.unambiguous() {
+        if !sample.unambiguous() || self.config.timing == RttTiming::OneSegment {
             return;
         }
-        let r = sample.corrected();
+        self.update(sample.corrected());
+    }
+
+    fn on_transmit(&mut self, now: SimTime, tx: &Transmission) {
+        if self.config.timing != RttTiming::OneSegment {
+            return;
+        }
+        if tx.retransmission {
+            // ns-2's reset_rtx_timer, on a timeout or fast retransmit.
+            self.timed = None;
+        } else if self.timed.is_none() {
+            self.timed = Some((tx.offset, now));
+        }
+    }
+
+    fn on_ack(&mut self, now: SimTime, ack: &AckProgress) {
+        // The handshake completed: data transmission begins with the
+        // unbacked-off value ((5.7) makes it 3 s after a SYN timeout).
+        if ack.syn_acked {
+            self.backoff = 0;
+            self.established = true;
+        }
+        if let Some((offset, sent)) = self.timed {
+            if ack.acked_to > offset {
+                self.timed = None;
+                // Time lost to MAC retransmissions is not path delay.
+                self.update(now.saturating_sub(ack.correction) - sent);
+            }
+        }
+    }
+
+    fn on_expiry(&mut self, _now: SimTime, expiry: &Expiry) {
+        if expiry.segment.syn {
+            self.syn_timed_out = true;
+        }
+        self.timed = None;
+        // (5.5) RTO <- RTO * 2, kept until a valid sample arrives.
+        self.backoff = self.backoff.saturating_add(1);
+    }
+
+    fn timeout_for(&mut self, _now: SimTime, _oldest: &Transmission) -> SimDuration {
+        self.current()
+    }
+
+    fn estimate(&self) -> RtoEstimate {
+        RtoEstimate {
+            srtt: self.srtt,
+            rttvar: self.srtt.map(|_| self.rttvar),
+            rto: self.current(),
+            backoff: self.backoff,
+        }
+    }
+}
+
+impl Rfc6298 {
+    /// (2.2)/(2.3) with the round trip `r`, which also ends a backed-off
+    /// period (Karn).
+    fn update(&mut self, r: SimDuration) {
         match self.srtt {
             None => {
                 // (2.2) SRTT <- R, RTTVAR <- R/2.
@@ -162,36 +246,6 @@ impl RtoPolicy for Rfc6298 {
         // Karn: a valid sample ends the backed-off period.
         self.backoff = 0;
     }
-
-    fn on_ack(&mut self, _now: SimTime, ack: &AckProgress) {
-        // The handshake completed: data transmission begins with the
-        // unbacked-off value ((5.7) makes it 3 s after a SYN timeout).
-        if ack.syn_acked {
-            self.backoff = 0;
-            self.established = true;
-        }
-    }
-
-    fn on_expiry(&mut self, _now: SimTime, expiry: &Expiry) {
-        if expiry.segment.syn {
-            self.syn_timed_out = true;
-        }
-        // (5.5) RTO <- RTO * 2, kept until a valid sample arrives.
-        self.backoff = self.backoff.saturating_add(1);
-    }
-
-    fn timeout_for(&mut self, _now: SimTime, _oldest: &Transmission) -> SimDuration {
-        self.current()
-    }
-
-    fn estimate(&self) -> RtoEstimate {
-        RtoEstimate {
-            srtt: self.srtt,
-            rttvar: self.srtt.map(|_| self.rttvar),
-            rto: self.current(),
-            backoff: self.backoff,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -208,6 +262,73 @@ mod tests {
             min: ms(min_ms),
             ..Rfc6298Config::default()
         })
+    }
+
+    fn ack(acked_to: u64) -> AckProgress {
+        AckProgress {
+            acked_to,
+            newly_acked: 1000,
+            syn_acked: false,
+            outstanding: true,
+            correction: SimDuration::ZERO,
+        }
+    }
+
+    #[test]
+    fn one_segment_timing_takes_one_sample_per_timed_segment() {
+        let mut p = Rfc6298::new(Rfc6298Config {
+            min: ms(1),
+            timing: RttTiming::OneSegment,
+            ..Rfc6298Config::default()
+        });
+        let at = SimTime::from_millis;
+        // Segments at offsets 1000 and 2000 sent at 0 and 10 ms: only the
+        // first is timed.
+        p.on_transmit(at(0), &tx(1000, 1000, 0));
+        p.on_transmit(at(10), &tx(2000, 1000, 0));
+        // Per-ACK samples are ignored in this mode.
+        p.on_rtt_sample(at(50), &sample(50));
+        assert_eq!(p.estimate().srtt, None);
+        // The ACK of the first: a 100 ms sample.
+        p.on_ack(at(100), &ack(2000));
+        assert_eq!(p.estimate().srtt, Some(ms(100)));
+        // The ACK of the second takes none (it was not timed).
+        p.on_ack(at(110), &ack(3000));
+        assert_eq!(p.estimate().srtt, Some(ms(100)));
+        // The next new segment is timed; a retransmission abandons it, and
+        // the ACK then takes no sample.
+        p.on_transmit(at(120), &tx(3000, 1000, 0));
+        p.on_transmit(at(300), &tx(3000, 1000, 1));
+        p.on_ack(at(400), &ack(4000));
+        assert_eq!(p.estimate().srtt, Some(ms(100)));
+        // A timeout also abandons it and keeps the backoff until a sample.
+        p.on_transmit(at(500), &tx(4000, 1000, 0));
+        p.on_expiry(
+            at(900),
+            &Expiry {
+                segment: tx(4000, 1000, 0),
+                consecutive: 1,
+            },
+        );
+        p.on_ack(at(950), &ack(5000));
+        assert_eq!(p.estimate().backoff, 1);
+        p.on_transmit(at(1000), &tx(5000, 1000, 0));
+        p.on_ack(at(1200), &ack(6000));
+        let e = p.estimate();
+        assert_eq!(e.backoff, 0);
+        // (2.3) with 200 ms: SRTT 100 + 100/8 = 112.5 ms.
+        assert_eq!(e.srtt, Some(SimDuration::from_micros(112_500)));
+    }
+
+    #[test]
+    fn every_ack_timing_takes_the_engines_samples() {
+        let mut p = policy(1);
+        p.on_transmit(SimTime::ZERO, &tx(1000, 1000, 0));
+        p.on_rtt_sample(SimTime::from_millis(50), &sample(50));
+        assert_eq!(p.estimate().srtt, Some(ms(50)));
+        // on_ack takes none of its own.
+        p.on_ack(SimTime::from_millis(80), &ack(2000));
+        assert_eq!(p.estimate().srtt, Some(ms(50)));
     }
 
     #[test]
