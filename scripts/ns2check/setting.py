@@ -45,6 +45,20 @@ SOURCES = {
 #: The same senders in rtolab, with ns-2's window (initial 2 packets, at
 #: most 20 of the `ns2` profile's 960-byte MSS): `None` keeps the `ns2`
 #: profile's Reno, which has it.
+#: What ns-2.35's Reno agent does beyond the `ns2` profile (`tcp.cc`,
+#: `tcp-reno.cc`): one segment timed at a time (`rtt_active_`), a new
+#: segment on each of the first two duplicates (`singledup_ 1`), the timer
+#: restarted at a fast retransmit (`reset_rtx_timer`), no fast retransmit
+#: for data sent before a timeout (`bugFix_`), and the window grown per ACK
+#: (`opencwnd`). docs/ns2-check.md has what each changes.
+NS2_RENO = [
+    'rto.timing = "one_segment"',
+    "limited_transmit = true",
+    "fast_retransmit_restarts_timer = true",
+    "cc.careful = true",
+    "cc.abc_limit = 1",
+    'cc.ca_increase = "per_ack"',
+]
 RTOLAB_CC = {
     "vegas": 'cc = { policy = "vegas_ns2" }',
     "reno": None,
@@ -205,6 +219,8 @@ def ns2_tcp(s: Setting) -> str:
         cc = 'cc = { policy = "vegas_ns2", fine_retransmit = false }'
     if cc is not None:
         lines.append(cc)
+    if s.cc == "reno":
+        lines += NS2_RENO
     # The `ns2` profile's sink sends one ACK per segment and no window
     # updates, as ns-2's TCPSink.
     lines += [
