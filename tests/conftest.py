@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "scenarios"
+
+# A test run started as a background job of a non-interactive shell inherits
+# SIGINT ignored, and so would every run the tests start; the tests that
+# send SIGINT need it delivered as a terminal delivers Ctrl-C. Python's own
+# handler is reset to the default in the children it starts.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -166,7 +166,13 @@ def test_a_signal_stops_rtolab_run_with_valid_outputs(
     time.sleep(0.3)
     assert proc.poll() is None, "the run ended by itself"
     proc.send_signal(signum)
-    _, stderr = proc.communicate(timeout=STOP_WAIT_S)
+    try:
+        _, stderr = proc.communicate(timeout=STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        # Left running, the run would fill the disk with its traces.
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"still running {STOP_WAIT_S} s after {signum.name}")
     assert proc.returncode == 130, stderr
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("interrupted; outputs so far in"), stderr
