@@ -250,6 +250,7 @@ fn ns3_profile(segment: u16) -> Profile {
             max: SimDuration::from_secs(60),
             granularity: SimDuration::from_millis(1),
             syn_timeout_rule: false,
+            ..Rfc6298Config::default()
         }),
         rto_timer: Granularity::Fine,
         max_retransmissions: 6,
