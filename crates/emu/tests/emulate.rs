@@ -212,9 +212,13 @@ fn bridge_with_sensing_and_per_packet_rto_matches_the_simulator() {
         .replace("rto_min = \"3.5s\"", "rto_min = \"2.5s\"");
     let emu = EmuScenario::from_toml_str(&text).unwrap();
     let mut report = run(&emu);
-    if report.timing_error_p99_ms > 1.0 {
-        // Five writes make p99 the maximum, so one preemption of the
-        // machine's vCPU decides it: measure once more before judging.
+    // Five writes make p99 the maximum, so one preemption of the machine's
+    // vCPU (or a stall of its disk writeback) decides it: measure up to
+    // three times before judging; a systematic error fails every one.
+    for _ in 0..2 {
+        if report.timing_error_p99_ms <= 1.0 {
+            break;
+        }
         println!(
             "timing error p99 {} ms: running again",
             report.timing_error_p99_ms
