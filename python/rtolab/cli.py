@@ -1091,24 +1091,35 @@ def reproduce(
         if report:
             from rtolab.reports import report as write_report
 
-            page = _with_spinner("writing the report", lambda: write_report(out), as_json)
+            sections: dict[str, tuple[float, float]] = {}
+            t0, cpu0 = time.perf_counter(), registry.cpu_seconds()
+            page = _with_spinner(
+                "writing the report", lambda: write_report(out, times=sections), as_json
+            )
+            outcome.record_report(
+                (time.perf_counter() - t0, registry.cpu_seconds() - cpu0), sections
+            )
         if as_json:
             data = outcome.to_dict()
             data["report"] = str(page) if page else None
             click.echo(json.dumps(data, default=str))
         else:
             table = Table(title=Text(f"reproduce {_shown(target)}"), title_justify="left")
-            for name in ("experiment", "runs", "failed", "checks", "failed checks"):
+            columns = ("experiment", "runs", "failed", "checks", "failed checks", "wall s", "CPU s")
+            for name in columns:
                 table.add_column(name, justify="right")
             for key in dict.fromkeys(f"{r.system}/{r.experiment}" for r in outcome.runs):
                 runs = [r for r in outcome.runs if f"{r.system}/{r.experiment}" == key]
                 checks = outcome.checks.get(key, [])
+                timing = outcome.times.get(key, registry.Timing())
                 table.add_row(
                     Text(_shown(key)),
                     str(len(runs)),
                     str(sum(r.status != "ok" for r in runs)),
                     str(len(checks)),
                     str(sum(not c.passed for c in checks)),
+                    f"{timing.wall_s:.1f}",
+                    f"{timing.cpu_s:.1f}",
                 )
             out_console.print(table)
             verdicts = {True: ("holds", "green"), False: ("does not hold", "yellow")}

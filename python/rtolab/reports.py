@@ -16,6 +16,7 @@ import html
 import io
 import math
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from rtolab import outdir, plots, sweeps
 from rtolab._rtolab import __version__
 from rtolab.api import METRICS_FILE, TRACES_DIR, Result
 from rtolab.errors import OutputError, ResultError, RtolabError, read_file, read_json_file
-from rtolab.experiments import MANIFEST, Reproduction, experiments
+from rtolab.experiments import MANIFEST, Reproduction, cpu_seconds, experiments
 from rtolab.runreport import human
 from rtolab.sweeps import RESULTS_FILE, RUNS_DIR, SPEC_FILE, read_results
 
@@ -473,8 +474,11 @@ def _unfinished_html(spec: dict[str, Any], found: int) -> list[str]:
 # ----- a reproduction -----
 
 
-def reproduction_report(directory: Path) -> str:
-    """The HTML page of a reproduction's output directory."""
+def reproduction_report(
+    directory: Path, times: dict[str, tuple[float, float]] | None = None
+) -> str:
+    """The HTML page of a reproduction's output directory; ``times``, when
+    given, receives each experiment's section's wall and CPU seconds."""
     data = read_json_file(directory / MANIFEST)
     outcome = Reproduction.load(directory)
     described = data.get("experiments", {})
@@ -506,6 +510,7 @@ def reproduction_report(directory: Path) -> str:
         body.append(heading("verdicts", "Verdicts") + _checks_html(verdicts))
     run_lists: list[str] = []
     for key in keys:
+        t0, cpu0 = time.perf_counter(), cpu_seconds()
         info = described.get(key, {})
         records = [r for r in outcome.runs if f"{r.system}/{r.experiment}" == key]
         body.append(heading(key.replace("/", "-"), f"{key}: {info.get('title', '')}"))
@@ -565,6 +570,10 @@ def reproduction_report(directory: Path) -> str:
         run_lists.append(
             _collapsed(f"{key}: runs ({len(rows)})", table_html(pd.DataFrame(rows), nowrap=True))
         )
+        if times is not None:
+            times[key] = (time.perf_counter() - t0, cpu_seconds() - cpu0)
+    if outcome.times:
+        body.append(heading("time", "Time and size") + _times_html(outcome, keys))
     if run_lists:
         body += [heading("runs", "Runs"), *run_lists]
     toc = "".join(f'<li><a href="#{_esc(a)}">{_esc(t)}</a></li>' for a, t in contents)
@@ -574,6 +583,49 @@ def reproduction_report(directory: Path) -> str:
         f"Output in <code>{_esc(directory)}</code>",
         body,
     )
+
+
+def _times_html(outcome: Reproduction, keys: list[str]) -> str:
+    """What each experiment and system took: wall and CPU seconds of its
+    runs, their analysis and its checks, and what its directory holds."""
+    rows: list[dict[str, Any]] = []
+    systems = outcome.system_times()
+    for system, entry in systems.items():
+        rows.append(
+            {
+                "system": system,
+                "experiment": "(all)",
+                "runs": entry["runs"],
+                "kept from before": entry["reused"],
+                "wall s": round(entry["wall_s"], 1),
+                "CPU s": round(entry["cpu_s"], 1),
+                "size MB": round(entry["disk_bytes"] / 1e6, 1) if "disk_bytes" in entry else "",
+                "files": entry.get("files", ""),
+            }
+        )
+        for key in keys:
+            if key.split("/")[0] != system or key not in outcome.times:
+                continue
+            records = [r for r in outcome.runs if f"{r.system}/{r.experiment}" == key]
+            rows.append(
+                {
+                    "system": system,
+                    "experiment": key.split("/", 1)[1],
+                    "runs": len(records),
+                    "kept from before": sum(r.reused for r in records),
+                    "wall s": round(outcome.times[key].wall_s, 1),
+                    "CPU s": round(outcome.times[key].cpu_s, 1),
+                    "size MB": "",
+                    "files": "",
+                }
+            )
+    note = (
+        f"<p>In all {outcome.wall_s:.1f} s of wall time and {outcome.cpu_s:.1f} s of CPU "
+        "time (this process and its worker processes), before this page was written. "
+        "An experiment's time covers its runs, their analysis and its checks; CPU time "
+        "is the fairer figure on a machine that other work shares.</p>"
+    )
+    return note + table_html(pd.DataFrame(rows))
 
 
 def kind_of(directory: Path) -> str:
@@ -590,9 +642,16 @@ def kind_of(directory: Path) -> str:
     )
 
 
-def report(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
+def report(
+    directory: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    times: dict[str, tuple[float, float]] | None = None,
+) -> Path:
     """Writes the HTML report of a run, sweep or reproduction directory;
-    returns the page's path (``DIR/report.html`` unless ``out`` is given)."""
+    returns the page's path (``DIR/report.html`` unless ``out`` is given).
+    For a reproduction, ``times`` receives each experiment's section's wall
+    and CPU seconds."""
     root = Path(directory)
     if not root.is_dir():
         raise RtolabError(f"{root}: no such directory")
@@ -616,7 +675,7 @@ def report(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None
     elif kind == "sweep":
         page = sweep_report(root)
     else:
-        page = reproduction_report(root)
+        page = reproduction_report(root, times)
     if out is None:
         return outdir.write_text(root.resolve(), REPORT_FILE, page)
     # A page written elsewhere goes to the directory it names (a link

@@ -29,10 +29,12 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import os
 import pkgutil
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -309,6 +311,32 @@ class RunRecord:
     error: str | None
     wall_s: float
     params: dict[str, Any] = field(default_factory=dict)
+    #: CPU seconds of the run and its ``analyse`` (0 for a run kept from
+    #: before, as its ``wall_s``).
+    cpu_s: float = 0.0
+    #: Whether it was kept from a reproduction before into the same
+    #: directory rather than run (its times are then 0).
+    reused: bool = False
+
+
+@dataclass
+class Timing:
+    """Wall and CPU seconds an experiment took: its runs, their analysis
+    and its checks (``reproduction``), and the report's section on it
+    (``report``, when ``rtolab reproduce`` wrote the report). CPU time adds
+    this process's and that of the worker processes for the runs they did."""
+
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    report_wall_s: float | None = None
+    report_cpu_s: float | None = None
+
+
+def cpu_seconds() -> float:
+    """CPU seconds used so far by this process and by the child processes
+    it has waited for (a capture reader, say)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 @dataclass
@@ -323,6 +351,39 @@ class Reproduction:
     wall_s: float = 0.0
     #: What the runs kept besides their reports.
     kept: Kept = field(default_factory=Kept)
+    #: CPU seconds of the whole reproduction, worker processes included.
+    cpu_s: float = 0.0
+    #: What each experiment took, by key.
+    times: dict[str, Timing] = field(default_factory=dict)
+    #: Disk space (bytes, in the file system's blocks, as ``du``) and
+    #: files each system's directory holds once its checks are done.
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Wall and CPU seconds of writing the report, when it was written.
+    report_s: tuple[float, float] | None = None
+
+    def system_times(self) -> dict[str, dict[str, Any]]:
+        """Per system: its experiments' times added up, its runs (and
+        how many were kept from before), and its size on disk."""
+        systems: dict[str, dict[str, Any]] = {}
+        for record in self.runs:
+            entry = systems.setdefault(
+                record.system,
+                {"runs": 0, "reused": 0, "wall_s": 0.0, "cpu_s": 0.0},
+            )
+            entry["runs"] += 1
+            entry["reused"] += record.reused
+        for key, timing in self.times.items():
+            entry = systems.setdefault(
+                key.split("/")[0], {"runs": 0, "reused": 0, "wall_s": 0.0, "cpu_s": 0.0}
+            )
+            entry["wall_s"] += timing.wall_s
+            entry["cpu_s"] += timing.cpu_s
+            if timing.report_wall_s is not None and timing.report_cpu_s is not None:
+                entry["report_wall_s"] = entry.get("report_wall_s", 0.0) + timing.report_wall_s
+                entry["report_cpu_s"] = entry.get("report_cpu_s", 0.0) + timing.report_cpu_s
+        for system, (disk, files) in self.sizes.items():
+            systems.setdefault(system, {}).update(disk_bytes=disk, files=files)
+        return systems
 
     @property
     def failed(self) -> list[RunRecord]:
@@ -339,6 +400,13 @@ class Reproduction:
         return {
             "out_dir": str(self.out_dir),
             "wall_s": self.wall_s,
+            "cpu_s": self.cpu_s,
+            "report": (
+                None
+                if self.report_s is None
+                else {"wall_s": self.report_s[0], "cpu_s": self.report_s[1]}
+            ),
+            "systems": self.system_times(),
             "kept": {"traces": self.kept.traces, "captures": self.kept.captures},
             "runs": [r.__dict__ for r in self.runs],
             "checks": {
@@ -350,11 +418,32 @@ class Reproduction:
                 for k, cs in self.claims.items()
             },
             "experiments": {
-                e.key: {"title": e.title, "description": e.description}
+                e.key: {
+                    "title": e.title,
+                    "description": e.description,
+                    **self.times.get(e.key, Timing()).__dict__,
+                }
                 for e in experiments()
                 if e.key in {f"{r.system}/{r.experiment}" for r in self.runs}
             },
         }
+
+    def record_report(
+        self, total: tuple[float, float], sections: dict[str, tuple[float, float]]
+    ) -> None:
+        """Records the wall and CPU seconds of writing the report, in all
+        and of each experiment's section, and writes the manifest again."""
+        self.report_s = total
+        for key, (wall, cpu) in sections.items():
+            timing = self.times.setdefault(key, Timing())
+            timing.report_wall_s, timing.report_cpu_s = wall, cpu
+        self.write()
+
+    def write(self) -> Path:
+        """Writes the manifest, :data:`MANIFEST`, into the output directory."""
+        return outdir.write_text(
+            self.out_dir, MANIFEST, json.dumps(self.to_dict(), indent=2, default=str) + "\n"
+        )
 
     @classmethod
     def load(cls, directory: str | Path) -> Reproduction:
@@ -370,6 +459,23 @@ class Reproduction:
                 wall_s=float(data.get("wall_s", 0.0)),
                 # Written before outputs were reduced: everything was kept.
                 kept=Kept(**data.get("kept", {"traces": True, "captures": True})),
+                cpu_s=float(data.get("cpu_s", 0.0)),
+                # Written before times were recorded: none.
+                times={
+                    key: Timing(**{f.name: e.get(f.name) for f in fields(Timing)})
+                    for key, e in data.get("experiments", {}).items()
+                    if "wall_s" in e
+                },
+                sizes={
+                    system: (int(entry["disk_bytes"]), int(entry["files"]))
+                    for system, entry in data.get("systems", {}).items()
+                    if "disk_bytes" in entry
+                },
+                report_s=(
+                    None
+                    if not data.get("report")
+                    else (float(data["report"]["wall_s"]), float(data["report"]["cpu_s"]))
+                ),
             )
         except (TypeError, ValueError, AttributeError):
             # Records of the wrong shape: the manifest was edited or damaged.
@@ -394,13 +500,14 @@ def execute_run(
     params: dict[str, Any],
     analyse: Callable[[Result, dict[str, Any]], None] | None = None,
     trace_families: Sequence[str] | None = None,
-) -> tuple[str, str | None, str, float]:
+) -> tuple[str, str | None, str, float, float]:
     """Runs one experiment run into ``run_dir`` (in this process or on a
     Dask worker), recording the ``trace_families`` given (default: all),
-    then ``analyse``; returns status, error, scenario name and wall time."""
+    then ``analyse``; returns status, error, scenario name, wall time and
+    CPU time (of this process: a worker runs one task at a time)."""
     from rtolab.api import run
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     try:
         result = run(
             scenario, seed=seed, out=run_dir, duration=duration, trace_families=trace_families
@@ -410,7 +517,7 @@ def execute_run(
         status, error, name = "ok", None, result.name
     except RtolabError as err:
         status, error, name = "failed", str(err), str(scenario)[:60]
-    return status, error, name, time.perf_counter() - t0
+    return status, error, name, time.perf_counter() - t0, time.process_time() - cpu0
 
 
 def run_key(
@@ -456,7 +563,19 @@ def _done_before(run_dir: Path, key: str) -> tuple[Any, ...] | None:
         return None
     if any(f.suffix == ".pcap" and not f.is_file() for f in files):
         return None
-    return ("ok", None, str(data.get("scenario", "")), 0.0)
+    return ("ok", None, str(data.get("scenario", "")), 0.0, 0.0)
+
+
+def disk_usage(directory: Path) -> tuple[int, int]:
+    """The disk space ``directory`` takes, in bytes of the file system's
+    blocks (as ``du`` counts it, directories included), and its files."""
+    used, files = 0, 0
+    for root, dirs, names in os.walk(directory):
+        for name in (*dirs, *names):
+            info = os.lstat(os.path.join(root, name))
+            used += info.st_blocks * 512
+            files += stat.S_ISREG(info.st_mode)
+    return used, files
 
 
 def _remove_captures(results: Iterable[Result]) -> None:
@@ -502,11 +621,11 @@ def reproduce(
     others go on. Runs done before into ``out`` with the same key
     (:func:`run_key`) are kept, not run again, so a reproduction stopped
     midway resumes where it stopped."""
-    import os
+    import contextlib
 
     from rtolab.api import Result
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), cpu_seconds()
     kept = Kept() if kept is None else kept
     chosen = select(target)
     given = {k: v for k, v in (options or {}).items() if v is not None}
@@ -528,8 +647,10 @@ def reproduce(
             for e, r in plan
         }
 
-        def record(experiment: Experiment, spec: ExperimentRun, done: tuple[Any, ...]) -> None:
-            status, error, name, wall = done
+        def record(
+            experiment: Experiment, spec: ExperimentRun, done: tuple[Any, ...], reused: bool
+        ) -> None:
+            status, error, name, wall, cpu = done
             run_dir = out_dir / experiment.system / experiment.name / spec.label
             if status == "ok":
                 results[experiment.key][spec.label] = Result.load(run_dir)
@@ -546,6 +667,8 @@ def reproduce(
                 error=error,
                 wall_s=wall,
                 params=dict(spec.params),
+                cpu_s=cpu,
+                reused=reused,
             )
             outcome.runs.append(rec)
             if on_result is not None:
@@ -567,62 +690,80 @@ def reproduce(
                 families[experiment.key],
             )
 
-        todo = []
-        for experiment, spec in plan:
-            run_dir = out_dir / experiment.system / experiment.name / spec.label
-            before = _done_before(run_dir, keys[(experiment.key, spec.label)])
-            if before is None:
-                todo.append((experiment, spec))
-            else:
-                record(experiment, spec, before)
         n_workers = (os.cpu_count() or 1) if workers is None else workers
-        spread = [(e, r) for e, r in todo if e.parallel and n_workers > 0]
-        done: dict[int, tuple[Any, ...]] = {}
-        if spread:
-            from distributed import as_completed
+        with contextlib.ExitStack() as pool:
+            clients: list[Any] = []
 
-            from rtolab.sweeps import dask_client
+            def client() -> Any:
+                # One pool of workers for every parallel experiment,
+                # started when the first needs it.
+                if not clients:
+                    from rtolab.sweeps import dask_client
 
-            with dask_client(n_workers, None) as client:
-                futures = {
-                    client.submit(execute_run, *args(e, r), key=f"rtolab-{e.key}-{r.label}"): i
-                    for i, (e, r) in enumerate(spread)
-                }
-                for future in as_completed(list(futures)):
-                    e, r = spread[futures[future]]
-                    done[futures[future]] = future.result()
-                    record(e, r, done[futures[future]])
-        for experiment, spec in todo:
-            if experiment.parallel and n_workers > 0:
-                continue
-            record(experiment, spec, execute_run(*args(experiment, spec)))
+                    clients.append(pool.enter_context(dask_client(n_workers, None)))
+                return clients[0]
+
+            # One experiment after another, each with its checks, so that
+            # each one's time is its own.
+            for experiment in chosen:
+                t0, cpu0 = time.perf_counter(), cpu_seconds()
+                worker_cpu = 0.0
+                specs = [r for e, r in plan if e is experiment]
+                todo = []
+                for spec in specs:
+                    run_dir = out_dir / experiment.system / experiment.name / spec.label
+                    before = _done_before(run_dir, keys[(experiment.key, spec.label)])
+                    if before is None:
+                        todo.append(spec)
+                    else:
+                        record(experiment, spec, before, reused=True)
+                if todo and experiment.parallel and n_workers > 0:
+                    from distributed import as_completed
+
+                    futures = {
+                        client().submit(
+                            execute_run,
+                            *args(experiment, spec),
+                            key=f"rtolab-{experiment.key}-{spec.label}",
+                        ): spec
+                        for spec in todo
+                    }
+                    for future in as_completed(list(futures)):
+                        done = future.result()
+                        worker_cpu += done[4]
+                        record(experiment, futures[future], done, reused=False)
+                else:
+                    for spec in todo:
+                        record(experiment, spec, execute_run(*args(experiment, spec)), False)
+                ran = results[experiment.key]
+                ordered = {r.label: ran[r.label] for r in specs if r.label in ran}
+                if experiment.checks is not None:
+                    verdicts = list(experiment.checks(ordered))
+                    outcome.checks[experiment.key] = [v for v in verdicts if isinstance(v, Check)]
+                    claims = [v for v in verdicts if isinstance(v, Claim)]
+                    if claims:
+                        outcome.claims[experiment.key] = claims
+                if not (kept.captures or experiment.keep_captures):
+                    _remove_captures(ordered.values())
+                if not (kept.traces or experiment.keep_traces):
+                    # The report draws the first run's figures (in plan order).
+                    first = next(iter(ordered), None)
+                    _remove_traces(result for label, result in ordered.items() if label != first)
+                outcome.times[experiment.key] = Timing(
+                    wall_s=time.perf_counter() - t0,
+                    cpu_s=cpu_seconds() - cpu0 + worker_cpu,
+                )
         # The manifest lists runs in plan order, whatever order they ended in.
         order = {(e.key, r.label): i for i, (e, r) in enumerate(plan)}
         outcome.runs.sort(key=lambda rec: order[(f"{rec.system}/{rec.experiment}", rec.label)])
-        for experiment in chosen:
-            if experiment.checks is not None:
-                ran = results[experiment.key]
-                ordered = {
-                    r.label: ran[r.label] for e, r in plan if e is experiment and r.label in ran
-                }
-                verdicts = list(experiment.checks(ordered))
-                outcome.checks[experiment.key] = [v for v in verdicts if isinstance(v, Check)]
-                claims = [v for v in verdicts if isinstance(v, Claim)]
-                if claims:
-                    outcome.claims[experiment.key] = claims
-            if not (kept.captures or experiment.keep_captures):
-                _remove_captures(results[experiment.key].values())
-            if not (kept.traces or experiment.keep_traces):
-                # The report draws the first run's figures (in plan order).
-                ran = results[experiment.key]
-                first = next((r.label for e, r in plan if e is experiment and r.label in ran), None)
-                _remove_traces(result for label, result in ran.items() if label != first)
+        for system in dict.fromkeys(e.system for e in chosen):
+            outcome.sizes[system] = disk_usage(out_dir / system)
     finally:
         _OPTIONS.clear()
         _ROOT.clear()
     outcome.wall_s = time.perf_counter() - started
+    # The worker processes' own CPU time counts once they have ended.
+    outcome.cpu_s = cpu_seconds() - cpu_started
     outcome.kept = kept
-    outdir.write_text(
-        out_dir, MANIFEST, json.dumps(outcome.to_dict(), indent=2, default=str) + "\n"
-    )
+    outcome.write()
     return outcome
