@@ -8,10 +8,13 @@ link -- mobile, a Reno bulk transfer for 40 s; the radio link goes down for
 ns-2's ``rtmodel-at``. Both simulators run with ns-2.35's defaults: 1000-byte
 packets, a window of 20 packets, an initial window of 2, an initial RTO of
 3 s, a minimum RTO of 200 ms and a maximum of 60 s, an ACK per packet, no
-timestamps, and ns-2's window growth: one packet per ACK in slow start however
-much the ACK covers, 1/cwnd per ACK in congestion avoidance (rtolab's
-``abc_limit = 1`` and ``ca_increase = "per_ack"``). Each seed shifts the
-transfer's start by a draw in [0, 100 ms), the same in both.
+timestamps, and the behaviours of ns-2's Reno agent that rtolab's Reno takes
+as settings (``setting.NS2_RENO``, shared with the 802.11 cases): one segment
+timed at a time, limited transmit, the timer restarted at a fast retransmit,
+Reno's careful variant after a timeout, and ns-2's window growth: one packet
+per ACK in slow start however much the ACK covers, 1/cwnd per ACK in
+congestion avoidance. Each seed shifts the transfer's start by a draw in
+[0, 100 ms), the same in both.
 
 For each run: packets delivered to the mobile (distinct), retransmission
 timeouts at the fixed host, the RTO backoff multiplier reached, the fixed
@@ -33,11 +36,18 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+# Run as a script or loaded from its file, the ns2check package is beside it.
+_SCRIPTS = str(Path(__file__).resolve().parent.parent)
+if _SCRIPTS not in sys.path:
+    sys.path.insert(0, _SCRIPTS)
+from ns2check.setting import NS2_RENO  # noqa: E402
 
 #: Outages of each case, (start, duration) in seconds (ack-holding spec §4).
 CASES: dict[str, list[tuple[float, float]]] = {
@@ -209,6 +219,7 @@ def _idle_after(sent: pd.Series, outages: list[tuple[float, float]]) -> float | 
 def rtolab_scenario(case: str, seed: int) -> str:
     """The same run for rtolab, with ns-2.35's TCP defaults."""
     outages = ", ".join(f'{{ start = "{s:g}s", duration = "{d:g}s" }}' for s, d in CASES[case])
+    reno = "\n".join(NS2_RENO)
     tcp = f"""mss = {PACKET}
 timestamps = false
 sack = false
@@ -217,10 +228,13 @@ recv_buffer = {WINDOW * PACKET}
 send_buffer = 262144
 cc.policy = "reno"
 cc.initial_window.segments = 2
-cc.abc_limit = 1
-cc.ca_increase = "per_ack"
-rto = {{ policy = "rfc6298", initial = "3s", min = "200ms", max = "60s", granularity = "10ms" }}
+rto.policy = "rfc6298"
+rto.initial = "3s"
+rto.min = "200ms"
+rto.max = "60s"
+rto.granularity = "10ms"
 ack = {{ policy = "immediate" }}
+{reno}
 """
     return f"""name = "ns2-ack-holding-{case.lower()}"
 duration = "{DURATION_S:g}s"
