@@ -260,6 +260,9 @@ fn bad_tables_name_the_field() {
         rejects(ONE_OUTAGE, &format!("{HOLDING}search = \"best\"\n"))
             .starts_with("middlebox[0].search:")
     );
+    assert!(
+        rejects(ONE_OUTAGE, &format!("{HOLDING}fixed_host = \"bsd\"\n")).contains("fixed_host")
+    );
     assert!(rejects(ONE_OUTAGE, &format!("{HOLDING}duplicates = 3\n"))
         .starts_with("middlebox[0].duplicates: must be 0, 1 or 2"));
     assert!(
@@ -322,6 +325,46 @@ fn duplicates_of_held_acks_triple_the_releases_and_never_make_a_third() {
     let (timeouts, fast, dups, _) = fixed_host(&r);
     assert_eq!((timeouts, fast), (0, 0));
     assert!(dups >= sent, "the fixed host counted {dups} duplicates");
+}
+
+#[test]
+fn the_schedule_counts_only_acks_of_new_data_against_the_fixed_host_s_timer() {
+    // 5 held ACKs for 10 s, each released with two duplicates, against the
+    // rfc profile's 1 s floor. A duplicate does not restart the fixed
+    // host's timer, and the schedule knows it: a duplicate leaves the
+    // modelled RTO alone, and the fixed host does not time out.
+    let outages = format!("{ONE_OUTAGE}\nwarning = \"50ms\"");
+    let extra = format!("{HOLDING}min_rto = \"1s\"\nsearch = \"timeout-free\"\nduplicates = 2\n");
+    let (r, _) = run(&scenario(&outages, &extra, ""));
+    let releases = schedule_field(&r, 0, "releases")
+        .as_u64()
+        .expect("releases") as usize;
+    let gaps: Vec<f64> = serde_json::from_value(schedule_field(&r, 0, "gaps_s")).expect("gaps");
+    let rto: Vec<f64> = serde_json::from_value(schedule_field(&r, 0, "model_rto_s")).expect("rtos");
+    assert_eq!((gaps.len(), rto.len()), (releases, releases));
+    // Every third release is an ACK of new data; the modelled RTO moves
+    // only there. The duplicates of each stretched ACK share the time
+    // until the next ACK of new data evenly with it; the paced releases
+    // after them are evenly spaced.
+    let n = schedule_field(&r, 0, "n").as_u64().expect("n") as usize;
+    assert!(n > 0);
+    let stretched = 1 + 3 * (n - 1);
+    for (i, gap) in gaps.iter().enumerate() {
+        if i % 3 != 0 {
+            assert_eq!(rto[i], rto[i - 1], "a duplicate moved the RTO at {i}");
+            continue;
+        }
+        if i > 0 && i < stretched {
+            assert!(gaps[i - 2..=i].iter().all(|g| (g - gap).abs() < 1e-9));
+        }
+    }
+    let paced = &gaps[stretched..];
+    assert!(
+        paced.iter().all(|g| (g - paced[0]).abs() < 1e-9),
+        "{paced:?}"
+    );
+    assert_eq!(fixed_host(&r).0, 0, "the fixed host timed out");
+    assert!(holding_stat(&r, "duplicates_sent") > 0);
 }
 
 #[test]

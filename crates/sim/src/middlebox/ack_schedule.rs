@@ -429,33 +429,136 @@ pub enum Samples {
     Hold,
 }
 
+/// How the FH turns its estimator and its floor into an RTO.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FixedHost {
+    /// RFC 6298 §2.4: `RTO = max(μ + 4σ, floor)`, the floor a lower bound
+    /// on the whole RTO; with no floor, the spec's model (§3).
+    #[default]
+    Rfc6298,
+    /// Linux (`tcp_rtt_estimator` and `tcp_set_rto` in
+    /// net/ipv4/tcp_input.c): `RTO = μ + rttvar`, where `rttvar` is at
+    /// least the floor (`tcp_rto_min`, 200 ms) and at least the largest
+    /// `4σ` since it last decayed, so the floor is added to the mean
+    /// rather than bounding the sum. `rttvar` decays only once a whole
+    /// flight sent after its last decay is acknowledged; data the FH sends
+    /// while the base station holds is acknowledged only after the
+    /// return, so through a hold `rttvar` only grows. The deviation falls
+    /// with a gain of 1/32 rather than 1/4 when a sample is below the mean
+    /// by more than σ, and the RTO is at most [`LINUX_RTO_MAX`].
+    Linux,
+}
+
+/// Linux's ceiling on the RTO (`TCP_RTO_MAX`), seconds.
+pub const LINUX_RTO_MAX: f64 = 120.0;
+
+/// The deviation's gain in Linux when a sample is below the mean by more
+/// than the deviation (`m >>= 3` on top of the 1/4 gain).
+const LINUX_FALLING_GAIN: f64 = 1.0 / 32.0;
+
+impl Estimate {
+    /// The estimator after one more sample, as Linux updates it: the
+    /// mean as Jacobson's, the deviation with [`LINUX_FALLING_GAIN`] when
+    /// the sample is below the mean by more than σ.
+    fn after_linux(self, sample: f64) -> Estimate {
+        let delta = sample - self.mean;
+        let error = delta.abs() - self.deviation;
+        let gain = if delta < 0.0 && error > 0.0 {
+            LINUX_FALLING_GAIN
+        } else {
+            DEVIATION_GAIN
+        };
+        Estimate::new(self.mean + MEAN_GAIN * delta, self.deviation + gain * error)
+    }
+}
+
 /// The FH's retransmission timer as the base station models it when it
 /// plans a schedule step by step: the spec's estimator, with a lower
-/// bound on the RTO and a choice of what each ACK samples.
+/// bound on the RTO, the FH's form of the RTO, a choice of what each ACK
+/// samples, and which releases are duplicates.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HostModel {
-    /// Lowest RTO the FH arms, seconds (0: no bound, the spec's model).
+    /// Lowest RTO the FH arms, seconds (0: no bound, the spec's model);
+    /// with [`FixedHost::Linux`], the least variance term added to the
+    /// mean.
     pub min_rto: f64,
+    /// How the RTO follows from the estimator and `min_rto`.
+    pub fixed_host: FixedHost,
     /// What each ACK samples.
     pub samples: Samples,
-    /// For [`Samples::Hold`]: when each held ACK reached the base station,
-    /// in seconds after the schedule's start (the FH's last ACK); an ACK
-    /// past the end of the list counts as held from the start.
+    /// For [`Samples::Hold`]: when each released ACK reached the base
+    /// station, in seconds after the schedule's start (the FH's last ACK);
+    /// an ACK past the end of the list counts as held from the start.
     pub held_at: Vec<f64>,
+    /// Releases per held ACK: the ACK itself, then `copies − 1`
+    /// duplicates of it (0 counts as 1). A duplicate neither restarts the
+    /// FH's timer nor gives it a sample (RFC 6298 §5.3: only an ACK of
+    /// new data does; Linux and ns-2 alike), so the FH times out when the
+    /// gap between two ACKs of new data exceeds its RTO, whatever
+    /// duplicates come between.
+    pub copies: u32,
 }
 
 impl HostModel {
-    /// The RTO the FH arms with estimator `e`.
-    fn rto(&self, e: Estimate) -> f64 {
-        e.rto.max(self.min_rto)
+    /// Releases per held ACK, at least 1.
+    fn copies(&self) -> u32 {
+        self.copies.max(1)
     }
 
-    /// The sample of ACK `i` (from 0), released `at` seconds after the
-    /// start after a gap of `gap`, on a path of round trip `mean`.
+    /// The RTO the FH arms with estimator `e` and, for Linux, variance
+    /// term `rttvar`.
+    fn rto(&self, e: Estimate, rttvar: f64) -> f64 {
+        match self.fixed_host {
+            FixedHost::Rfc6298 => e.rto.max(self.min_rto),
+            FixedHost::Linux => (e.mean + rttvar).min(LINUX_RTO_MAX),
+        }
+    }
+
+    /// Linux's variance term when the schedule starts: at least the floor.
+    fn first_rttvar(&self, e: Estimate) -> f64 {
+        (DEVIATIONS * e.deviation).max(self.min_rto)
+    }
+
+    /// The estimator and variance term after `sample`.
+    fn after(&self, e: Estimate, rttvar: f64, sample: f64) -> (Estimate, f64) {
+        match self.fixed_host {
+            FixedHost::Rfc6298 => (e.after(sample), rttvar),
+            FixedHost::Linux => {
+                let next = e.after_linux(sample);
+                (next, rttvar.max(DEVIATIONS * next.deviation))
+            }
+        }
+    }
+
+    /// The sample of release `i` (from 0), released `at` seconds after the
+    /// start after a gap of `gap` since the last ACK of new data, on a
+    /// path of round trip `mean`.
     fn sample(&self, i: usize, at: f64, gap: f64, mean: f64) -> f64 {
         match self.samples {
             Samples::Gaps => gap,
             Samples::Hold => (at - self.held_at.get(i).copied().unwrap_or(0.0)).max(0.0) + mean,
+        }
+    }
+
+    /// Whether release `i` (from 0) is an ACK of new data rather than a
+    /// duplicate of the one before.
+    fn is_new(&self, i: usize) -> bool {
+        i % self.copies() as usize == 0
+    }
+
+    /// Held ACKs among `releases` releases.
+    fn held(&self, releases: u32) -> u32 {
+        releases.div_ceil(self.copies())
+    }
+
+    /// Releases that stretch `n` held ACKs: the first ACK, then for each
+    /// later one the duplicates of the one before and itself.
+    fn stretched_releases(&self, n: u32) -> u32 {
+        if n == 0 {
+            0
+        } else {
+            1 + (n - 1) * self.copies()
         }
     }
 }
@@ -465,34 +568,49 @@ struct Tracker<'a> {
     model: &'a HostModel,
     mean: f64,
     state: Estimate,
+    /// Linux's variance term (unused for RFC 6298).
+    rttvar: f64,
     at: f64,
+    /// Time since the last ACK of new data (or the start).
+    since_new: f64,
     released: usize,
 }
 
 impl<'a> Tracker<'a> {
     fn new(problem: &PacingProblem, model: &'a HostModel) -> Self {
+        let state = Estimate::new(problem.mean, problem.deviation);
         Tracker {
             model,
             mean: problem.mean,
-            state: Estimate::new(problem.mean, problem.deviation),
+            state,
+            rttvar: model.first_rttvar(state),
             at: 0.0,
+            since_new: 0.0,
             released: 0,
         }
     }
 
     /// The RTO in force.
     fn rto(&self) -> f64 {
-        self.model.rto(self.state)
+        self.model.rto(self.state, self.rttvar)
     }
 
     /// Releases the next ACK after `gap`; returns whether it came on time
+    /// (an ACK of new data no later than the RTO after the last one; a
+    /// duplicate is always on time, the next ACK of new data is judged)
     /// and the RTO the FH arms after it.
     fn release(&mut self, gap: f64) -> (bool, f64) {
-        let on_time = gap <= self.rto();
         self.at += gap;
-        let sample = self.model.sample(self.released, self.at, gap, self.mean);
-        self.state = self.state.after(sample);
+        self.since_new += gap;
+        let i = self.released;
         self.released += 1;
+        if !self.model.is_new(i) {
+            return (true, self.rto());
+        }
+        let on_time = self.since_new <= self.rto();
+        let sample = self.model.sample(i, self.at, self.since_new, self.mean);
+        (self.state, self.rttvar) = self.model.after(self.state, self.rttvar, sample);
+        self.since_new = 0.0;
         (on_time, self.rto())
     }
 }
@@ -500,8 +618,10 @@ impl<'a> Tracker<'a> {
 /// A schedule planned step by step under a [`HostModel`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Plan {
-    /// How many ACKs are stretched.
+    /// How many held ACKs are stretched.
     pub n: u32,
+    /// How many releases the stretching takes (n without duplicates).
+    pub stretched: u32,
     /// The gap of the other ACKs, in seconds.
     pub theta: f64,
     /// x_1 … x_N, seconds; they add up to T.
@@ -520,8 +640,10 @@ impl Plan {
     }
 }
 
-/// The modelled FH's RTO after each of `gaps`, and the first ACK that
-/// would come late.
+/// The modelled FH's RTO after each of `gaps`, and the first release
+/// (from 1) that would come late: an ACK of new data after the FH timed
+/// out, or the last release when duplicates after the last ACK of new
+/// data leave the FH waiting past its RTO before the return.
 pub fn evaluate(
     problem: &PacingProblem,
     model: &HostModel,
@@ -539,33 +661,47 @@ pub fn evaluate(
             rto
         })
         .collect();
+    if late.is_none() && tracker.since_new > tracker.rto() {
+        late = Some(u32::try_from(gaps.len()).unwrap_or(u32::MAX));
+    }
     (rto_after, late)
 }
 
-/// The schedule that stretches `n` ACKs under `model`: each of them
-/// released when the modelled FH's timer is due, the rest at a constant
-/// gap; `None` when `n` is not feasible (n ≥ N, or the stretched ACKs
-/// outlast T).
+/// The schedule that stretches `n` held ACKs under `model`: each of them
+/// released when the modelled FH's timer is due, with the duplicates of
+/// the one before spread evenly ahead of it, and the remaining releases
+/// at a constant gap; `None` when `n` is not feasible (n ≥ the ACKs held,
+/// or the stretched ACKs outlast T). `problem.acks` counts releases,
+/// duplicates included.
 pub fn plan(problem: &PacingProblem, model: &HostModel, n: u32) -> Option<Plan> {
     problem.validate().ok()?;
-    if n >= problem.acks {
+    if n >= model.held(problem.acks) {
         return None;
     }
+    let stretched = model.stretched_releases(n);
     let mut tracker = Tracker::new(problem, model);
     let mut gaps = Vec::with_capacity(problem.acks as usize);
-    for _ in 0..n {
-        let gap = tracker.rto();
-        if tracker.at + gap > problem.outage {
+    for k in 0..n {
+        // The releases up to this ACK of new data share the time until
+        // the FH's timer is due: the ACK alone first, then each ACK with
+        // the duplicates of the one before it.
+        let share = if k == 0 { 1 } else { model.copies() };
+        let due = tracker.rto();
+        if tracker.at + due > problem.outage {
             return None;
         }
-        tracker.release(gap);
-        gaps.push(gap);
+        for _ in 0..share {
+            let gap = due / f64::from(share);
+            tracker.release(gap);
+            gaps.push(gap);
+        }
     }
-    let theta = ((problem.outage - tracker.at) / f64::from(problem.acks - n)).max(0.0);
+    let theta = ((problem.outage - tracker.at) / f64::from(problem.acks - stretched)).max(0.0);
     gaps.resize(problem.acks as usize, theta);
     let (rto_after, first_timeout) = evaluate(problem, model, &gaps);
     Some(Plan {
         n,
+        stretched,
         theta,
         gaps,
         rto_after,
@@ -1113,6 +1249,151 @@ mod tests {
         // arrival, plus the round trip (checked by hand for the first).
         let first = Estimate::new(0.145, 0.0002).after(0.345 - 0.1 + 0.145);
         assert!((plan.rto_after[0] - first.rto.max(0.345)).abs() < 1e-12);
+    }
+
+    /// Our path to a Linux fixed host: μ0 = 0.145 s, a tiny deviation.
+    const LINUX_PATH: PacingProblem = PacingProblem {
+        outage: 10.5,
+        acks: 6,
+        mean: 0.145,
+        deviation: 0.0002,
+    };
+
+    #[test]
+    fn linux_adds_the_floor_to_the_mean() {
+        let linux = HostModel {
+            min_rto: 0.2,
+            fixed_host: FixedHost::Linux,
+            ..HostModel::default()
+        };
+        let rfc = HostModel {
+            fixed_host: FixedHost::Rfc6298,
+            ..linux.clone()
+        };
+        // The first stretched ACK goes when the timer is due.
+        let first = |model: &HostModel| plan(&LINUX_PATH, model, 1).unwrap().gaps[0];
+        // srtt + max(4σ, floor) = 0.145 + max(0.0008, 0.2)...
+        assert!((first(&linux) - 0.345).abs() < 1e-12, "{}", first(&linux));
+        // ...where RFC 6298 bounds the sum: max(0.145 + 0.0008, 0.2).
+        assert!((first(&rfc) - 0.2).abs() < 1e-12, "{}", first(&rfc));
+        // A deviation above the floor: srtt + 4σ in both.
+        let wide = PacingProblem {
+            deviation: 0.1,
+            ..LINUX_PATH
+        };
+        let due = |model: &HostModel| plan(&wide, model, 1).unwrap().gaps[0];
+        assert!((due(&linux) - 0.545).abs() < 1e-12);
+        assert!((due(&rfc) - 0.545).abs() < 1e-12);
+    }
+
+    #[test]
+    fn linux_lowers_the_deviation_slowly_on_a_sample_below_the_mean() {
+        let e = Estimate::new(1.0, 0.1);
+        // 0.5 s below a 1 s mean: |δ| − σ = 0.4, at 1/32 in Linux, 1/4 in
+        // RFC 6298; the mean moves by δ/8 in both.
+        let linux = e.after_linux(0.5);
+        assert!((linux.mean - 0.9375).abs() < 1e-12);
+        assert!((linux.deviation - (0.1 + 0.4 / 32.0)).abs() < 1e-12);
+        assert!((e.after(0.5).deviation - 0.2).abs() < 1e-12);
+        // Above the mean, or below it by less than σ: the gain is 1/4.
+        assert!((e.after_linux(1.5).deviation - 0.2).abs() < 1e-12);
+        assert!((e.after_linux(0.95).deviation - (0.1 - 0.05 / 4.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn linux_s_variance_term_only_grows_through_a_hold() {
+        let problem = PacingProblem {
+            outage: 0.7,
+            acks: 2,
+            mean: 0.1,
+            deviation: 0.0,
+        };
+        let linux = HostModel {
+            min_rto: 0.2,
+            fixed_host: FixedHost::Linux,
+            ..HostModel::default()
+        };
+        let (rto, late) = evaluate(&problem, &linux, &[0.5, 0.1]);
+        // The first gap outlasts 0.1 + max(0, 0.2).
+        assert_eq!(late, Some(1));
+        // 0.5 s: δ = 0.4, μ = 0.15, σ = 0.1, so rttvar = max(0.2, 0.4).
+        assert!((rto[0] - 0.55).abs() < 1e-12, "{rto:?}");
+        // 0.1 s: μ = 0.14375 and σ = 0.0875, but rttvar keeps 0.4.
+        assert!((rto[1] - (0.14375 + 0.4)).abs() < 1e-12, "{rto:?}");
+        let rfc = HostModel {
+            fixed_host: FixedHost::Rfc6298,
+            ..linux.clone()
+        };
+        let (rto, _) = evaluate(&problem, &rfc, &[0.5, 0.1]);
+        assert!((rto[1] - (0.14375 + 4.0 * 0.0875)).abs() < 1e-12, "{rto:?}");
+        // Linux's ceiling.
+        let long = PacingProblem {
+            outage: 1000.0,
+            acks: 1,
+            mean: 100.0,
+            deviation: 10.0,
+        };
+        assert_eq!(evaluate(&long, &linux, &[1000.0]).0[0], LINUX_RTO_MAX);
+    }
+
+    #[test]
+    fn duplicates_neither_restart_the_timer_nor_sample() {
+        // 5 held ACKs with two duplicates each over 10.5 s, a 1 s floor.
+        let problem = PacingProblem { acks: 15, ..STEADY };
+        let model = HostModel {
+            min_rto: 1.0,
+            copies: 3,
+            ..HostModel::default()
+        };
+        let even = plan(&problem, &model, 0).unwrap();
+        assert!((even.theta - 0.7).abs() < 1e-12);
+        // The first ACK of new data comes after 0.7 s, the second 2.1 s
+        // later, past the floor: release 4 is late, though no release is
+        // more than 0.7 s after the one before.
+        assert_eq!(even.first_timeout, Some(4));
+        // A duplicate leaves the modelled RTO as it was.
+        assert_eq!(even.rto_after[1], even.rto_after[0]);
+        assert_eq!(even.rto_after[2], even.rto_after[0]);
+        // Stretching places the ACKs of new data where they go without
+        // duplicates, and the duplicates of each between it and the next.
+        let alone = HostModel {
+            copies: 1,
+            ..model.clone()
+        };
+        let single = PacingProblem { acks: 5, ..STEADY };
+        let with = plan(&problem, &model, 3).unwrap();
+        let without = plan(&single, &alone, 3).unwrap();
+        assert_eq!(with.stretched, 7);
+        let times = |gaps: &[f64]| -> Vec<f64> {
+            gaps.iter()
+                .scan(0.0, |at, g| {
+                    *at += g;
+                    Some(*at)
+                })
+                .collect()
+        };
+        let new_with: Vec<f64> = times(&with.gaps).into_iter().step_by(3).take(3).collect();
+        let new_without: Vec<f64> = times(&without.gaps).into_iter().take(3).collect();
+        for (a, b) in new_with.iter().zip(&new_without) {
+            assert!((a - b).abs() < 1e-12, "{new_with:?} {new_without:?}");
+        }
+        // The next ACK of new data is due when the RTO after the first
+        // runs out; it and the first's two duplicates share that time.
+        for gap in &with.gaps[1..4] {
+            assert!((gap - with.rto_after[0] / 3.0).abs() < 1e-12, "{with:?}");
+        }
+        // Duplicates after the last ACK of new data leave the FH waiting
+        // 2θ before the return: late when that exceeds its RTO.
+        let short = HostModel {
+            min_rto: 1.5,
+            ..model.clone()
+        };
+        let single_ack = PacingProblem {
+            acks: 3,
+            outage: 3.0,
+            ..STEADY
+        };
+        assert_eq!(plan(&single_ack, &short, 0).unwrap().first_timeout, Some(3));
     }
 
     proptest::proptest! {
