@@ -3,8 +3,9 @@
 
 Runs ``scenarios/emu-ack-holding.toml`` (Linux fixed host and mobile, a
 base station that holds the mobile's ACKs through a 10 s outage) with the
-base station's ``min_rto`` and ``duplicates`` settings varied, and its
-``-baseline`` twin, several rounds each, and reads what happened from the
+base station's ``min_rto``, ``samples``, ``duplicates`` and ``fixed_host``
+settings varied, and its ``-baseline`` twin, several rounds each, and reads
+what happened from the
 captures: the fixed host's timeouts, the ACKs it got during the outage, the
 bytes delivered; and in every capture the two constraints the scheme must
 keep (:func:`check_capture`): no third duplicate of an ACK reaches the
@@ -58,6 +59,17 @@ CONFIGS: dict[str, dict[str, str | int] | None] = {
     'min_rto = "600ms", search = "timeout-free"': {"min_rto": "600ms", "search": "timeout-free"},
     'min_rto = "600ms", samples = "hold", search = "timeout-free"': {
         "min_rto": "600ms",
+        "samples": "hold",
+        "search": "timeout-free",
+    },
+    'fixed_host = "linux", min_rto = "200ms", samples = "hold"': {
+        "fixed_host": "linux",
+        "min_rto": "200ms",
+        "samples": "hold",
+    },
+    'fixed_host = "linux", min_rto = "200ms", samples = "hold", search = "timeout-free"': {
+        "fixed_host": "linux",
+        "min_rto": "200ms",
         "samples": "hold",
         "search": "timeout-free",
     },
