@@ -160,15 +160,16 @@ def _ns2check() -> Any:
 def test_reno_through_one_outage_agrees_with_ns2(tmp_path: Path) -> None:
     """The study's baseline in ns-2.35 and in rtolab with ns-2's TCP
     defaults and window growth: the same timeouts, backoff and idle time
-    after the link returns, and packets delivered within 0.5 %
-    (docs/ack-holding.md)."""
+    after the link returns, and packets delivered within 0.1 %
+    (docs/ack-holding.md; 0.18 % apart while the mobile's receive buffer
+    was the window and its window updates clocked the sender)."""
     check = _ns2check()
     theirs = check.run_ns2("A", 1, tmp_path / "ns2")
     ours = check.run_rtolab("A", 1, tmp_path / "rtolab")
     assert ours["timeouts"] == theirs["timeouts"] > 0
     assert ours["backoff_max"] == theirs["backoff_max"]
     assert abs(ours["idle_after_up_s"] - theirs["idle_after_up_s"]) < 0.05
-    assert abs(ours["packets_delivered"] / theirs["packets_delivered"] - 1) < 0.005
+    assert abs(ours["packets_delivered"] / theirs["packets_delivered"] - 1) < 0.001
 
 
 def test_a_variable_path_runs_the_stretching_phase(reproduction: Path) -> None:
