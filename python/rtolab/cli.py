@@ -147,6 +147,31 @@ def _bad_input(message: str) -> click.exceptions.Exit:
     return click.exceptions.Exit(EXIT_BAD_INPUT)
 
 
+class _Seeds(click.ParamType):
+    """Seeds as a comma-separated list with ranges: ``1,3-5``."""
+
+    name = "seeds"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        seeds: set[int] = set()
+        for part in str(value).split(","):
+            low, _, high = part.strip().partition("-")
+            try:
+                first, last = int(low), int(high or low)
+            except ValueError:
+                self.fail(f"{part.strip()!r} is not a seed or a range of seeds (1,3-5)", param, ctx)
+            if not 0 <= first <= last < 2**64:
+                self.fail(f"{part.strip()!r}: seeds run from 0 upwards, low-high", param, ctx)
+            if last - first >= 100_000:
+                self.fail(f"{part.strip()!r}: more than 100000 seeds", param, ctx)
+            seeds.update(range(first, last + 1))
+        return tuple(sorted(seeds))
+
+
 class _Duration(click.ParamType):
     """A duration as scenario files write it (``20s``, ``500ms``), or a bare
     number of seconds; ``minimum`` seconds at least."""
@@ -1015,7 +1040,13 @@ def _print_sweep(
 @click.option(
     "--capture",
     is_flag=True,
-    help="Keep every run's captures (default: only where the analysis reads them later).",
+    help="Keep every run's captures (default: those the experiment's tables are).",
+)
+@click.option(
+    "--keep-seeds",
+    type=_Seeds(),
+    help="Keep every trace family and the captures of the runs with these seeds only "
+    "(e.g. 1,3-5); with --traces or --capture, only that.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def reproduce(
@@ -1028,12 +1059,22 @@ def reproduce(
     full: bool,
     all_traces: bool,
     capture: bool,
+    keep_seeds: tuple[int, ...] | None,
     as_json: bool,
 ) -> None:
     """Run every registered experiment of a system and report on them.
 
     TARGET is a system (e.g. foundation), SYSTEM/EXPERIMENT, or all; omit it
-    to list the experiments."""
+    to list the experiments.
+
+    By default each run keeps its report and the trace families its
+    experiment's analysis reads, and the report's figures' families in the
+    run they are drawn from; the bridge and the foundation keep their
+    captures. --traces and --capture keep every family and every capture of
+    every run, --keep-seeds of the runs with the seeds given:
+
+        rtolab reproduce uip-rto --keep-seeds 1,2
+    """
     from rtolab import experiments as registry
 
     _stop_on_sigterm(f"finished runs kept in {out}; the same command resumes")
@@ -1085,7 +1126,12 @@ def reproduce(
                 on_result=on_result,
                 options=options,
                 workers=workers,
-                kept=registry.Kept(traces=all_traces, captures=capture),
+                kept=registry.Kept(
+                    # --keep-seeds alone: both, for those seeds.
+                    traces=all_traces or (keep_seeds is not None and not capture),
+                    captures=capture or (keep_seeds is not None and not all_traces),
+                    seeds=keep_seeds,
+                ),
             )
         page = None
         if report:

@@ -74,33 +74,58 @@ RUN_FIGURE_FAMILIES = (
 class Kept:
     """What a reproduction keeps of its runs beyond their reports and the
     tables and figures computed from them: every trace family
-    (``rtolab reproduce --traces``) and the captures (``--capture``)."""
+    (``rtolab reproduce --traces``) and the captures (``--capture``), of
+    every run or of the runs with the ``seeds`` given (``--keep-seeds``)."""
 
     traces: bool = False
     captures: bool = False
+    #: The seeds whose runs keep what ``traces`` and ``captures`` ask for
+    #: (``None``: every run's).
+    seeds: tuple[int, ...] | None = None
 
-    def families(self, experiment: Experiment) -> list[str] | None:
-        """The trace families an ``experiment``'s runs record (``None``: all)."""
-        if self.traces or experiment.trace_families is None:
+    def _chosen(self, seed: int | None) -> bool:
+        return self.seeds is None or seed in self.seeds
+
+    def families(
+        self, experiment: Experiment, *, figures: bool = True, seed: int | None = None
+    ) -> list[str] | None:
+        """The trace families a run of an ``experiment`` records (``None``:
+        all): those its analysis reads, and those of the standard figures
+        when the report draws them from this run (``figures``)."""
+        if (self.traces and self._chosen(seed)) or experiment.trace_families is None:
             return None
-        return sorted({*experiment.trace_families, *RUN_FIGURE_FAMILIES})
+        return sorted({*experiment.trace_families, *(RUN_FIGURE_FAMILIES if figures else ())})
+
+    def keeps_captures(self, experiment: Experiment, seed: int | None = None) -> bool:
+        """Whether a run of ``experiment`` with ``seed`` keeps its captures
+        once the checks have read them."""
+        return experiment.keep_captures or (self.captures and self._chosen(seed))
+
+    def keeps_traces(self, experiment: Experiment, seed: int | None = None) -> bool:
+        """Whether a run of ``experiment`` with ``seed`` keeps its trace
+        tables once the checks have read them."""
+        return experiment.keep_traces or (self.traces and self._chosen(seed))
 
     def sentence(self) -> str:
         """What was kept, in words, for the reproduction's report."""
-        traces = (
-            "every trace family"
-            if self.traces
-            else "the trace families its analysis and the run figures read (only the "
-            "first run, where the experiment's tables come from per-run summaries; "
-            "rtolab reproduce --traces: every family of every run)"
+        which = (
+            "every run"
+            if self.seeds is None
+            else "the runs with seed " + ", ".join(str(s) for s in self.seeds)
         )
-        captures = (
-            "its captures"
-            if self.captures
-            else "its captures only where the experiment's tables are computed from "
-            "them after the runs (--capture: every run's)"
+        kept = " and ".join(
+            word
+            for word, on in (("every trace family", self.traces), ("its captures", self.captures))
+            if on
         )
-        return f"Each run kept its report, {traces} and {captures}."
+        more = f"; {which} kept {kept}" if kept else ""
+        return (
+            "Each run kept its report and the trace families its analysis reads (the "
+            "standard figures' only in the run the report draws them from, and only that "
+            "run's trace tables where the experiment's tables come from per-run summaries) "
+            "and its captures unless its experiment's checks computed what they show from "
+            f"them{more} (rtolab reproduce --traces, --capture and --keep-seeds keep more)."
+        )
 
 
 @dataclass(frozen=True)
@@ -177,9 +202,15 @@ class Experiment:
     keep_captures: bool = True
     #: Whether its runs' trace tables stay once its checks have run; when
     #: ``False`` (its tables come from summaries its ``analyse`` wrote)
-    #: only the first run's stay, for the report's figures, unless
-    #: ``rtolab reproduce --traces``.
+    #: only the first run's stay, for the report's figures, and those of
+    #: :attr:`traces_read`, unless ``rtolab reproduce --traces``.
     keep_traces: bool = True
+    #: With ``keep_traces`` ``False``: the labels of the runs whose trace
+    #: tables its checks read, given the results (chosen from the
+    #: summaries: the best and worst run, say). They keep them; one kept
+    #: from an earlier reproduction into the same directory without them
+    #: runs again before the checks.
+    traces_read: Callable[[dict[str, Result]], Iterable[str]] | None = None
 
     @property
     def key(self) -> str:
@@ -407,7 +438,11 @@ class Reproduction:
                 else {"wall_s": self.report_s[0], "cpu_s": self.report_s[1]}
             ),
             "systems": self.system_times(),
-            "kept": {"traces": self.kept.traces, "captures": self.kept.captures},
+            "kept": {
+                "traces": self.kept.traces,
+                "captures": self.kept.captures,
+                "seeds": None if self.kept.seeds is None else list(self.kept.seeds),
+            },
             "runs": [r.__dict__ for r in self.runs],
             "checks": {
                 k: [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in cs]
@@ -458,7 +493,7 @@ class Reproduction:
                 claims={k: [Claim(**c) for c in cs] for k, cs in data.get("claims", {}).items()},
                 wall_s=float(data.get("wall_s", 0.0)),
                 # Written before outputs were reduced: everything was kept.
-                kept=Kept(**data.get("kept", {"traces": True, "captures": True})),
+                kept=_kept_of(data.get("kept", {"traces": True, "captures": True})),
                 cpu_s=float(data.get("cpu_s", 0.0)),
                 # Written before times were recorded: none.
                 times={
@@ -482,6 +517,15 @@ class Reproduction:
             raise ResultError(str(out / MANIFEST), "garbled: not a reproduction manifest") from None
 
 
+def _kept_of(data: dict[str, Any]) -> Kept:
+    seeds = data.get("seeds")
+    return Kept(
+        traces=bool(data.get("traces", False)),
+        captures=bool(data.get("captures", False)),
+        seeds=None if seeds is None else tuple(int(s) for s in seeds),
+    )
+
+
 def check_options(chosen: Sequence[Experiment], options: dict[str, Any]) -> None:
     """Raises :class:`ExperimentError` for a given option that none of the
     ``chosen`` experiments reads."""
@@ -502,15 +546,22 @@ def execute_run(
     trace_families: Sequence[str] | None = None,
 ) -> tuple[str, str | None, str, float, float]:
     """Runs one experiment run into ``run_dir`` (in this process or on a
-    Dask worker), recording the ``trace_families`` given (default: all),
-    then ``analyse``; returns status, error, scenario name, wall time and
-    CPU time (of this process: a worker runs one task at a time)."""
+    Dask worker), recording the ``trace_families`` given (default: all;
+    none: no trace), then ``analyse``; returns status, error, scenario
+    name, wall time and CPU time (of this process: a worker runs one task
+    at a time)."""
     from rtolab.api import run
 
     t0, cpu0 = time.perf_counter(), time.process_time()
     try:
         result = run(
-            scenario, seed=seed, out=run_dir, duration=duration, trace_families=trace_families
+            scenario,
+            seed=seed,
+            out=run_dir,
+            duration=duration,
+            # No family named records none (an empty list would record all).
+            traces="none" if trace_families is not None and not trace_families else "full",
+            trace_families=trace_families or None,
         )
         if analyse is not None:
             analyse(result, params)
@@ -518,6 +569,20 @@ def execute_run(
     except RtolabError as err:
         status, error, name = "failed", str(err), str(scenario)[:60]
     return status, error, name, time.perf_counter() - t0, time.process_time() - cpu0
+
+
+def figure_runs(experiment: Experiment, specs: Sequence[ExperimentRun]) -> set[str]:
+    """The labels of the runs whose standard figures a reproduction's report
+    draws: the first run of an experiment with a report of its own, else
+    the first run of each scenario."""
+    if experiment.report is not None:
+        return {specs[0].label} if specs else set()
+    from rtolab.api import scenario_text
+
+    first: dict[str, str] = {}
+    for spec in specs:
+        first.setdefault(scenario_text(spec.scenario), spec.label)
+    return set(first.values())
 
 
 def run_key(
@@ -586,6 +651,12 @@ def _remove_captures(results: Iterable[Result]) -> None:
                 outdir.remove(result.out_dir, pcap.name)
 
 
+def _has_traces(result: Result) -> bool:
+    """Whether a run still has the trace tables (or file) it wrote."""
+    where = result.trace_dir or result.trace_file
+    return where is not None and where.exists()
+
+
 def _remove_traces(results: Iterable[Result]) -> None:
     """Removes the runs' trace tables (their summaries hold what the
     experiment's tables need)."""
@@ -641,9 +712,13 @@ def reproduce(
         outcome = Reproduction(out_dir=out_dir)
         results: dict[str, dict[str, Result]] = {e.key: {} for e in chosen}
 
-        families = {e.key: kept.families(e) for e in chosen}
+        drawn = {e.key: figure_runs(e, [r for x, r in plan if x is e]) for e in chosen}
+        families = {
+            (e.key, r.label): kept.families(e, figures=r.label in drawn[e.key], seed=r.seed)
+            for e, r in plan
+        }
         keys = {
-            (e.key, r.label): run_key(r, families[e.key], kept.captures or e.keep_captures)
+            (e.key, r.label): run_key(r, families[(e.key, r.label)], kept.keeps_captures(e, r.seed))
             for e, r in plan
         }
 
@@ -687,7 +762,7 @@ def reproduce(
                 spec.duration,
                 dict(spec.params),
                 experiment.analyse,
-                families[experiment.key],
+                families[(experiment.key, spec.label)],
             )
 
         n_workers = (os.cpu_count() or 1) if workers is None else workers
@@ -737,18 +812,43 @@ def reproduce(
                         record(experiment, spec, execute_run(*args(experiment, spec)), False)
                 ran = results[experiment.key]
                 ordered = {r.label: ran[r.label] for r in specs if r.label in ran}
+                read = (
+                    set()
+                    if experiment.traces_read is None
+                    else set(experiment.traces_read(ordered))
+                )
+                for spec in specs:
+                    if spec.label in read and not _has_traces(ordered[spec.label]):
+                        # Its trace tables went after an earlier reproduction's checks.
+                        outcome.runs = [
+                            r
+                            for r in outcome.runs
+                            if (r.system, r.experiment, r.label)
+                            != (experiment.system, experiment.name, spec.label)
+                        ]
+                        record(experiment, spec, execute_run(*args(experiment, spec)), False)
+                        ordered[spec.label] = ran[spec.label]
                 if experiment.checks is not None:
                     verdicts = list(experiment.checks(ordered))
                     outcome.checks[experiment.key] = [v for v in verdicts if isinstance(v, Check)]
                     claims = [v for v in verdicts if isinstance(v, Claim)]
                     if claims:
                         outcome.claims[experiment.key] = claims
-                if not (kept.captures or experiment.keep_captures):
-                    _remove_captures(ordered.values())
-                if not (kept.traces or experiment.keep_traces):
-                    # The report draws the first run's figures (in plan order).
-                    first = next(iter(ordered), None)
-                    _remove_traces(result for label, result in ordered.items() if label != first)
+                seed_of = {r.label: r.seed for r in specs}
+                _remove_captures(
+                    result
+                    for label, result in ordered.items()
+                    if not kept.keeps_captures(experiment, seed_of[label])
+                )
+                # The report draws its figures from the first run (in plan order).
+                first = next(iter(ordered), None)
+                _remove_traces(
+                    result
+                    for label, result in ordered.items()
+                    if label != first
+                    and label not in read
+                    and not kept.keeps_traces(experiment, seed_of[label])
+                )
                 outcome.times[experiment.key] = Timing(
                     wall_s=time.perf_counter() - t0,
                     cpu_s=cpu_seconds() - cpu0 + worker_cpu,

@@ -891,6 +891,40 @@ def tree_relation(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _picked(
+    frame: pd.DataFrame, nodes: pd.DataFrame
+) -> tuple[pd.Series | None, pd.Series | None, pd.Series | None]:
+    """The runs the figures drawn from traces show: the best and the worst
+    run by goodput, and the client that retransmitted one segment most
+    (its row of ``per_node.csv``)."""
+    ok = frame[frame["status"] == "ok"].sort_values(
+        ["goodput_segments", "scheme", "seed"], kind="stable"
+    )
+    best, worst = (ok.iloc[-1], ok.iloc[0]) if len(ok) else (None, None)
+    pick = (
+        nodes.sort_values(
+            ["most_retransmissions_one_segment", "scheme", "seed", "node"],
+            ascending=[False, True, True, True],
+            kind="stable",
+        ).iloc[0]
+        if len(nodes)
+        else None
+    )
+    return best, worst, pick
+
+
+def _label(row: pd.Series) -> str:
+    """The label of the run of a row of ``runs.csv`` or ``per_node.csv``."""
+    labels = {(r.params["scheme"], r.seed): r.label for r in runs()}
+    return labels[(row["scheme"], int(row["seed"]))]
+
+
+def traces_read(results: dict[str, Result]) -> list[str]:
+    """The runs whose traces :func:`checks` draws figures from."""
+    frame, nodes, _ = tables(results)
+    return [_label(row) for row in _picked(frame, nodes) if row is not None]
+
+
 def checks(results: dict[str, Result]) -> list[Check | Claim]:
     """Writes the tables and figures; checks that every run finished and
     every byte arrived intact."""
@@ -910,31 +944,15 @@ def checks(results: dict[str, Result]) -> list[Check | Claim]:
     save_figure(cdf_figure(frame), figures / "cdf.png")
     save_figure(hops_figure(nodes), figures / "goodput-by-hops.png")
     save_figure(tree_class_figure(frame), figures / "tree-classes.png")
-    labels = {(r.params["scheme"], r.seed): r.label for r in runs()}
-    ok = frame[frame["status"] == "ok"].sort_values(
-        ["goodput_segments", "scheme", "seed"], kind="stable"
-    )
-    if len(ok):
-        best, worst = ok.iloc[-1], ok.iloc[0]
+    best, worst, pick = _picked(frame, nodes)
+    if best is not None and worst is not None:
         save_figure(
-            trees_figure(
-                results[labels[(best["scheme"], int(best["seed"]))]],
-                results[labels[(worst["scheme"], int(worst["seed"]))]],
-                best,
-                worst,
-            ),
+            trees_figure(results[_label(best)], results[_label(worst)], best, worst),
             figures / "trees-best-worst.png",
         )
-    if len(nodes):
-        pick = nodes.sort_values(
-            ["most_retransmissions_one_segment", "scheme", "seed", "node"],
-            ascending=[False, True, True, True],
-            kind="stable",
-        ).iloc[0]
+    if pick is not None:
         save_figure(
-            rto_figure(
-                results[labels[(pick["scheme"], int(pick["seed"]))]], str(pick["node"]), pick
-            ),
+            rto_figure(results[_label(pick)], str(pick["node"]), pick),
             figures / "rto-over-time.png",
         )
     done = int((frame["status"].eq("ok") & frame["complete"].eq(True)).sum())
@@ -1023,5 +1041,9 @@ register(
         analyse=analyse,
         trace_families=TRACE_FAMILIES,
         keep_captures=False,
+        # Its tables come from each run's summary; figures from the traces
+        # of the few runs traces_read names.
+        keep_traces=False,
+        traces_read=traces_read,
     )
 )

@@ -138,5 +138,7 @@ register(
         analyse=study.analyse,
         trace_families=study.TRACE_FAMILIES,
         keep_captures=False,
+        # Its tables come from each run's summary.
+        keep_traces=False,
     )
 )

@@ -464,6 +464,8 @@ register(
         analyse=study.analyse,
         trace_families=study.TRACE_FAMILIES,
         keep_captures=False,
+        # Its tables come from each run's summary.
+        keep_traces=False,
     )
 )
 
@@ -485,5 +487,7 @@ register(
         analyse=study.analyse,
         trace_families=study.TRACE_FAMILIES,
         keep_captures=False,
+        # Its tables come from each run's summary.
+        keep_traces=False,
     )
 )
