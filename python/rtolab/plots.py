@@ -207,10 +207,14 @@ def column(frame: pd.DataFrame, name: str) -> pd.Series | None:
     return frame[best]
 
 
-def events(traces: pd.DataFrame, kind: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+def events(traces: Any, kind: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """The trace events named ``kind`` (matching ``kind`` or ``event``);
     only ``columns`` of them when given (those the trace has), which spares
-    a copy of every other column of what may be millions of events."""
+    a copy of every other column of what may be millions of events.
+    ``traces`` is a traces table or a run's result, of whose trace tables
+    only that family is then read."""
+    if _is_result(traces):
+        return _kind(traces, kind, columns)
     if columns is not None:
         columns = [c for c in columns if c in traces]
     if traces.empty:

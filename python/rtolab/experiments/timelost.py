@@ -181,8 +181,9 @@ def with_config(base: str, config: str) -> str:
     return toml_text(data)
 
 
-def rtt_samples(traces: pd.DataFrame, node: str) -> pd.DataFrame:
-    """``node``'s RTT samples: ``t_s``, ``raw_s``, ``timelost_s`` (what the
+def rtt_samples(traces: pd.DataFrame | Result, node: str) -> pd.DataFrame:
+    """``node``'s RTT samples (from a traces table or a run's result):
+    ``t_s``, ``raw_s``, ``timelost_s`` (what the
     ACK echoed, 0 without the option) and ``corrected_s`` (raw minus the
     echo, never below zero, whether or not the host used it). Samples of
     retransmitted segments are left out: the trace records them for the
@@ -402,11 +403,12 @@ def runs() -> list[ExperimentRun]:
     return plan
 
 
-def acked_bytes(traces: pd.DataFrame, node: str) -> pd.DataFrame:
+def acked_bytes(traces: pd.DataFrame | Result, node: str) -> pd.DataFrame:
     """What ``node``'s connection had acknowledged over time (``t_s``,
     ``bytes`` newly acknowledged), from the oldest unacknowledged sequence
-    number its retransmission timer guards each time it is armed; the
-    sequence space is unwrapped (it may pass 2^32 once in a long run)."""
+    number its retransmission timer guards each time it is armed (from a
+    traces table or a run's result); the sequence space is unwrapped (it
+    may pass 2^32 once in a long run)."""
     from rtolab.plots import events
 
     armed = events(traces, "rto_armed", ["t_s", "node_name", "seq"])
@@ -467,7 +469,6 @@ def summarise(result: Result, params: dict[str, Any]) -> RunSummary:
     import tomllib
 
     report = result.report
-    traces = result.traces
     scenario_data = tomllib.loads(result.scenario) if result.scenario else {}
     frames = pd.DataFrame({"distance_m": [], "retries": []})
     pcap = result.out_dir / CAPTURE_FILE if result.out_dir is not None else None
@@ -490,7 +491,8 @@ def summarise(result: Result, params: dict[str, Any]) -> RunSummary:
     stats = next((link["stats"] for link in report["links"] if link.get("name") == WLAN), {})
     ap_member = next((m for m in stats.get("members", []) if m.get("host") == AP), {})
     flows = [f for f in report["flows"] if f.get("host") == SOURCE]
-    received = acked_bytes(traces, SOURCE)
+    # Each family read on its own from the run's tables, not the whole trace.
+    received = acked_bytes(result, SOURCE)
     return run_summary(
         str(params["config"]),
         result.seed,
@@ -498,7 +500,7 @@ def summarise(result: Result, params: dict[str, Any]) -> RunSummary:
         duration_s=float(report["duration_s"]),
         received=received,
         frames=frames,
-        echoed_timelost_s=rtt_samples(traces, SOURCE)["timelost_s"].to_numpy(),
+        echoed_timelost_s=rtt_samples(result, SOURCE)["timelost_s"].to_numpy(),
         mac_attempts=int(ap_member.get("data_attempts", 0)),
         mac_retries=int(ap_member.get("retries", 0)),
         tcp_retransmissions=sum(int(f["retransmissions"]) for f in flows),
@@ -519,7 +521,7 @@ def analyse(result: Result, params: dict[str, Any]) -> None:
     summary = summarise(result, params)
     outdir.write_text(result.out_dir, SUMMARY_FILE, json.dumps(summary.to_dict()) + "\n")
     if params["config"] == RTT_FIGURE_CONFIG and result.seed == seeds()[0]:
-        write_table(rtt_samples(result.traces, SOURCE), result.out_dir / "rtt.csv")
+        write_table(rtt_samples(result, SOURCE), result.out_dir / "rtt.csv")
 
 
 # ----- tables -----

@@ -252,23 +252,29 @@ def segment_waits(
     out: list[dict[str, Any]] = []
     if retx.empty:
         return out
-    first_armed = armed.groupby(["node_name", "flow", "seq"])["t_s"].min()
+    keys = ["node_name", "flow", "seq"]
+    first_armed = armed.groupby(keys)["t_s"].min()
     by_flow = {
-        key: np.sort(group["t_s"].to_numpy(dtype=float))
-        for key, group in samples.groupby(["node_name", "flow"])
+        key: np.sort(group.to_numpy(dtype=float))
+        for key, group in samples.groupby(["node_name", "flow"])["t_s"]
     }
-    for (node, flow, seq), group in retx.groupby(["node_name", "flow", "seq"]):
-        last = float(group["t_s"].max())
-        start = first_armed.get((node, flow, seq), math.nan)
+    # One row per segment, in the groups' order; per-group work in pandas
+    # took half of a run's analysis.
+    segments = retx.groupby(keys)["t_s"].agg(["size", "max"])
+    starts = first_armed.reindex(segments.index).to_numpy(dtype=float)
+    for (node, flow, _), count, last, start in zip(
+        segments.index, segments["size"], segments["max"].to_numpy(dtype=float), starts, strict=True
+    ):
         acks = by_flow.get((node, flow), np.empty(0))
-        after = acks[acks > last]
-        acked = bool(len(after)) and not math.isnan(start)
+        # The first acknowledgement after the last retransmission.
+        at = int(np.searchsorted(acks, last, side="right"))
+        acked = at < len(acks) and not math.isnan(start)
         out.append(
             {
                 "node": str(node),
-                "retransmissions": len(group),
+                "retransmissions": int(count),
                 "acked": acked,
-                "wait_s": round(float(after[0]) - float(start), 3) if acked else None,
+                "wait_s": round(float(acks[at]) - float(start), 3) if acked else None,
             }
         )
     return out
@@ -298,8 +304,8 @@ def summarise(result: Result, params: dict[str, Any]) -> dict[str, Any]:
         if flow.get("app") == SERVER:
             ip = _ip(flow["remote"])
             received[ip] = received.get(ip, 0) + int(flow["bytes_received"])
-    traces = result.traces
-    tree = tree_at(traces)
+    # Each family read on its own from the run's tables, not the whole trace.
+    tree = tree_at(result)
     hops = depths(tree)
     positions = {n["name"]: n.get("position") for n in report["nodes"]}
     root_at = positions.get(ROOT) or {"x": 0.0, "y": 0.0}
@@ -310,9 +316,9 @@ def summarise(result: Result, params: dict[str, Any]) -> dict[str, Any]:
             return None
         return round((abs(at["x"] - root_at["x"]) + abs(at["y"] - root_at["y"])) / SPACING_M)
 
-    samples = events(traces, "rtt_sample", ["t_s", "node_name", "flow"])
-    retx = events(traces, "retransmission", ["t_s", "node_name", "flow", "seq"])
-    armed = events(traces, "rto_armed", ["t_s", "node_name", "flow", "seq"])
+    samples = events(result, "rtt_sample", ["t_s", "node_name", "flow"])
+    retx = events(result, "retransmission", ["t_s", "node_name", "flow", "seq"])
+    armed = events(result, "rto_armed", ["t_s", "node_name", "flow", "seq"])
     hosts = {a["host"] for a in clients}
     segments = [
         {"scheme": scheme, "seed": seed, **row, "hops": hops.get(row["node"])}
@@ -380,7 +386,7 @@ def summarise(result: Result, params: dict[str, Any]) -> dict[str, Any]:
         if members
         else math.nan,
         "bytes_corrupt": int(sink.get("bytes_corrupt", 0)),
-        "start_tree": tree_text(tree_at(traces, FORMATION_S)),
+        "start_tree": tree_text(tree_at(result, FORMATION_S)),
         "end_tree": tree_text(tree),
     }
     return {"run": run, "nodes": nodes, "segments": segments}
