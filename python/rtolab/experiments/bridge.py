@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -1048,6 +1048,43 @@ def long_session_figures(
     fig.suptitle("Long session, appliance → end-user device, NFC side (seed 1)")
     figures.append(("time-sequence", fig))
     return figures
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What :func:`write_comparison` wrote: one row per run, and the
+    comparison of those rows (per cell, paired by seed)."""
+
+    table: pd.DataFrame
+    compared: pd.DataFrame
+
+
+def write_comparison(
+    results: dict[str, Result],
+    cells: Iterable[Any],
+    row: Callable[[Result, Any], dict[str, Any]],
+    columns: Sequence[str],
+    name: str,
+    compare: Callable[[pd.DataFrame], pd.DataFrame],
+    figures: Callable[[pd.DataFrame], list[tuple[str, Figure]]],
+    suffix: str = "paired",
+) -> Comparison | None:
+    """A future-work experiment's outputs: ``row`` of each planned cell
+    (anything with a ``label``) whose run completed, as ``NAME.csv`` with
+    ``columns``; ``compare`` of that table as ``NAME_SUFFIX.csv``; and the
+    ``figures`` of the table in ``figures/``. ``None`` when no run
+    completed."""
+    done = [c for c in cells if c.label in results]
+    out = system_dir(results)
+    if out is None or not done:
+        return None
+    table = pd.DataFrame([row(results[c.label], c) for c in done], columns=list(columns))
+    compared = compare(table)
+    write_table(table, out / f"{name}.csv")
+    write_table(compared, out / f"{name}_{suffix}.csv")
+    for figure, fig in figures(table):
+        save_figure(fig, out / "figures" / f"{figure}.png")
+    return Comparison(table, compared)
 
 
 def nan_free(frame: pd.DataFrame, column: str) -> bool:

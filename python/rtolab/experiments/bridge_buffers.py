@@ -34,9 +34,6 @@ from rtolab.experiments import (
     ExperimentRun,
     figure_html,
     register,
-    save_figure,
-    system_dir,
-    write_table,
 )
 from rtolab.experiments import bridge as b
 from rtolab.experiments.bridge_links import with_link_fields
@@ -290,18 +287,12 @@ def buffer_figures(table: pd.DataFrame) -> list[tuple[str, Figure]]:
 
 def buffer_checks(results: dict[str, Result]) -> list[Check | Claim]:
     """Writes ``buffers.csv``, ``buffers_paired.csv`` and the figure."""
-    cells = [c for c in buffer_cells() if c.label in results]
-    out = system_dir(results)
-    if out is None or not cells:
-        return [Check("runs completed", False, "no results")]
-    table = pd.DataFrame(
-        [buffer_row(results[c.label], c) for c in cells], columns=list(BUFFER_COLUMNS)
+    done = b.write_comparison(
+        results, buffer_cells(), buffer_row, BUFFER_COLUMNS, "buffers", paired_table, buffer_figures
     )
-    paired = paired_table(table)
-    write_table(table, out / "buffers.csv")
-    write_table(paired, out / "buffers_paired.csv")
-    for name, fig in buffer_figures(table):
-        save_figure(fig, out / "figures" / f"{name}.png")
+    if done is None:
+        return [Check("runs completed", False, "no results")]
+    table = done.table
     neg = table[table["mss_mode"] == "negotiated"]
     fixed = table[table["mss_mode"] == "fixed"]
     too_big = fixed[fixed["message_bytes"] > fixed["layout"].map(lambda n: LAYOUTS[n][1])]

@@ -27,9 +27,6 @@ from rtolab.experiments import (
     ExperimentRun,
     figure_html,
     register,
-    save_figure,
-    system_dir,
-    write_table,
 )
 from rtolab.experiments import bridge as b
 from rtolab.experiments.stats import seed_table, spread
@@ -228,18 +225,18 @@ def filter_figures(table: pd.DataFrame) -> list[tuple[str, Figure]]:
 
 def filter_checks(results: dict[str, Result]) -> list[Check | Claim]:
     """Writes ``ptx_filter.csv``, ``ptx_filter_paired.csv`` and the figure."""
-    cells = [c for c in filter_cells() if c.label in results]
-    out = system_dir(results)
-    if out is None or not cells:
-        return [Check("runs completed", False, "no results")]
-    table = pd.DataFrame(
-        [filter_row(results[c.label], c) for c in cells], columns=list(FILTER_COLUMNS)
+    done = b.write_comparison(
+        results,
+        filter_cells(),
+        filter_row,
+        FILTER_COLUMNS,
+        "ptx_filter",
+        paired_table,
+        filter_figures,
     )
-    paired = paired_table(table)
-    write_table(table, out / "ptx_filter.csv")
-    write_table(paired, out / "ptx_filter_paired.csv")
-    for name, fig in filter_figures(table):
-        save_figure(fig, out / "figures" / f"{name}.png")
+    if done is None:
+        return [Check("runs completed", False, "no results")]
+    table, paired = done.table, done.compared
     on = table[table["filter"]]
     saved = paired["nfc_slots_saved"].sum()
     return [

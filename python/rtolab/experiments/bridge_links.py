@@ -36,9 +36,6 @@ from rtolab.experiments import (
     ExperimentRun,
     figure_html,
     register,
-    save_figure,
-    system_dir,
-    write_table,
 )
 from rtolab.experiments import bridge as b
 from rtolab.experiments.stats import seed_table, spread
@@ -368,18 +365,18 @@ def compression_figures(table: pd.DataFrame) -> list[tuple[str, Figure]]:
 
 def compression_checks(results: dict[str, Result]) -> list[Check | Claim]:
     """Writes ``compression.csv``, ``compression_paired.csv`` and the figure."""
-    cells = [c for c in compression_cells() if c.label in results]
-    out = system_dir(results)
-    if out is None or not cells:
-        return [Check("runs completed", False, "no results")]
-    table = pd.DataFrame(
-        [compression_row(results[c.label], c) for c in cells], columns=list(COMPRESSION_COLUMNS)
+    done = b.write_comparison(
+        results,
+        compression_cells(),
+        compression_row,
+        COMPRESSION_COLUMNS,
+        "compression",
+        paired_table,
+        compression_figures,
     )
-    paired = paired_table(table)
-    write_table(table, out / "compression.csv")
-    write_table(paired, out / "compression_paired.csv")
-    for name, fig in compression_figures(table):
-        save_figure(fig, out / "figures" / f"{name}.png")
+    if done is None:
+        return [Check("runs completed", False, "no results")]
+    table, paired = done.table, done.compared
     on = table[table["compression"] == "rfc1144"]
     off = table[table["compression"] == "none"]
     exchange = table[table["session"] == "exchange"]
@@ -609,32 +606,34 @@ def link_figures(table: pd.DataFrame) -> list[tuple[str, Figure]]:
     return [("faster-links-latency", fig)]
 
 
+def link_row(result: Result, cell: LinkCell) -> dict[str, Any]:
+    """One run of :func:`link_cells`: its session latency and NFC slots."""
+    stats = b.nfc_stats(result)
+    return {
+        "link": cell.link,
+        "rate_kbps": cell.rate_kbps,
+        "nfc_payload_bytes": cell.nfc_bytes,
+        "seed": cell.seed,
+        "latency_s": b.session_latency(result),
+        "nfc_slots": sum(int(d["slots"]) for d in stats["directions"]),
+    }
+
+
 def link_checks(results: dict[str, Result]) -> list[Check | Claim]:
     """Writes ``faster_links.csv``, ``faster_links_summary.csv`` and the figure."""
-    cells = [c for c in link_cells() if c.label in results]
-    out = system_dir(results)
-    if out is None or not cells:
+    done = b.write_comparison(
+        results,
+        link_cells(),
+        link_row,
+        LINK_COLUMNS,
+        "faster_links",
+        link_summary,
+        link_figures,
+        suffix="summary",
+    )
+    if done is None:
         return [Check("runs completed", False, "no results")]
-    rows = []
-    for cell in cells:
-        result = results[cell.label]
-        stats = b.nfc_stats(result)
-        rows.append(
-            {
-                "link": cell.link,
-                "rate_kbps": cell.rate_kbps,
-                "nfc_payload_bytes": cell.nfc_bytes,
-                "seed": cell.seed,
-                "latency_s": b.session_latency(result),
-                "nfc_slots": sum(int(d["slots"]) for d in stats["directions"]),
-            }
-        )
-    table = pd.DataFrame(rows, columns=list(LINK_COLUMNS))
-    summary = link_summary(table)
-    write_table(table, out / "faster_links.csv")
-    write_table(summary, out / "faster_links_summary.csv")
-    for name, fig in link_figures(table):
-        save_figure(fig, out / "figures" / f"{name}.png")
+    table, summary = done.table, done.compared
     faster = summary[summary["link"] != LINK_VARIANTS[0][0]]
     return [
         Check(
