@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rand::RngCore;
-use rtolab_sim::link::{Frame, Link, LinkIndication, LinkModel, LinkOutput};
+use rtolab_sim::link::{Frame, Link, LinkIndication, LinkModel, LinkOut, LinkOutput, Medium};
 use rtolab_sim::middlebox::{ChainEvent, MiddleboxChain};
 use rtolab_sim::node::NodeId;
 use rtolab_sim::out_dir::OutDir;
@@ -87,6 +87,8 @@ struct PortEnd {
 struct LinkSlot {
     name: String,
     link: Link,
+    /// What the link carries, asked once when it was built.
+    medium: Medium,
     ports: Vec<PortEnd>,
 }
 
@@ -226,7 +228,7 @@ pub struct Engine {
     taps: Vec<Tap>,
     capture_error: Option<EmuError>,
     work: VecDeque<(usize, SimTime, LinkOutput<PacketId>)>,
-    link_out: Vec<LinkOutput<PacketId>>,
+    link_out: LinkOut<PacketId>,
     wire: WireTracker,
     host_names: Vec<String>,
     host_kinds: Vec<HostKind>,
@@ -282,7 +284,7 @@ impl Engine {
             taps: Vec::new(),
             capture_error: None,
             work: VecDeque::new(),
-            link_out: Vec::with_capacity(16),
+            link_out: LinkOut::new(),
             wire: WireTracker::new(),
             host_names: s.hosts.iter().map(|h| h.name.clone()).collect(),
             host_kinds: emu.kinds.clone(),
@@ -410,6 +412,7 @@ impl Engine {
             }
             engine.links.push(LinkSlot {
                 name: spec.name.clone(),
+                medium: link.medium(),
                 link,
                 ports,
             });
@@ -567,15 +570,18 @@ impl Engine {
             len: self.pool.len(packet) as u32,
         };
         let slot = &mut self.links[link];
-        if slot.link.reads_datagrams() {
+        match slot.medium {
             // A link that reads the bytes (an NFC link compressing headers)
             // gets them, as in the simulator.
-            let datagram = self.pool.bytes(packet);
-            slot.link
-                .transmit_datagram(now, port, frame, datagram, &mut self.link_out);
-        } else {
-            slot.link
-                .transmit(now, port, 1 - port.min(1), frame, &mut self.link_out);
+            Medium::Ip => {
+                let datagram = self.pool.bytes(packet);
+                slot.link
+                    .transmit_datagram(now, port, frame, datagram, &mut self.link_out);
+            }
+            Medium::PointToPoint | Medium::Broadcast => {
+                slot.link
+                    .transmit(now, port, 1 - port.min(1), frame, &mut self.link_out);
+            }
         }
         self.queue_outputs(link, now);
     }
@@ -651,9 +657,6 @@ impl Engine {
                 // Only link kinds the emulator cannot run (`EMULATED =
                 // false`: the mesh) capture their own frames.
                 LinkOutput::Captured { .. }
-                | LinkOutput::ParentChanged { .. }
-                | LinkOutput::MacAttempt { .. }
-                | LinkOutput::Enqueued { .. }
                 | LinkOutput::MediumBusy { .. }
                 | LinkOutput::MediumFree { .. } => {}
             }

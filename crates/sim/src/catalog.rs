@@ -71,6 +71,27 @@ pub struct FieldInfo {
     pub fields: Vec<FieldInfo>,
 }
 
+/// The catalog of one registry (links, MACs, apps, middleboxes): a
+/// [`KindInfo`] per registered kind, in registration order. Called by each
+/// registry's macro with the family's name, its scenario trait and, per
+/// kind, the documentation of its registration line and its spec type.
+/// A kind's table is looked up in its own file first, then in the
+/// family's (a `Raw` struct one kind shares with another).
+macro_rules! registry_catalog {
+    ($family:literal, $trait:ident, $( [$( $doc:literal ),*] $module:ident :: $spec:ident ),+) => {{
+        const SOURCES: &[&str] = &[$( include_str!(concat!(stringify!($module), ".rs")) ),+];
+        vec![$(
+            $crate::catalog::KindInfo::new::<<$module::$spec as $trait>::Raw>(
+                $family,
+                <$module::$spec as $trait>::KIND,
+                &[$( $doc ),*],
+                &[&[include_str!(concat!(stringify!($module), ".rs"))], SOURCES].concat(),
+            ),
+        )+]
+    }};
+}
+pub(crate) use registry_catalog;
+
 impl KindInfo {
     /// The entry of a kind whose table is read as `R`, which is declared in
     /// one of `sources` (the kind's own file first); `doc` is the

@@ -5,12 +5,15 @@
 
 use rtolab_time::SimTime;
 
-use crate::link::Link;
+use crate::link::{Link, Medium};
 use crate::node::IfaceId;
 
 pub(crate) struct LinkSlot {
     pub(crate) name: String,
     pub(crate) link: Link,
+    /// What the link carries, asked once when it was added: how the IP
+    /// layer hands it datagrams.
+    pub(crate) medium: Medium,
     pub(crate) ports: Vec<IfaceId>,
     /// The instant of the pending wakeup event, if any.
     pub(crate) wakeup: Option<SimTime>,

@@ -244,20 +244,15 @@ macro_rules! app_registry {
         /// The `kind` names of every registered app.
         pub const APP_KINDS: &[&str] = &[$( <$module::$spec as ScenarioApp>::KIND ),+];
 
-        /// Every registered apps, with its description and the
+        /// Every registered app, with its description and the
         /// fields of its table ([`crate::catalog`]), in registration order.
         pub fn app_catalog() -> Vec<$crate::catalog::KindInfo> {
-            // Each kind's own file first, then the family's (a `Raw`
-            // struct one kind shares with another).
-            const SOURCES: &[&str] = &[$( include_str!(concat!(stringify!($module), ".rs")) ),+];
-            vec![$(
-                $crate::catalog::KindInfo::new::<<$module::$spec as ScenarioApp>::Raw>(
-                    "app",
-                    <$module::$spec as ScenarioApp>::KIND,
-                    &[$( $doc ),*],
-                    &[&[include_str!(concat!(stringify!($module), ".rs"))], SOURCES].concat(),
-                ).with_fields($crate::catalog::tcp_app_fields(<$module::$spec as ScenarioApp>::TCP)),
-            )+]
+            let tcp = [$( <$module::$spec as ScenarioApp>::TCP ),+];
+            $crate::catalog::registry_catalog!("app", ScenarioApp, $( [$( $doc ),*] $module::$spec ),+)
+                .into_iter()
+                .zip(tcp)
+                .map(|(info, tcp)| info.with_fields($crate::catalog::tcp_app_fields(tcp)))
+                .collect()
         }
 
         impl AppKindSpec {

@@ -20,7 +20,10 @@ use std::collections::VecDeque;
 use rtolab_time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
-use super::{admit, Frame, LinkCheck, LinkModel, LinkOutput, Port, ScenarioLink, DEFAULT_QUEUE};
+use super::{
+    admit, Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, Medium, Port, ScenarioLink,
+    DEFAULT_QUEUE,
+};
 use crate::cidr::Ipv4Cidr;
 use crate::config::{check_position, required, Attachment, Rate, ScenarioError};
 use crate::mac::{AnyMac, Mac, MacSpec, MacStep};
@@ -214,7 +217,7 @@ impl<P: Copy> BroadcastMedium<P> {
         from: Port,
         to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         self.handle_timeout(now, out);
         let member = &mut self.members[from as usize];
@@ -238,7 +241,7 @@ impl<P: Copy> BroadcastMedium<P> {
 
     /// Ends transmissions and receptions due at or before `now`, in time
     /// order, and takes channel access steps (starting queued frames).
-    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    pub fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         loop {
             // Signal ends go before transmission ends at the same instant,
             // and both before channel access steps (kinds 0 < 1 < 2), so a
@@ -290,7 +293,7 @@ impl<P: Copy> BroadcastMedium<P> {
         SimDuration::from_secs_f64(distance / SPEED_OF_LIGHT)
     }
 
-    fn start(&mut self, now: SimTime, from: Port, out: &mut Vec<LinkOutput<P>>) {
+    fn start(&mut self, now: SimTime, from: Port, out: &mut LinkOut<P>) {
         let config = self.config;
         let sender = &mut self.members[from as usize];
         let Some((to, frame)) = sender.queue.pop_front() else {
@@ -357,7 +360,7 @@ impl<P: Copy> BroadcastMedium<P> {
         }
     }
 
-    fn end_transmission(&mut self, at: SimTime, port: Port, out: &mut Vec<LinkOutput<P>>) {
+    fn end_transmission(&mut self, at: SimTime, port: Port, out: &mut LinkOut<P>) {
         let member = &mut self.members[port as usize];
         member.on_air_until = None;
         if let Some(frame) = member.unreachable.take() {
@@ -375,19 +378,13 @@ impl<P: Copy> BroadcastMedium<P> {
 
     /// The frame at the head of `port`'s queue is ready to go, the radio
     /// being free: asks the MAC how.
-    fn ready(&mut self, now: SimTime, port: Port, out: &mut Vec<LinkOutput<P>>) {
+    fn ready(&mut self, now: SimTime, port: Port, out: &mut LinkOut<P>) {
         let step = self.members[port as usize].mac.ready(now, &mut self.rng);
         self.follow(now, port, step, out);
     }
 
     /// Carries out a MAC step for the frame at the head of `port`'s queue.
-    fn follow(
-        &mut self,
-        now: SimTime,
-        port: Port,
-        mut step: MacStep,
-        out: &mut Vec<LinkOutput<P>>,
-    ) {
+    fn follow(&mut self, now: SimTime, port: Port, mut step: MacStep, out: &mut LinkOut<P>) {
         loop {
             let member = &mut self.members[port as usize];
             match step {
@@ -414,7 +411,7 @@ impl<P: Copy> BroadcastMedium<P> {
     }
 
     /// A channel access step of `port` is due at `at`.
-    fn access_step(&mut self, at: SimTime, port: Port, out: &mut Vec<LinkOutput<P>>) {
+    fn access_step(&mut self, at: SimTime, port: Port, out: &mut LinkOut<P>) {
         let Some((_, access)) = self.members[port as usize].access.take() else {
             return;
         };
@@ -432,7 +429,7 @@ impl<P: Copy> BroadcastMedium<P> {
         }
     }
 
-    fn end_signal(&mut self, index: usize, out: &mut Vec<LinkOutput<P>>) {
+    fn end_signal(&mut self, index: usize, out: &mut LinkOut<P>) {
         // Order of `signals` never affects results: every scan either
         // touches all of them or picks by time and then lowest index.
         let signal = self.signals.swap_remove(index);
@@ -475,13 +472,13 @@ impl<P: Copy> LinkModel<P> for BroadcastMedium<P> {
         from: Port,
         to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         BroadcastMedium::transmit(self, now, from, to, frame, out);
     }
 
     #[inline]
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         BroadcastMedium::handle_timeout(self, now, out);
     }
 
@@ -498,8 +495,8 @@ impl<P: Copy> LinkModel<P> for BroadcastMedium<P> {
         None
     }
 
-    fn addressed(&self) -> bool {
-        true
+    fn medium(&self) -> Medium {
+        Medium::Broadcast
     }
 
     fn add_port(&mut self, _index: Port, position: Option<Position>) -> Option<Port> {
@@ -723,11 +720,11 @@ mod tests {
 
     /// Drives the medium until idle; returns `out` (outputs of earlier
     /// `transmit` calls) followed by everything that happened.
-    fn run(m: &mut BroadcastMedium<u32>, mut out: Vec<LinkOutput<u32>>) -> Vec<LinkOutput<u32>> {
+    fn run(m: &mut BroadcastMedium<u32>, mut out: LinkOut<u32>) -> Vec<LinkOutput<u32>> {
         while let Some(t) = m.poll_timeout() {
             m.handle_timeout(t, &mut out);
         }
-        out
+        out.into_outputs()
     }
 
     fn receptions(out: &[LinkOutput<u32>]) -> Vec<LinkOutput<u32>> {
@@ -745,7 +742,7 @@ mod tests {
     #[test]
     fn hidden_terminals_collide_at_the_middle_node() {
         let mut m = hidden_terminal();
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
         assert!(
             !m.carrier_sense(C, SimTime::from_micros(1)),
@@ -774,7 +771,7 @@ mod tests {
     #[test]
     fn hidden_terminals_back_to_back_both_arrive() {
         let mut m = hidden_terminal();
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
         // C starts just after A's signal has fully arrived at B
         // (1 ms airtime plus 133 ns propagation over 40 m).
@@ -800,7 +797,7 @@ mod tests {
         // D at 150 m is out of B's interference range (60 m) but is still a
         // member of the medium.
         let mut m = medium(&[(0.0, 0.0), (40.0, 0.0), (80.0, 0.0), (150.0, 0.0)]);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
         m.transmit(SimTime::from_micros(100), 3, C, frame(2), &mut out);
         let log = receptions(&run(&mut m, out));
@@ -824,7 +821,7 @@ mod tests {
         // C at 95 m from A, 55 m from B: it cannot reach B (50 m) but
         // disturbs it (60 m) while sending to a fourth node far from A and B.
         let mut m = medium(&[(0.0, 0.0), (40.0, 0.0), (95.0, 0.0), (130.0, 0.0)]);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
         m.transmit(SimTime::from_micros(10), C, 3, frame(2), &mut out);
         let log = receptions(&run(&mut m, out));
@@ -854,7 +851,7 @@ mod tests {
             (55.0, 0.0),
             (70.0, 0.0),
         ]);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
         let sensed: Vec<bool> = (1..=5)
             .map(|port| m.carrier_sense(port, SimTime::from_micros(10)))
@@ -870,7 +867,7 @@ mod tests {
     #[test]
     fn a_radio_cannot_receive_while_transmitting() {
         let mut m = medium(&[(0.0, 0.0), (40.0, 0.0)]);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
         m.transmit(SimTime::from_micros(300), B, A, frame(2), &mut out);
         let log = receptions(&run(&mut m, out));
@@ -894,7 +891,7 @@ mod tests {
     #[test]
     fn queued_frames_follow_each_other() {
         let mut m = medium(&[(0.0, 0.0), (40.0, 0.0)]);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         m.transmit(SimTime::ZERO, A, B, frame(1), &mut out);
         m.transmit(SimTime::ZERO, A, B, frame(2), &mut out);
         assert!(m.carrier_sense(A, SimTime::ZERO));

@@ -65,8 +65,8 @@ use super::signal::{
     RawPredictor, RawSignal, Reading, SignalConfig, Verdict,
 };
 use super::{
-    DirectionStats, Frame, LinkCheck, LinkIndication, LinkModel, LinkOutput, P2pConfig, P2pLink,
-    Port, RawEnd, ScenarioLink,
+    DirectionStats, Frame, LinkCheck, LinkIndication, LinkModel, LinkOut, LinkOutput, P2pConfig,
+    P2pLink, Port, RawEnd, ScenarioLink,
 };
 use crate::config::{Attachment, Duration, Rate, ScenarioError};
 use crate::pool::PacketId;
@@ -349,7 +349,7 @@ impl<P: Copy> FadingLink<P> {
 
     /// Emits every indication due at or before `now`, to both ends; the
     /// link's own events come before a reading due at the same instant.
-    fn indicate(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn indicate(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         loop {
             let truth = self.next_indication().filter(|&at| at <= now);
             let sample = self.next_sample().filter(|&at| at <= now);
@@ -500,7 +500,7 @@ impl<P: Copy> LinkModel<P> for FadingLink<P> {
         from: Port,
         _to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         self.indicate(now, out);
         let first = out.len();
@@ -508,7 +508,7 @@ impl<P: Copy> LinkModel<P> for FadingLink<P> {
         self.apply_outages(now, first, out);
     }
 
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         // Indications first: a frame arriving at the instant an outage
         // starts is judged with that outage known.
         self.indicate(now, out);
@@ -608,8 +608,7 @@ pub struct FadingSpec {
 impl ScenarioLink for FadingSpec {
     const KIND: &'static str = "fading";
     type Raw = RawFading;
-    // Boxed: it holds a whole point-to-point link and more.
-    type Model = Box<FadingLink<PacketId>>;
+    type Model = FadingLink<PacketId>;
 
     fn validate(raw: RawFading, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
         let wired = WiredSpec::validate_lossless(raw.ends, raw.rate, raw.delay, raw.queue, cx)?;
@@ -729,12 +728,8 @@ impl ScenarioLink for FadingSpec {
         self.wired.attachments()
     }
 
-    fn build(&self, rng: SimRng) -> Box<FadingLink<PacketId>> {
-        Box::new(FadingLink::new(
-            self.wired.lossless(),
-            self.fading.clone(),
-            rng,
-        ))
+    fn build(&self, rng: SimRng) -> FadingLink<PacketId> {
+        FadingLink::new(self.wired.lossless(), self.fading.clone(), rng)
     }
 }
 
@@ -783,7 +778,7 @@ mod tests {
         every: SimDuration,
     ) -> Vec<(SimTime, LinkOutput<u32>)> {
         let mut seen = Vec::new();
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         let mut next_send = SimTime::ZERO;
         let mut id = 0;
         loop {
@@ -953,7 +948,7 @@ mod signal_tests {
     }
 
     fn run(l: &mut FadingLink<u32>, until: SimTime) -> Vec<(SimTime, LinkIndication)> {
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         let mut seen = Vec::new();
         while let Some(t) = l.poll_timeout().filter(|&t| t <= until) {
             l.handle_timeout(t, &mut out);

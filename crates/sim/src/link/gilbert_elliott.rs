@@ -38,8 +38,8 @@ use serde::{Deserialize, Serialize};
 
 use super::p2p::{count_as_lost, WiredSpec};
 use super::{
-    DirectionStats, Frame, LinkCheck, LinkModel, LinkOutput, P2pConfig, P2pLink, Port, RawEnd,
-    ScenarioLink,
+    DirectionStats, Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, P2pConfig, P2pLink, Port,
+    RawEnd, ScenarioLink,
 };
 use crate::config::{required, Attachment, Duration, Rate, ScenarioError};
 use crate::pool::PacketId;
@@ -149,14 +149,14 @@ impl<P: Copy> LinkModel<P> for GilbertElliottLink<P> {
         from: Port,
         _to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         let first = out.len();
         self.inner.transmit(now, from, frame, out);
         self.apply_losses(first, out);
     }
 
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         let first = out.len();
         self.inner.handle_timeout(now, out);
         self.apply_losses(first, out);
@@ -218,9 +218,7 @@ pub struct GilbertElliottSpec {
 impl ScenarioLink for GilbertElliottSpec {
     const KIND: &'static str = "gilbert-elliott";
     type Raw = RawGilbertElliott;
-    // Boxed: it holds a whole point-to-point link and more, and the enum of
-    // every model is as large as its largest member.
-    type Model = Box<GilbertElliottLink<PacketId>>;
+    type Model = GilbertElliottLink<PacketId>;
 
     fn validate(raw: RawGilbertElliott, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
         let wired = WiredSpec::validate_lossless(raw.ends, raw.rate, raw.delay, raw.queue, cx)?;
@@ -254,12 +252,8 @@ impl ScenarioLink for GilbertElliottSpec {
         self.wired.attachments()
     }
 
-    fn build(&self, rng: SimRng) -> Box<GilbertElliottLink<PacketId>> {
-        Box::new(GilbertElliottLink::new(
-            self.wired.lossless(),
-            self.process,
-            rng,
-        ))
+    fn build(&self, rng: SimRng) -> GilbertElliottLink<PacketId> {
+        GilbertElliottLink::new(self.wired.lossless(), self.process, rng)
     }
 }
 
@@ -286,7 +280,7 @@ mod tests {
     /// Sends `n` frames from port 0, one every millisecond, and returns
     /// whether each arrived, in order.
     fn send(l: &mut GilbertElliottLink<u32>, n: u32) -> Vec<bool> {
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         let mut fates = Vec::new();
         for i in 0..n {
             let now = SimTime::from_millis(u64::from(i));

@@ -14,7 +14,9 @@ use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
 use super::p2p::{RawWired, WiredSpec};
-use super::{admit, DirectionStats, Frame, LinkCheck, LinkModel, LinkOutput, Port, ScenarioLink};
+use super::{
+    admit, DirectionStats, Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, Port, ScenarioLink,
+};
 use crate::config::{Attachment, ScenarioError};
 use crate::pool::PacketId;
 use crate::rng::SimRng;
@@ -146,13 +148,7 @@ impl<P: Copy, T: MediumTiming> HalfDuplexLink<P, T> {
     }
 
     /// Hands a frame from port `from` (0 or 1) to the link.
-    pub fn transmit(
-        &mut self,
-        now: SimTime,
-        from: Port,
-        frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
-    ) {
+    pub fn transmit(&mut self, now: SimTime, from: Port, frame: Frame<P>, out: &mut LinkOut<P>) {
         self.handle_timeout(now, out);
         let idle = self.busy.is_none()
             && self.pending_start.is_none()
@@ -175,7 +171,7 @@ impl<P: Copy, T: MediumTiming> HalfDuplexLink<P, T> {
 
     /// Processes deliveries, the medium turning free, and deferred starts
     /// due at or before `now`.
-    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    pub fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         loop {
             if let Some(c) = &self.crossing {
                 if c.deliver_at <= now {
@@ -223,7 +219,7 @@ impl<P: Copy, T: MediumTiming> HalfDuplexLink<P, T> {
 
     /// With the medium free since `free_since`, starts the next waiting
     /// frame now or defers it to the medium's next allowed instant.
-    fn schedule_start(&mut self, free_since: SimTime, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn schedule_start(&mut self, free_since: SimTime, now: SimTime, out: &mut LinkOut<P>) {
         if self.queues.iter().all(VecDeque::is_empty) {
             return;
         }
@@ -235,7 +231,7 @@ impl<P: Copy, T: MediumTiming> HalfDuplexLink<P, T> {
         }
     }
 
-    fn start(&mut self, at: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn start(&mut self, at: SimTime, out: &mut LinkOut<P>) {
         let from = if self.queues[self.next_turn as usize].is_empty() {
             1 - self.next_turn
         } else {
@@ -269,7 +265,7 @@ impl<P: Copy, T: MediumTiming> HalfDuplexLink<P, T> {
         out.push(LinkOutput::TxStart { port: from, frame });
     }
 
-    fn deliver(&mut self, out: &mut Vec<LinkOutput<P>>) {
+    fn deliver(&mut self, out: &mut LinkOut<P>) {
         let Some(Crossing { from, frame, .. }) = self.crossing.take() else {
             return;
         };
@@ -301,13 +297,13 @@ impl<P: Copy, T: MediumTiming> LinkModel<P> for HalfDuplexLink<P, T> {
         from: Port,
         _to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         HalfDuplexLink::transmit(self, now, from, frame, out);
     }
 
     #[inline]
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         HalfDuplexLink::handle_timeout(self, now, out);
     }
 
@@ -373,6 +369,7 @@ impl ScenarioLink for HalfDuplexSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::{Emitted, LinkTrace};
     use crate::rng::component_stream;
     use LinkOutput::*;
 
@@ -388,7 +385,7 @@ mod tests {
     }
 
     fn run<T: MediumTiming>(l: &mut HalfDuplexLink<u32, T>) -> Vec<(SimTime, LinkOutput<u32>)> {
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         let mut log = Vec::new();
         while let Some(t) = l.poll_timeout() {
             l.handle_timeout(t, &mut out);
@@ -419,15 +416,15 @@ mod tests {
             loss: 0.0,
         };
         let mut l = HalfDuplexLink::new(Slotted, config, component_stream(1, "t"));
-        let mut out = Vec::new();
+        let mut out = LinkOut::traced();
         l.transmit(us(300), 0, frame(1), &mut out);
         assert_eq!(
-            out,
-            [Enqueued {
+            out.take_all(),
+            [Emitted::Trace(LinkTrace::Enqueued {
                 port: 0,
                 frame: frame(1),
                 queue_len: 0
-            }]
+            })]
         );
         assert_eq!(l.poll_timeout(), Some(us(1000)));
         let log = run(&mut l);
@@ -465,7 +462,7 @@ mod tests {
             loss: 0.0,
         };
         let mut l = HalfDuplexLink::new(rate, config, component_stream(1, "t"));
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit(SimTime::ZERO, 0, frame(1), &mut out);
         l.transmit(SimTime::ZERO, 0, frame(2), &mut out);
         l.transmit(SimTime::ZERO, 0, frame(3), &mut out);
@@ -497,127 +494,136 @@ mod tests {
             loss: 0.0,
         };
         let mut l = HalfDuplexLink::new(rate, config, component_stream(1, "t"));
-        let mut out = Vec::new();
+        let mut out = LinkOut::traced();
         l.transmit(SimTime::ZERO, 0, frame(1), &mut out);
         l.transmit(SimTime::ZERO, 1, frame(2), &mut out);
         l.transmit(SimTime::ZERO, 0, frame(3), &mut out);
-        let mut log: Vec<_> = out.drain(..).map(|o| (SimTime::ZERO, o)).collect();
-        log.extend(run(&mut l));
+        // Trace records in their place among the outputs.
+        let mut log: Vec<_> = out
+            .take_all()
+            .into_iter()
+            .map(|o| (SimTime::ZERO, o))
+            .collect();
+        log.extend(
+            run(&mut l)
+                .into_iter()
+                .map(|(t, o)| (t, Emitted::Output(o))),
+        );
         let expected = [
             (
                 us(0),
-                Enqueued {
+                Emitted::Trace(LinkTrace::Enqueued {
                     port: 0,
                     frame: frame(1),
                     queue_len: 0,
-                },
+                }),
             ),
             (
                 us(0),
-                MediumBusy {
+                Emitted::Output(MediumBusy {
                     port: 0,
                     until: us(150),
-                },
+                }),
             ),
             (
                 us(0),
-                MediumBusy {
+                Emitted::Output(MediumBusy {
                     port: 1,
                     until: us(150),
-                },
+                }),
             ),
             (
                 us(0),
-                TxStart {
+                Emitted::Output(TxStart {
                     port: 0,
                     frame: frame(1),
-                },
+                }),
             ),
             (
                 us(0),
-                Enqueued {
+                Emitted::Trace(LinkTrace::Enqueued {
                     port: 1,
                     frame: frame(2),
                     queue_len: 0,
-                },
+                }),
             ),
             (
                 us(0),
-                Enqueued {
+                Emitted::Trace(LinkTrace::Enqueued {
                     port: 0,
                     frame: frame(3),
                     queue_len: 0,
-                },
+                }),
             ),
             (
                 us(150),
-                Delivered {
+                Emitted::Output(Delivered {
                     port: 1,
                     frame: frame(1),
-                },
+                }),
             ),
-            (us(150), MediumFree { port: 0 }),
-            (us(150), MediumFree { port: 1 }),
+            (us(150), Emitted::Output(MediumFree { port: 0 })),
+            (us(150), Emitted::Output(MediumFree { port: 1 })),
             (
                 us(150),
-                MediumBusy {
+                Emitted::Output(MediumBusy {
                     port: 0,
                     until: us(300),
-                },
+                }),
             ),
             (
                 us(150),
-                MediumBusy {
+                Emitted::Output(MediumBusy {
                     port: 1,
                     until: us(300),
-                },
+                }),
             ),
             (
                 us(150),
-                TxStart {
+                Emitted::Output(TxStart {
                     port: 1,
                     frame: frame(2),
-                },
+                }),
             ),
             (
                 us(300),
-                Delivered {
+                Emitted::Output(Delivered {
                     port: 0,
                     frame: frame(2),
-                },
+                }),
             ),
-            (us(300), MediumFree { port: 0 }),
-            (us(300), MediumFree { port: 1 }),
+            (us(300), Emitted::Output(MediumFree { port: 0 })),
+            (us(300), Emitted::Output(MediumFree { port: 1 })),
             (
                 us(300),
-                MediumBusy {
+                Emitted::Output(MediumBusy {
                     port: 0,
                     until: us(450),
-                },
+                }),
             ),
             (
                 us(300),
-                MediumBusy {
+                Emitted::Output(MediumBusy {
                     port: 1,
                     until: us(450),
-                },
+                }),
             ),
             (
                 us(300),
-                TxStart {
+                Emitted::Output(TxStart {
                     port: 0,
                     frame: frame(3),
-                },
+                }),
             ),
             (
                 us(450),
-                Delivered {
+                Emitted::Output(Delivered {
                     port: 1,
                     frame: frame(3),
-                },
+                }),
             ),
-            (us(450), MediumFree { port: 0 }),
-            (us(450), MediumFree { port: 1 }),
+            (us(450), Emitted::Output(MediumFree { port: 0 })),
+            (us(450), Emitted::Output(MediumFree { port: 1 })),
         ];
         assert_eq!(log, expected);
         assert_eq!(l.poll_timeout(), None);

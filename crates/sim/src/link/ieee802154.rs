@@ -23,7 +23,9 @@ use rtolab_wire::pcap::LinkType;
 use serde::{Deserialize, Serialize};
 
 use super::mesh_member::{member_mac, AdaptationStats, Member};
-use super::{Frame, LinkCheck, LinkModel, LinkOutput, Port, ScenarioLink};
+use super::{
+    Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, LinkTrace, Medium, Port, ScenarioLink,
+};
 use crate::cidr::Ipv6Cidr;
 use crate::config::{check_position, deserialize_at, Attachment, Duration, ScenarioError};
 use crate::direction::CaptureDirection;
@@ -384,7 +386,7 @@ impl<P: Copy> Ieee802154Link<P> {
         from: Port,
         frame: Frame<P>,
         datagram: &[u8],
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         self.run(now, out);
         let Some(node) = self.nodes.get_mut(from as usize) else {
@@ -406,7 +408,7 @@ impl<P: Copy> Ieee802154Link<P> {
     }
 
     /// Runs everything due by `now` until nothing moves.
-    pub fn run(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    pub fn run(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         loop {
             let mut moved = false;
             if self.lifecycle_at.is_some_and(|t| t <= now) {
@@ -474,12 +476,7 @@ impl<P: Copy> Ieee802154Link<P> {
         }
     }
 
-    fn radio_event(
-        &mut self,
-        now: SimTime,
-        event: RadioEvent<Vec<u8>>,
-        out: &mut Vec<LinkOutput<P>>,
-    ) {
+    fn radio_event(&mut self, now: SimTime, event: RadioEvent<Vec<u8>>, out: &mut LinkOut<P>) {
         let radio = match &event {
             RadioEvent::RxStart { radio, .. }
             | RadioEvent::RxEnd { radio, .. }
@@ -517,7 +514,7 @@ impl<P: Copy> Ieee802154Link<P> {
 
     /// Carries out member `p`'s radio commands and handles its MAC's and
     /// RPL's outputs until none are left. Returns whether any were.
-    fn service(&mut self, p: usize, now: SimTime, out: &mut Vec<LinkOutput<P>>) -> bool {
+    fn service(&mut self, p: usize, now: SimTime, out: &mut LinkOut<P>) -> bool {
         let mut any = false;
         loop {
             let mut moved = false;
@@ -569,7 +566,7 @@ impl<P: Copy> Ieee802154Link<P> {
                         parent,
                         rank,
                     });
-                    out.push(LinkOutput::ParentChanged {
+                    out.trace(|| LinkTrace::ParentChanged {
                         port: p as Port,
                         parent,
                         rank,
@@ -620,7 +617,7 @@ impl<P: Copy> LinkModel<P> for Ieee802154Link<P> {
         from: Port,
         _to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         // Without the bytes there is nothing to route: only the simulator's
         // `transmit_datagram` feeds a mesh.
@@ -632,7 +629,7 @@ impl<P: Copy> LinkModel<P> for Ieee802154Link<P> {
         });
     }
 
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         self.run(now, out);
     }
 
@@ -648,8 +645,8 @@ impl<P: Copy> LinkModel<P> for Ieee802154Link<P> {
         Some(self.nodes.len())
     }
 
-    fn reads_datagrams(&self) -> bool {
-        true
+    fn medium(&self) -> Medium {
+        Medium::Ip
     }
 
     fn transmit_datagram(
@@ -658,7 +655,7 @@ impl<P: Copy> LinkModel<P> for Ieee802154Link<P> {
         from: Port,
         frame: Frame<P>,
         datagram: &[u8],
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         Ieee802154Link::transmit_datagram(self, now, from, frame, datagram, out);
     }
@@ -764,8 +761,7 @@ impl ScenarioLink for Ieee802154Spec {
     // The emulator has no radio medium.
     const EMULATED: bool = false;
     type Raw = RawIeee802154;
-    // Boxed: it holds every member's whole stack.
-    type Model = Box<Ieee802154Link<PacketId>>;
+    type Model = Ieee802154Link<PacketId>;
 
     fn validate(raw: RawIeee802154, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
         let i = cx.index;
@@ -1060,8 +1056,8 @@ impl ScenarioLink for Ieee802154Spec {
             .collect()
     }
 
-    fn build(&self, rng: SimRng) -> Box<Ieee802154Link<PacketId>> {
-        Box::new(Ieee802154Link::new(&self.config, rng))
+    fn build(&self, rng: SimRng) -> Ieee802154Link<PacketId> {
+        Ieee802154Link::new(&self.config, rng)
     }
 }
 
@@ -1107,7 +1103,7 @@ mod tests {
     struct Driver {
         mesh: Ieee802154Link<u32>,
         now: SimTime,
-        out: Vec<LinkOutput<u32>>,
+        out: LinkOut<u32>,
         arrived: Vec<(SimTime, Port, Vec<u8>)>,
         consumed: Vec<(Port, u32)>,
         dropped: Vec<(Port, u32, DropReason)>,
@@ -1119,7 +1115,7 @@ mod tests {
             Driver {
                 mesh: Ieee802154Link::new(config, component_stream(seed, "link/mesh")),
                 now: SimTime::ZERO,
-                out: Vec::new(),
+                out: LinkOut::new(),
                 arrived: Vec::new(),
                 consumed: Vec::new(),
                 dropped: Vec::new(),
@@ -1146,8 +1142,6 @@ mod tests {
                         direction,
                         psdu,
                     } => self.frames.push((port, direction, psdu)),
-                    // The mesh keeps these too (`parent_changes`).
-                    LinkOutput::ParentChanged { .. } => {}
                     other => panic!("unexpected output {other:?}"),
                 }
             }

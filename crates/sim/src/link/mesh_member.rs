@@ -20,7 +20,7 @@ use rtolab_wire::sixlowpan::{self, Reassembler};
 use rtolab_wire::{checksum, icmpv6};
 use serde::Serialize;
 
-use super::{Frame, LinkOutput, Port};
+use super::{Frame, LinkOut, LinkOutput, Port};
 use crate::cidr::Ipv6Cidr;
 use crate::mesh::mac::{framer, MacEvent, MacPacketId, MacStack, TxStatus, BROADCAST};
 use crate::mesh::rpl::addr::{interface_id, is_link_local, link_local, with_iid, ALL_RPL_NODES};
@@ -192,14 +192,14 @@ impl<P: Copy> Member<P> {
         now: SimTime,
         frame: Frame<P>,
         datagram: &[u8],
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         self.stats.from_node += 1;
         self.route(now, datagram.to_vec(), Some(frame), false, out);
     }
 
     /// The member was switched off: every datagram it held is lost.
-    pub fn switch_off(&mut self, out: &mut Vec<LinkOutput<P>>) {
+    pub fn switch_off(&mut self, out: &mut LinkOut<P>) {
         for (_, o) in std::mem::take(&mut self.outgoing) {
             self.stats.dropped_off += 1;
             if let Some(frame) = o.handle {
@@ -215,7 +215,7 @@ impl<P: Copy> Member<P> {
     }
 
     /// A datagram handed to a member that is off.
-    pub fn refuse(&mut self, frame: Frame<P>, out: &mut Vec<LinkOutput<P>>) {
+    pub fn refuse(&mut self, frame: Frame<P>, out: &mut LinkOut<P>) {
         self.stats.from_node += 1;
         self.stats.dropped_off += 1;
         out.push(LinkOutput::Dropped {
@@ -233,7 +233,7 @@ impl<P: Copy> Member<P> {
         mut datagram: Vec<u8>,
         handle: Option<Frame<P>>,
         forwarding: bool,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         let Ok((ip, _)) = Ipv6Repr::parse(&datagram) else {
             self.stats.malformed += 1;
@@ -279,7 +279,7 @@ impl<P: Copy> Member<P> {
     }
 
     /// A datagram addressed to this member: RPL's, or the node's.
-    fn local(&mut self, now: SimTime, datagram: Vec<u8>, out: &mut Vec<LinkOutput<P>>) {
+    fn local(&mut self, now: SimTime, datagram: Vec<u8>, out: &mut LinkOut<P>) {
         if let Ok(parsed) = ipv6::parse(&datagram) {
             let ip = parsed.ip;
             let payload = &datagram[ipv6::HEADER_LEN..ip.buffer_len()];
@@ -303,7 +303,7 @@ impl<P: Copy> Member<P> {
     }
 
     /// Sends one of RPL's messages from the link-local address.
-    pub fn send_rpl(&mut self, now: SimTime, tx: RplTransmit, out: &mut Vec<LinkOutput<P>>) {
+    pub fn send_rpl(&mut self, now: SimTime, tx: RplTransmit, out: &mut LinkOut<P>) {
         let src = self.link_local();
         let mut message = tx.message;
         if message.len() < icmpv6::HEADER_LEN {
@@ -346,7 +346,7 @@ impl<P: Copy> Member<P> {
         datagram: Vec<u8>,
         dst: Address,
         handle: Option<Frame<P>>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         let me = self.mac.address();
         let room = MAX_PSDU_LEN.saturating_sub(framer::psdu_len(me, dst, 0));
@@ -389,7 +389,7 @@ impl<P: Copy> Member<P> {
     }
 
     /// What the MAC reports.
-    pub fn mac_event(&mut self, now: SimTime, event: MacEvent, out: &mut Vec<LinkOutput<P>>) {
+    pub fn mac_event(&mut self, now: SimTime, event: MacEvent, out: &mut LinkOut<P>) {
         match event {
             MacEvent::TxOutcome {
                 id,
@@ -413,7 +413,7 @@ impl<P: Copy> Member<P> {
         }
     }
 
-    fn tx_outcome(&mut self, id: MacPacketId, status: TxStatus, out: &mut Vec<LinkOutput<P>>) {
+    fn tx_outcome(&mut self, id: MacPacketId, status: TxStatus, out: &mut LinkOut<P>) {
         let Some(key) = self.in_mac.remove(&id) else {
             return;
         };
@@ -452,7 +452,7 @@ impl<P: Copy> Member<P> {
         src: Address,
         dst: Address,
         payload: &[u8],
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         let dispatch = payload.first().copied().unwrap_or(0) & 0xf8;
         let fragment = dispatch == 0xc0 || dispatch == 0xe0;
@@ -481,7 +481,7 @@ impl<P: Copy> Member<P> {
         }
     }
 
-    fn drop(&mut self, handle: Option<Frame<P>>, reason: DropReason, out: &mut Vec<LinkOutput<P>>) {
+    fn drop(&mut self, handle: Option<Frame<P>>, reason: DropReason, out: &mut LinkOut<P>) {
         let s = &mut self.stats;
         match reason {
             DropReason::QueueFull => s.dropped_queue_full += 1,

@@ -97,10 +97,27 @@ pub struct Frame<P> {
     pub len: u32,
 }
 
-/// What a link tells the attached interfaces. Everything happens at the
-/// `now` of the call that produced it.
+/// What a link carries, which decides how the simulator hands it a
+/// datagram (as smoltcp's `Medium` decides how an interface frames one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Medium {
+    /// Frames between two ends: whatever one port sends goes to the other
+    /// ([`LinkModel::transmit`] to the peer's port).
+    PointToPoint,
+    /// Frames on a shared medium: the sender names the receiving port,
+    /// found by the next hop's address ([`LinkModel::transmit`]).
+    Broadcast,
+    /// IP datagrams, whose bytes the link reads to encode, compress or
+    /// route them, picking the receiver itself
+    /// ([`LinkModel::transmit_datagram`]).
+    Ip,
+}
+
+/// What a link reports only for traces: it changes nothing in the
+/// simulator, so a link builds it only while a trace listens
+/// ([`LinkOut::trace`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LinkOutput<P> {
+pub enum LinkTrace<P> {
     /// The frame was accepted into `port`'s transmit queue, behind
     /// `queue_len` others.
     Enqueued {
@@ -111,6 +128,162 @@ pub enum LinkOutput<P> {
         /// Frames waiting ahead of it.
         queue_len: u32,
     },
+    /// The MAC at `port` put a frame carrying `frame` on air, attempt
+    /// `attempt` (1 for the first; more are link-layer retransmissions).
+    MacAttempt {
+        /// Sending port.
+        port: Port,
+        /// The datagram the frame carries.
+        frame: Frame<P>,
+        /// Attempt number.
+        attempt: u32,
+    },
+    /// The mesh node at `port` chose a new preferred parent (a routing
+    /// tree's edge changed; the tree over time is a trace).
+    ParentChanged {
+        /// The member whose parent changed.
+        port: Port,
+        /// Its new parent's port (`None`: it has none).
+        parent: Option<Port>,
+        /// Its routing rank after the change.
+        rank: u16,
+    },
+}
+
+impl<P> LinkTrace<P> {
+    /// The port the record concerns.
+    pub fn port(&self) -> Port {
+        match self {
+            LinkTrace::Enqueued { port, .. }
+            | LinkTrace::MacAttempt { port, .. }
+            | LinkTrace::ParentChanged { port, .. } => *port,
+        }
+    }
+}
+
+/// One item a link call produced, in the order it produced them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Emitted<P> {
+    /// Something for the interfaces to act on.
+    Output(LinkOutput<P>),
+    /// A record for traces.
+    Trace(LinkTrace<P>),
+}
+
+/// Where a link call puts what it produces: the [`LinkOutput`]s, read as a
+/// `Vec` (it dereferences to one), and, only while traces are on, the
+/// [`LinkTrace`] records, each placed after the outputs that came before
+/// it. With traces off a record is never built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkOut<P> {
+    outputs: Vec<LinkOutput<P>>,
+    /// Each record with the number of outputs produced before it.
+    traces: Vec<(usize, LinkTrace<P>)>,
+    tracing: bool,
+}
+
+impl<P> Default for LinkOut<P> {
+    fn default() -> Self {
+        LinkOut::new()
+    }
+}
+
+impl<P> LinkOut<P> {
+    /// An empty buffer with traces off.
+    pub fn new() -> Self {
+        LinkOut {
+            outputs: Vec::with_capacity(16),
+            traces: Vec::new(),
+            tracing: false,
+        }
+    }
+
+    /// An empty buffer that keeps trace records.
+    pub fn traced() -> Self {
+        let mut out = LinkOut::new();
+        out.tracing = true;
+        out
+    }
+
+    /// Turns the keeping of trace records on or off.
+    pub fn set_tracing(&mut self, on: bool) {
+        self.tracing = on;
+    }
+
+    /// Whether trace records are kept.
+    #[inline]
+    pub fn tracing(&self) -> bool {
+        self.tracing
+    }
+
+    /// Keeps the record `make` builds, if traces are on (it is not called
+    /// otherwise).
+    #[inline]
+    pub fn trace(&mut self, make: impl FnOnce() -> LinkTrace<P>) {
+        if self.tracing {
+            self.traces.push((self.outputs.len(), make()));
+        }
+    }
+
+    /// The trace records kept so far.
+    pub fn traces(&self) -> impl Iterator<Item = &LinkTrace<P>> {
+        self.traces.iter().map(|(_, t)| t)
+    }
+
+    /// Hands every output and record to `each` in the order they were
+    /// produced, leaving the buffer empty.
+    #[inline]
+    pub fn drain_in_order(&mut self, mut each: impl FnMut(Emitted<P>)) {
+        if self.traces.is_empty() {
+            for output in self.outputs.drain(..) {
+                each(Emitted::Output(output));
+            }
+            return;
+        }
+        let mut traces = self.traces.drain(..).peekable();
+        for (i, output) in self.outputs.drain(..).enumerate() {
+            while let Some((_, trace)) = traces.next_if(|(at, _)| *at <= i) {
+                each(Emitted::Trace(trace));
+            }
+            each(Emitted::Output(output));
+        }
+        for (_, trace) in traces {
+            each(Emitted::Trace(trace));
+        }
+    }
+
+    /// The outputs, without the trace records.
+    pub fn into_outputs(self) -> Vec<LinkOutput<P>> {
+        self.outputs
+    }
+
+    /// Everything produced, in order, leaving the buffer empty (for tests
+    /// and tools that read both).
+    pub fn take_all(&mut self) -> Vec<Emitted<P>> {
+        let mut all = Vec::new();
+        self.drain_in_order(|e| all.push(e));
+        all
+    }
+}
+
+impl<P> std::ops::Deref for LinkOut<P> {
+    type Target = Vec<LinkOutput<P>>;
+    fn deref(&self) -> &Vec<LinkOutput<P>> {
+        &self.outputs
+    }
+}
+
+impl<P> std::ops::DerefMut for LinkOut<P> {
+    fn deref_mut(&mut self) -> &mut Vec<LinkOutput<P>> {
+        &mut self.outputs
+    }
+}
+
+/// What a link tells the attached interfaces, for them to act on (records
+/// that only feed traces are [`LinkTrace`]s). Everything happens at the
+/// `now` of the call that produced it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkOutput<P> {
     /// The frame's first bit left `port`.
     TxStart {
         /// Sending port.
@@ -154,7 +327,7 @@ pub enum LinkOutput<P> {
         /// What it says.
         indication: LinkIndication,
     },
-    /// A model that [reads datagrams](LinkModel::reads_datagrams) has taken
+    /// A model that carries datagrams ([`Medium::Ip`]) has taken
     /// what it needs from the handle `port` sent: the datagram left the
     /// node (the handle is the simulator's again, to free).
     Consumed {
@@ -171,27 +344,6 @@ pub enum LinkOutput<P> {
         port: Port,
         /// The IP datagram.
         datagram: Vec<u8>,
-    },
-    /// The mesh node at `port` chose a new preferred parent (a routing
-    /// tree's edge changed; the tree over time is a trace).
-    ParentChanged {
-        /// The member whose parent changed.
-        port: Port,
-        /// Its new parent's port (`None`: it has none).
-        parent: Option<Port>,
-        /// Its routing rank after the change.
-        rank: u16,
-    },
-    /// The MAC at `port` put a frame carrying `frame` on air, attempt
-    /// `attempt` (1 for the first; more are link-layer retransmissions),
-    /// for traces.
-    MacAttempt {
-        /// Sending port.
-        port: Port,
-        /// The datagram the frame carries.
-        frame: Frame<P>,
-        /// Attempt number.
-        attempt: u32,
     },
     /// A frame as the radio at `port` sent or received it, for captures
     /// (produced only while [`LinkModel::set_frame_captures`] is on).
@@ -245,7 +397,7 @@ pub(crate) fn admit<P: Copy>(
     waiting: usize,
     full: bool,
     counters: (&mut u64, &mut u64),
-    out: &mut Vec<LinkOutput<P>>,
+    out: &mut LinkOut<P>,
 ) -> bool {
     let (enqueued, dropped_queue_full) = counters;
     if full {
@@ -258,7 +410,7 @@ pub(crate) fn admit<P: Copy>(
         return false;
     }
     *enqueued += 1;
-    out.push(LinkOutput::Enqueued {
+    out.trace(|| LinkTrace::Enqueued {
         port,
         frame,
         queue_len: waiting as u32,
@@ -270,8 +422,7 @@ impl<P> LinkOutput<P> {
     /// The port the output concerns.
     pub fn port(&self) -> Port {
         match self {
-            LinkOutput::Enqueued { port, .. }
-            | LinkOutput::TxStart { port, .. }
+            LinkOutput::TxStart { port, .. }
             | LinkOutput::Delivered { port, .. }
             | LinkOutput::Dropped { port, .. }
             | LinkOutput::MediumBusy { port, .. }
@@ -279,8 +430,6 @@ impl<P> LinkOutput<P> {
             | LinkOutput::Indication { port, .. }
             | LinkOutput::Consumed { port, .. }
             | LinkOutput::Arrived { port, .. }
-            | LinkOutput::ParentChanged { port, .. }
-            | LinkOutput::MacAttempt { port, .. }
             | LinkOutput::Captured { port, .. } => *port,
         }
     }
@@ -341,7 +490,7 @@ link_registry! {
 #[cfg(test)]
 pub(crate) fn drain_link<L: LinkModel<u32>>(
     link: &mut L,
-    out: &mut Vec<LinkOutput<u32>>,
+    out: &mut LinkOut<u32>,
 ) -> Vec<(SimTime, LinkOutput<u32>)> {
     let mut log = Vec::new();
     while let Some(t) = link.poll_timeout() {
@@ -349,4 +498,59 @@ pub(crate) fn drain_link<L: LinkModel<u32>>(
         log.extend(out.drain(..).map(|o| (t, o)));
     }
     log
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(packet: u32) -> Frame<u32> {
+        Frame { packet, len: 100 }
+    }
+
+    fn enqueued(packet: u32) -> LinkTrace<u32> {
+        LinkTrace::Enqueued {
+            port: 0,
+            frame: frame(packet),
+            queue_len: 0,
+        }
+    }
+
+    fn started(packet: u32) -> LinkOutput<u32> {
+        LinkOutput::TxStart {
+            port: 0,
+            frame: frame(packet),
+        }
+    }
+
+    #[test]
+    fn records_come_back_in_their_place_among_the_outputs() {
+        let mut out = LinkOut::traced();
+        out.trace(|| enqueued(1));
+        out.push(started(1));
+        out.trace(|| enqueued(2));
+        out.trace(|| enqueued(3));
+        out.push(started(2));
+        out.trace(|| enqueued(4));
+        assert_eq!(
+            out.take_all(),
+            [
+                Emitted::Trace(enqueued(1)),
+                Emitted::Output(started(1)),
+                Emitted::Trace(enqueued(2)),
+                Emitted::Trace(enqueued(3)),
+                Emitted::Output(started(2)),
+                Emitted::Trace(enqueued(4)),
+            ]
+        );
+        assert!(out.is_empty() && out.traces().next().is_none());
+    }
+
+    #[test]
+    fn without_traces_a_record_is_never_built() {
+        let mut out = LinkOut::<u32>::new();
+        out.trace(|| unreachable!("built without a listener"));
+        out.push(started(1));
+        assert_eq!(out.take_all(), [Emitted::Output(started(1))]);
+    }
 }

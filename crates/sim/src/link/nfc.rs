@@ -74,8 +74,8 @@ use super::half_duplex::{HalfDuplexConfig, HalfDuplexLink, MediumTiming, Occupan
 use super::header_compression::{Compressor, Decompressor, Discard, Encoded, PacketType};
 use super::nfc_buffers::{EndBuffer, NfcBuffers};
 use super::{
-    admit, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, Port, RawEnd, ScenarioLink,
-    DEFAULT_QUEUE,
+    admit, EndSpec, Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, LinkTrace, Medium, Port,
+    RawEnd, ScenarioLink, DEFAULT_QUEUE,
 };
 use crate::config::{required, Attachment, Duration, Rate, ScenarioError};
 use crate::pool::PacketId;
@@ -505,7 +505,7 @@ pub struct NfcLink<P> {
     /// decompression at the other end.
     compressors: [Compressor; 2],
     decompressors: [Decompressor; 2],
-    scratch: Vec<LinkOutput<Carried<P>>>,
+    scratch: LinkOut<Carried<P>>,
     stats: NfcStats,
 }
 
@@ -532,7 +532,7 @@ impl<P: Copy> NfcLink<P> {
             ends: [End::new(config.sensing[0]), End::new(config.sensing[1])],
             compressors: Default::default(),
             decompressors: Default::default(),
-            scratch: Vec::with_capacity(8),
+            scratch: LinkOut::new(),
             stats: NfcStats {
                 directions: [NfcDirectionStats::default(); 2],
                 busy_periods: 0,
@@ -567,13 +567,7 @@ impl<P: Copy> NfcLink<P> {
 
     /// Hands a packet from the stack at `from` to the link, without its
     /// bytes: it crosses with its header as it is.
-    pub fn transmit(
-        &mut self,
-        now: SimTime,
-        from: Port,
-        frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
-    ) {
+    pub fn transmit(&mut self, now: SimTime, from: Port, frame: Frame<P>, out: &mut LinkOut<P>) {
         self.transmit_datagram(now, from, frame, None, out);
     }
 
@@ -585,7 +579,7 @@ impl<P: Copy> NfcLink<P> {
         from: Port,
         frame: Frame<P>,
         datagram: Option<&[u8]>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         self.handle_timeout(now, out);
         let p = from as usize & 1;
@@ -632,7 +626,7 @@ impl<P: Copy> NfcLink<P> {
     }
 
     /// Processes everything due at or before `now`, in time order.
-    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    pub fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         while let Some(t) = self.poll_timeout() {
             if t > now {
                 break;
@@ -711,7 +705,7 @@ impl<P: Copy> NfcLink<P> {
     }
 
     /// The packet leaves the stack at end `p` for its MCU.
-    fn hand(&mut self, now: SimTime, p: usize, pending: Pending<P>, out: &mut Vec<LinkOutput<P>>) {
+    fn hand(&mut self, now: SimTime, p: usize, pending: Pending<P>, out: &mut LinkOut<P>) {
         let port = p as Port;
         let frame = pending.frame;
         let link_len = match &pending.encoded {
@@ -794,8 +788,8 @@ impl<P: Copy> NfcLink<P> {
     }
 
     /// Takes in what the air stage reported at `t`.
-    fn absorb_air(&mut self, t: SimTime, out: &mut Vec<LinkOutput<P>>) {
-        for output in std::mem::take(&mut self.scratch) {
+    fn absorb_air(&mut self, t: SimTime, out: &mut LinkOut<P>) {
+        for output in std::mem::take(&mut *self.scratch) {
             match output {
                 LinkOutput::TxStart { port, frame } => {
                     self.ends[port as usize & 1].on_air = true;
@@ -805,7 +799,7 @@ impl<P: Copy> NfcLink<P> {
                     if self.config.header_compression != HeaderCompression::Off {
                         // For traces: the packet's first chunk on air, with
                         // its length on the link (after compression).
-                        out.push(LinkOutput::MacAttempt {
+                        out.trace(|| LinkTrace::MacAttempt {
                             port,
                             frame: Frame {
                                 packet: frame.packet.frame.packet,
@@ -836,7 +830,7 @@ impl<P: Copy> NfcLink<P> {
     /// Hands waiting packets of sensing ends to idle MCUs, and of other
     /// ends to idle UARTs, and tells both ends about changes of the link's
     /// state.
-    fn settle(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn settle(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         for p in 0..2 {
             let ready = if self.ends[p].sensing {
                 !self.is_busy(p as Port, now)
@@ -852,7 +846,7 @@ impl<P: Copy> NfcLink<P> {
         self.notify(now, out);
     }
 
-    fn notify(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn notify(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         for p in 0..2 {
             let busy = self.is_busy(p as Port, now);
             if busy == self.ends[p].told_busy {
@@ -900,13 +894,13 @@ impl<P: Copy> LinkModel<P> for NfcLink<P> {
         from: Port,
         _to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         NfcLink::transmit(self, now, from, frame, out);
     }
 
     #[inline]
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         NfcLink::handle_timeout(self, now, out);
     }
 
@@ -924,8 +918,12 @@ impl<P: Copy> LinkModel<P> for NfcLink<P> {
     }
 
     /// Header compression reads the packets' bytes.
-    fn reads_datagrams(&self) -> bool {
-        self.config.header_compression != HeaderCompression::Off
+    fn medium(&self) -> Medium {
+        if self.config.header_compression == HeaderCompression::Off {
+            Medium::PointToPoint
+        } else {
+            Medium::Ip
+        }
     }
 
     fn transmit_datagram(
@@ -934,7 +932,7 @@ impl<P: Copy> LinkModel<P> for NfcLink<P> {
         from: Port,
         frame: Frame<P>,
         datagram: &[u8],
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         NfcLink::transmit_datagram(self, now, from, frame, Some(datagram), out);
     }
@@ -1063,9 +1061,7 @@ impl NfcSpec {
 impl ScenarioLink for NfcSpec {
     const KIND: &'static str = "nfc";
     type Raw = RawNfc;
-    // Boxed: the model is several times larger than the others, and the
-    // enum of every model is as large as its largest member.
-    type Model = Box<NfcLink<PacketId>>;
+    type Model = NfcLink<PacketId>;
 
     fn validate(raw: RawNfc, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
         let rate = required(&raw.rate, cx.at("rate"), &cx.what)?.0;
@@ -1183,10 +1179,10 @@ impl ScenarioLink for NfcSpec {
         self.ends.iter().map(EndSpec::attachment).collect()
     }
 
-    fn build(&self, rng: SimRng) -> Box<NfcLink<PacketId>> {
+    fn build(&self, rng: SimRng) -> NfcLink<PacketId> {
         // Validation admits only the rates of the two modes.
         let mode = NfcConfig::for_rate(self.rate_bps).unwrap_or(NfcConfig::rate_11_2kbps());
-        Box::new(NfcLink::new(
+        NfcLink::new(
             NfcConfig {
                 sensing: self.sensing,
                 queue_capacity: self.queue,
@@ -1201,7 +1197,7 @@ impl ScenarioLink for NfcSpec {
                 ..mode
             },
             rng,
-        ))
+        )
     }
 }
 
@@ -1295,6 +1291,7 @@ fn power_control(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::Emitted;
     use crate::rng::component_stream;
     use LinkOutput::*;
 
@@ -1320,7 +1317,7 @@ mod tests {
     /// Runs the link to quiescence; every output with its time.
     fn drain(l: &mut NfcLink<u32>) -> Vec<(SimTime, LinkOutput<u32>)> {
         let mut log = Vec::new();
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         while let Some(t) = l.poll_timeout() {
             l.handle_timeout(t, &mut out);
             log.extend(out.drain(..).map(|o| (t, o)));
@@ -1380,7 +1377,7 @@ mod tests {
     fn a_packet_takes_uart_lead_slots_and_the_last_chunks_uart() {
         // Phase 3 ms: slots at 3, 13, 23, ... ms.
         let mut l = link([false, false], 3);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit(SimTime::ZERO, 0, frame(1, 40), &mut out);
         assert_eq!(
             out[0],
@@ -1404,7 +1401,7 @@ mod tests {
     #[test]
     fn appliance_loses_a_packet_written_while_its_uart_is_busy() {
         let mut l = link([false, false], 0);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         // The handshake ACK, then the first data segment 50 us later, while
         // the ACK is still on the UART (4.9 ms): the appliance has no queue
         // in front of its UART.
@@ -1422,7 +1419,7 @@ mod tests {
     #[test]
     fn a_waiting_mcu_keeps_what_fits_its_buffer() {
         let mut l = link([false, false], 0);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         // The far end holds the air (capture A: the response crossing while
         // the appliance's retransmission waits for it).
         l.transmit(SimTime::ZERO, 1, frame(9, 1064), &mut out);
@@ -1439,7 +1436,7 @@ mod tests {
     #[test]
     fn ptx_queues_one_packet_in_front_of_its_uart() {
         let mut l = link([false, false], 0);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         // The end-user device's ACK and FIN 95 us apart (capture B), then a
         // third packet while the queue is full.
         l.transmit(SimTime::ZERO, 1, frame(1, 40), &mut out);
@@ -1455,7 +1452,7 @@ mod tests {
     #[test]
     fn ptx_drops_a_second_full_segment_that_does_not_fit_its_buffer() {
         let mut l = link([false, false], 0);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         // Capture A: the end-user device's response (1080 bytes of NFC
         // payload) is on air when its retransmission arrives.
         l.transmit(SimTime::ZERO, 1, frame(1, 1064), &mut out);
@@ -1468,7 +1465,7 @@ mod tests {
     #[test]
     fn sensing_queues_instead_of_dropping() {
         let mut l = link([true, true], 0);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit(SimTime::ZERO, 0, frame(1, 140), &mut out);
         l.transmit(SimTime::from_micros(50), 0, frame(2, 240), &mut out);
         l.transmit(SimTime::from_micros(100), 0, frame(3, 340), &mut out);
@@ -1502,7 +1499,7 @@ mod tests {
     #[test]
     fn one_packet_crosses_at_a_time_in_either_direction() {
         let mut l = link([false, false], 7);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit(SimTime::ZERO, 0, frame(1, 500), &mut out);
         l.transmit(SimTime::from_millis(1), 1, frame(2, 500), &mut out);
         let log = drain(&mut l);
@@ -1573,14 +1570,16 @@ mod tests {
     #[test]
     fn a_compressed_packet_takes_the_slots_and_uart_of_its_compressed_size() {
         let mut l = compressing([true, true]);
-        let mut out = Vec::new();
+        let mut out = LinkOut::traced();
         // Two 100-byte segments back to back: the first sets the state (its
         // 140 bytes cross whole), the second crosses as 3 + 100 bytes.
         let (first, second) = (segment(1, 1, 100), segment(101, 2, 100));
         l.transmit_datagram(SimTime::ZERO, 0, frame(1, 140), Some(&first), &mut out);
         l.transmit_datagram(SimTime::ZERO, 0, frame(2, 140), Some(&second), &mut out);
-        let mut log: Vec<_> = out.drain(..).map(|o| (SimTime::ZERO, o)).collect();
-        log.extend(drain(&mut l));
+        while let Some(t) = l.poll_timeout() {
+            l.handle_timeout(t, &mut out);
+        }
+        let log = out.take_all();
         let s = l.stats().directions[0];
         assert_eq!((s.sent_bytes, s.link_bytes), (280, 140 + 103));
         assert_eq!((s.compressed_packets, s.uncompressed_tcp_packets), (1, 1));
@@ -1591,16 +1590,16 @@ mod tests {
         // trace notice carries the length on the link.
         let got: Vec<_> = log
             .iter()
-            .filter_map(|(_, o)| match o {
-                Delivered { frame, .. } => Some(*frame),
+            .filter_map(|o| match o {
+                Emitted::Output(Delivered { frame, .. }) => Some(*frame),
                 _ => None,
             })
             .collect();
         assert_eq!(got, [frame(1, 140), frame(2, 140)]);
         let on_link: Vec<u32> = log
             .iter()
-            .filter_map(|(_, o)| match o {
-                MacAttempt { frame, .. } => Some(frame.len),
+            .filter_map(|o| match o {
+                Emitted::Trace(LinkTrace::MacAttempt { frame, .. }) => Some(frame.len),
                 _ => None,
             })
             .collect();
@@ -1610,13 +1609,14 @@ mod tests {
     #[test]
     fn a_frame_lost_at_the_mcu_is_recovered_as_rfc_1144_says() {
         let mut l = compressing([false, false]);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         let segs: Vec<Vec<u8>> = (0..4u32)
             .map(|k| segment(1 + 100 * k, k as u16, 100))
             .collect();
-        let send = |l: &mut NfcLink<u32>, at: SimTime, id: u32, bytes: &[u8], out: &mut Vec<_>| {
-            l.transmit_datagram(at, 0, frame(id, bytes.len() as u32), Some(bytes), out);
-        };
+        let send =
+            |l: &mut NfcLink<u32>, at: SimTime, id: u32, bytes: &[u8], out: &mut LinkOut<_>| {
+                l.transmit_datagram(at, 0, frame(id, bytes.len() as u32), Some(bytes), out);
+            };
         send(&mut l, SimTime::ZERO, 0, &segs[0], &mut out);
         // Segment 1 is written while the UART still moves segment 0: the
         // appliance's MCU drops it, compressed.
@@ -1718,7 +1718,7 @@ mod tests {
             },
             component_stream(1, "nfc"),
         );
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit(SimTime::ZERO, 0, frame(1, 40), &mut out);
         let log = drain(&mut l);
         // Without power control the 6 slots are 13-63 ms (see above). The
@@ -1734,7 +1734,7 @@ mod tests {
     #[test]
     fn without_power_control_the_counter_stays_out_of_the_stats() {
         let mut l = link([false, false], 3);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit(SimTime::ZERO, 0, frame(1, 400), &mut out);
         drain(&mut l);
         let json = serde_json::to_value(l.stats()).expect("serializes");
@@ -1775,12 +1775,12 @@ mod buffer_tests {
     }
 
     fn run(l: &mut NfcLink<u32>, from: Port, len: u32) -> Vec<LinkOutput<u32>> {
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit(SimTime::ZERO, from, Frame { packet: 7, len }, &mut out);
         while let Some(t) = l.poll_timeout() {
             l.handle_timeout(t, &mut out);
         }
-        out
+        out.into_outputs()
     }
 
     fn overflow(port: Port, len: u32) -> LinkOutput<u32> {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::ends::two_ends;
 use super::jitter::{Jitter, RawJitter};
 use super::{
-    admit, DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, Port, RawEnd,
+    admit, DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, Port, RawEnd,
     ScenarioLink, DEFAULT_QUEUE,
 };
 use crate::config::{required, Attachment, Duration, Rate, ScenarioError};
@@ -164,13 +164,7 @@ impl<P: Copy> P2pLink<P> {
     }
 
     /// Hands a frame from port `from` (0 or 1) to the link.
-    pub fn transmit(
-        &mut self,
-        now: SimTime,
-        from: Port,
-        frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
-    ) {
+    pub fn transmit(&mut self, now: SimTime, from: Port, frame: Frame<P>, out: &mut LinkOut<P>) {
         let dir = &mut self.dirs[from as usize];
         let tx = match dir.last_tx {
             (len, tx) if len == frame.len => tx,
@@ -194,7 +188,7 @@ impl<P: Copy> P2pLink<P> {
         frame: Frame<P>,
         wire_len: u32,
         tx: SimDuration,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         self.handle_timeout(now, out);
         let capacity = self.config.queue_capacity;
@@ -235,7 +229,7 @@ impl<P: Copy> P2pLink<P> {
     }
 
     /// Delivers arrivals and accounts for starts due at or before `now`.
-    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    pub fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         for from in 0..2u32 {
             loop {
                 let dir = &self.dirs[from as usize];
@@ -301,7 +295,7 @@ impl<P: Copy> P2pLink<P> {
     }
 
     /// Counts the next frame's transmission as started (and announces it).
-    fn account_start(&mut self, from: Port, out: &mut Vec<LinkOutput<P>>) {
+    fn account_start(&mut self, from: Port, out: &mut LinkOut<P>) {
         let dir = &mut self.dirs[from as usize];
         let Some(f) = dir.frames.get(dir.started) else {
             return;
@@ -317,7 +311,7 @@ impl<P: Copy> P2pLink<P> {
         }
     }
 
-    fn arrive(&mut self, from: Port, out: &mut Vec<LinkOutput<P>>) {
+    fn arrive(&mut self, from: Port, out: &mut LinkOut<P>) {
         let dir = &mut self.dirs[from as usize];
         let Some(Scheduled {
             frame, wire_len, ..
@@ -354,13 +348,13 @@ impl<P: Copy> LinkModel<P> for P2pLink<P> {
         from: Port,
         _to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         P2pLink::transmit(self, now, from, frame, out);
     }
 
     #[inline]
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         P2pLink::handle_timeout(self, now, out);
     }
 
@@ -564,31 +558,44 @@ mod tests {
     }
 
     use crate::link::drain_link as drain;
+    use crate::link::{Emitted, LinkTrace};
 
     #[test]
     fn frames_serialise_back_to_back_then_propagate() {
         let mut l = link(0.0, 10);
-        let mut out = Vec::new();
+        let mut out = LinkOut::traced();
         l.transmit(SimTime::ZERO, 0, frame(1), &mut out);
         l.transmit(SimTime::ZERO, 0, frame(2), &mut out);
         assert_eq!(
-            out,
+            out.take_all(),
             [
-                LinkOutput::Enqueued {
+                Emitted::Trace(LinkTrace::Enqueued {
                     port: 0,
                     frame: frame(1),
                     queue_len: 0
-                },
-                LinkOutput::TxStart {
+                }),
+                Emitted::Output(LinkOutput::TxStart {
                     port: 0,
                     frame: frame(1)
-                },
-                LinkOutput::Enqueued {
+                }),
+                Emitted::Trace(LinkTrace::Enqueued {
                     port: 0,
                     frame: frame(2),
                     queue_len: 0
-                },
+                }),
             ]
+        );
+        // Without a listener nothing but the start is produced.
+        let mut l = link(0.0, 10);
+        let mut out = LinkOut::new();
+        l.transmit(SimTime::ZERO, 0, frame(1), &mut out);
+        l.transmit(SimTime::ZERO, 0, frame(2), &mut out);
+        assert_eq!(
+            out.take_all(),
+            [Emitted::Output(LinkOutput::TxStart {
+                port: 0,
+                frame: frame(1)
+            })]
         );
         out.clear();
         let log = drain(&mut l, &mut out);
@@ -623,7 +630,7 @@ mod tests {
     #[test]
     fn directions_are_independent() {
         let mut l = link(0.0, 10);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit(SimTime::ZERO, 0, frame(1), &mut out);
         l.transmit(SimTime::ZERO, 1, frame(2), &mut out);
         out.clear();
@@ -652,7 +659,7 @@ mod tests {
     #[test]
     fn full_queue_drops_tail() {
         let mut l = link(0.0, 1);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         for id in 1..=3 {
             l.transmit(SimTime::ZERO, 0, frame(id), &mut out);
         }
@@ -674,7 +681,7 @@ mod tests {
     #[test]
     fn random_loss_follows_its_probability() {
         let mut l = link(0.25, 100_000);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         for id in 0..4000 {
             l.transmit(SimTime::from_millis(u64::from(id)), 0, frame(id), &mut out);
         }
@@ -691,7 +698,7 @@ mod tests {
         let run = |notices: bool| {
             let mut l = link(0.0, 2);
             l.set_start_notices(notices);
-            let mut out = Vec::new();
+            let mut out = LinkOut::new();
             let mut log = Vec::new();
             // Bursts that overflow the two-frame queue, then idle gaps.
             for burst in 0..3u32 {
@@ -737,7 +744,7 @@ mod tests {
     fn counters_include_transmissions_started_since_the_last_call() {
         let mut l = link(0.0, 10);
         l.set_start_notices(false);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         for id in 0..3 {
             l.transmit(SimTime::ZERO, 0, frame(id), &mut out);
         }
@@ -757,7 +764,7 @@ mod tests {
     fn late_calls_replay_the_same_history() {
         let mut punctual = link(0.0, 10);
         let mut late = link(0.0, 10);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         for id in 0..3 {
             punctual.transmit(SimTime::ZERO, 0, frame(id), &mut out);
             late.transmit(SimTime::ZERO, 0, frame(id), &mut out);
@@ -768,7 +775,7 @@ mod tests {
             .map(|(_, o)| o)
             .collect();
         late.handle_timeout(SimTime::from_secs(1), &mut out);
-        assert_eq!(a, out);
+        assert_eq!(a, *out);
         assert_eq!(late.poll_timeout(), None);
     }
 
@@ -776,7 +783,7 @@ mod tests {
     /// with `jitter`, in arrival order.
     fn jittered(jitter: Jitter, gap: SimDuration) -> Vec<(u32, SimDuration)> {
         let mut l = link(0.0, 1000).with_jitter(jitter);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         let mut log = Vec::new();
         for id in 0..200u32 {
             let now = SimTime::ZERO + gap.saturating_mul(u64::from(id));
@@ -827,7 +834,7 @@ mod tests {
     #[test]
     fn without_jitter_arrivals_keep_the_fixed_delay() {
         let mut l = link(0.0, 10);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit(SimTime::ZERO, 0, frame(1), &mut out);
         let log = drain(&mut l, &mut out);
         assert!(log.contains(&(

@@ -9,7 +9,7 @@ use rtolab_wire::pcap::LinkType;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{Frame, LinkOutput, Port};
+use super::{Frame, LinkOut, Medium, Port};
 use crate::config::{Attachment, ScenarioError, Topology};
 use crate::pool::PacketId;
 use crate::position::Position;
@@ -30,11 +30,11 @@ pub trait LinkModel<P> {
         from: Port,
         to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     );
 
     /// Processes everything due at or before `now`.
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>);
+    fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>);
 
     /// When `handle_timeout` must next be called.
     fn poll_timeout(&self) -> Option<SimTime>;
@@ -47,10 +47,13 @@ pub trait LinkModel<P> {
         Some(2)
     }
 
-    /// Whether a sender picks the receiving port (a shared medium), rather
-    /// than the link having one peer per port.
-    fn addressed(&self) -> bool {
-        false
+    /// What it carries, which decides how the simulator hands it a
+    /// datagram: frames to a peer port ([`Medium::PointToPoint`], the
+    /// default, and [`Medium::Broadcast`]) through `transmit`, or datagrams
+    /// it reads ([`Medium::Ip`]) through `transmit_datagram`. Fixed once the
+    /// model is built: the simulator asks once, when it adds the link.
+    fn medium(&self) -> Medium {
+        Medium::PointToPoint
     }
 
     /// Attaches the `index`-th interface, placed at `position`; returns its
@@ -66,36 +69,28 @@ pub trait LinkModel<P> {
         false
     }
 
-    /// Whether to produce [`LinkOutput::TxStart`] notices; models that can
+    /// Whether to produce [`super::LinkOutput::TxStart`] notices; models that can
     /// skip them when nobody listens (captures, traces) save wake-ups.
     fn set_start_notices(&mut self, on: bool) {
         let _ = on;
     }
 
-    /// Whether the model routes by the datagram's bytes: the simulator then
-    /// hands it datagrams through [`LinkModel::transmit_datagram`] without
-    /// picking a receiving port.
-    fn reads_datagrams(&self) -> bool {
-        false
-    }
-
-    /// Hands a datagram from port `from` to a model that
-    /// [reads datagrams](LinkModel::reads_datagrams): `frame` is its handle,
-    /// `datagram` its bytes. Other models take the frame as `transmit`
-    /// does.
+    /// Hands a datagram from port `from` to a model that carries datagrams
+    /// ([`Medium::Ip`]): `frame` is its handle, `datagram` its bytes. Other
+    /// models take the frame as `transmit` does.
     fn transmit_datagram(
         &mut self,
         now: SimTime,
         from: Port,
         frame: Frame<P>,
         datagram: &[u8],
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         let _ = datagram;
         self.transmit(now, from, 0, frame, out);
     }
 
-    /// Whether to produce [`LinkOutput::Captured`] records of the frames its
+    /// Whether to produce [`super::LinkOutput::Captured`] records of the frames its
     /// radios send and receive (for captures of link-layer frames).
     fn set_frame_captures(&mut self, on: bool) {
         let _ = on;
@@ -114,67 +109,6 @@ pub trait LinkModel<P> {
     fn path_hint(&self, port: Port, dst: IpAddr, now: SimTime) -> Option<PathHint> {
         let _ = (port, dst, now);
         None
-    }
-}
-
-impl<P, L: LinkModel<P> + ?Sized> LinkModel<P> for Box<L> {
-    type Stats = L::Stats;
-
-    fn transmit(
-        &mut self,
-        now: SimTime,
-        from: Port,
-        to: Port,
-        frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
-    ) {
-        (**self).transmit(now, from, to, frame, out)
-    }
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
-        (**self).handle_timeout(now, out)
-    }
-    fn poll_timeout(&self) -> Option<SimTime> {
-        (**self).poll_timeout()
-    }
-    fn stats(&self, now: SimTime) -> Self::Stats {
-        (**self).stats(now)
-    }
-    fn max_ports(&self) -> Option<usize> {
-        (**self).max_ports()
-    }
-    fn addressed(&self) -> bool {
-        (**self).addressed()
-    }
-    fn add_port(&mut self, index: Port, position: Option<Position>) -> Option<Port> {
-        (**self).add_port(index, position)
-    }
-    fn carrier_sense(&self, port: Port, now: SimTime) -> bool {
-        (**self).carrier_sense(port, now)
-    }
-    fn set_start_notices(&mut self, on: bool) {
-        (**self).set_start_notices(on)
-    }
-    fn reads_datagrams(&self) -> bool {
-        (**self).reads_datagrams()
-    }
-    fn transmit_datagram(
-        &mut self,
-        now: SimTime,
-        from: Port,
-        frame: Frame<P>,
-        datagram: &[u8],
-        out: &mut Vec<LinkOutput<P>>,
-    ) {
-        (**self).transmit_datagram(now, from, frame, datagram, out)
-    }
-    fn set_frame_captures(&mut self, on: bool) {
-        (**self).set_frame_captures(on)
-    }
-    fn capture_link_type(&self) -> LinkType {
-        (**self).capture_link_type()
-    }
-    fn path_hint(&self, port: Port, dst: IpAddr, now: SimTime) -> Option<PathHint> {
-        (**self).path_hint(port, dst, now)
     }
 }
 
@@ -256,10 +190,15 @@ pub trait ScenarioLink: Sized + Clone + std::fmt::Debug + PartialEq {
 /// Registers the link models: generates [`Link`](super::Link) (the models,
 /// dispatched by `match` so the inner loop stays monomorphic),
 /// [`LinkStats`](super::LinkStats), [`LinkModelSpec`](super::LinkModelSpec)
-/// (the validated `[[link]]` tables) and [`LINK_KINDS`](super::LINK_KINDS).
+/// (the validated `[[link]]` tables), [`LINK_KINDS`](super::LINK_KINDS)
+/// and [`link_catalog`](super::link_catalog).
 macro_rules! link_registry {
     ($( $(#[doc = $doc:literal])* $variant:ident => $module:ident :: $spec:ident ),+ $(,)?) => {
-        /// Every registered link model.
+        /// Every registered link model. Held by value: each link lives in
+        /// one slot for the whole run and is never moved after set-up, so
+        /// the size of the largest model costs nothing on the hot path,
+        /// where a box would cost an indirection per call.
+        #[allow(clippy::large_enum_variant)]
         pub enum Link {
             $( $(#[doc = $doc])* $variant(<$module::$spec as ScenarioLink>::Model), )+
         }
@@ -280,20 +219,21 @@ macro_rules! link_registry {
         /// The `kind` names of every registered link model.
         pub const LINK_KINDS: &[&str] = &[$( <$module::$spec as ScenarioLink>::KIND ),+];
 
-        /// Every registered link models, with its description and the
+        /// Every registered link model, with its description and the
         /// fields of its table ([`crate::catalog`]), in registration order.
         pub fn link_catalog() -> Vec<$crate::catalog::KindInfo> {
-            // Each kind's own file first, then the family's (a `Raw`
-            // struct one kind shares with another).
-            const SOURCES: &[&str] = &[$( include_str!(concat!(stringify!($module), ".rs")) ),+];
-            vec![$(
-                $crate::catalog::KindInfo::new::<<$module::$spec as ScenarioLink>::Raw>(
-                    "link",
-                    <$module::$spec as ScenarioLink>::KIND,
-                    &[$( $doc ),*],
-                    &[&[include_str!(concat!(stringify!($module), ".rs"))], SOURCES].concat(),
-                ),
-            )+]
+            $crate::catalog::registry_catalog!("link", ScenarioLink, $( [$( $doc ),*] $module::$spec ),+)
+        }
+
+        /// `match`es on a `Link` (or `LinkModelSpec`), binding the model
+        /// (or spec) of whichever kind it is: the one place that names
+        /// every kind, so each forwarded method is one line.
+        macro_rules! each_kind {
+            ($on:expr, $enum:ident, $bound:ident => $body:expr) => {
+                match $on {
+                    $( $enum::$variant($bound) => $body, )+
+                }
+            };
         }
 
         impl LinkModelSpec {
@@ -316,13 +256,6 @@ macro_rules! link_registry {
                 Err($crate::config::unknown_kind(&path, "link", kind, LINK_KINDS))
             }
 
-            /// The `kind` name.
-            pub fn kind(&self) -> &'static str {
-                match self {
-                    $( LinkModelSpec::$variant(_) => <$module::$spec as ScenarioLink>::KIND, )+
-                }
-            }
-
             /// Whether the real-time emulator can run links of `kind`.
             pub fn kind_emulated(kind: &str) -> bool {
                 $(
@@ -333,39 +266,36 @@ macro_rules! link_registry {
                 false
             }
 
+            /// The `kind` name.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $( LinkModelSpec::$variant(_) => <$module::$spec as ScenarioLink>::KIND, )+
+                }
+            }
+
             /// The interfaces it attaches, in port order.
             pub fn attachments(&self) -> Vec<$crate::config::Attachment> {
-                match self {
-                    $( LinkModelSpec::$variant(s) => s.attachments(), )+
-                }
+                each_kind!(self, LinkModelSpec, s => s.attachments())
             }
 
             /// Its nominal bit rate.
             pub fn rate_bps(&self) -> u64 {
-                match self {
-                    $( LinkModelSpec::$variant(s) => s.rate_bps(), )+
-                }
+                each_kind!(self, LinkModelSpec, s => s.rate_bps())
             }
 
             /// The default routes it gives its nodes, as (port, gateway).
             pub fn default_routes(&self) -> Vec<(Port, std::net::IpAddr)> {
-                match self {
-                    $( LinkModelSpec::$variant(s) => s.default_routes(), )+
-                }
+                each_kind!(self, LinkModelSpec, s => s.default_routes())
             }
 
             /// The MSS it negotiates with the hosts at its ends, if any.
             pub fn mss_limit(&self) -> Option<u16> {
-                match self {
-                    $( LinkModelSpec::$variant(s) => s.mss_limit(), )+
-                }
+                each_kind!(self, LinkModelSpec, s => s.mss_limit())
             }
 
             /// Whether the real-time emulator can run it.
             pub fn emulated(&self) -> bool {
-                match self {
-                    $( LinkModelSpec::$variant(s) => s.emulated(), )+
-                }
+                each_kind!(self, LinkModelSpec, s => s.emulated())
             }
 
             /// Builds the model, randomised from `rng`.
@@ -389,109 +319,49 @@ macro_rules! link_registry {
             type Stats = LinkStats;
 
             #[inline]
-            fn transmit(
-                &mut self,
-                now: SimTime,
-                from: Port,
-                to: Port,
-                frame: Frame<PacketId>,
-                out: &mut Vec<LinkOutput<PacketId>>,
-            ) {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::transmit(l, now, from, to, frame, out), )+
-                }
+            fn transmit(&mut self, now: SimTime, from: Port, to: Port, frame: Frame<PacketId>, out: &mut LinkOut<PacketId>) {
+                each_kind!(self, Link, l => LinkModel::<PacketId>::transmit(l, now, from, to, frame, out))
             }
-
             #[inline]
-            fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<PacketId>>) {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::handle_timeout(l, now, out), )+
-                }
+            fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<PacketId>) {
+                each_kind!(self, Link, l => LinkModel::<PacketId>::handle_timeout(l, now, out))
             }
-
             #[inline]
             fn poll_timeout(&self) -> Option<SimTime> {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::poll_timeout(l), )+
-                }
+                each_kind!(self, Link, l => LinkModel::<PacketId>::poll_timeout(l))
             }
-
             fn stats(&self, now: SimTime) -> LinkStats {
                 match self {
                     $( Link::$variant(l) => LinkStats::$variant(LinkModel::<PacketId>::stats(l, now)), )+
                 }
             }
-
             fn max_ports(&self) -> Option<usize> {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::max_ports(l), )+
-                }
+                each_kind!(self, Link, l => LinkModel::<PacketId>::max_ports(l))
             }
-
-            fn addressed(&self) -> bool {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::addressed(l), )+
-                }
+            fn medium(&self) -> Medium {
+                each_kind!(self, Link, l => LinkModel::<PacketId>::medium(l))
             }
-
             fn add_port(&mut self, index: Port, position: Option<Position>) -> Option<Port> {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::add_port(l, index, position), )+
-                }
+                each_kind!(self, Link, l => LinkModel::<PacketId>::add_port(l, index, position))
             }
-
             fn carrier_sense(&self, port: Port, now: SimTime) -> bool {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::carrier_sense(l, port, now), )+
-                }
+                each_kind!(self, Link, l => LinkModel::<PacketId>::carrier_sense(l, port, now))
             }
-
             fn set_start_notices(&mut self, on: bool) {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::set_start_notices(l, on), )+
-                }
+                each_kind!(self, Link, l => LinkModel::<PacketId>::set_start_notices(l, on))
             }
-
-            fn reads_datagrams(&self) -> bool {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::reads_datagrams(l), )+
-                }
+            #[inline]
+            fn transmit_datagram(&mut self, now: SimTime, from: Port, frame: Frame<PacketId>, datagram: &[u8], out: &mut LinkOut<PacketId>) {
+                each_kind!(self, Link, l => LinkModel::<PacketId>::transmit_datagram(l, now, from, frame, datagram, out))
             }
-
-            fn transmit_datagram(
-                &mut self,
-                now: SimTime,
-                from: Port,
-                frame: Frame<PacketId>,
-                datagram: &[u8],
-                out: &mut Vec<LinkOutput<PacketId>>,
-            ) {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::transmit_datagram(l, now, from, frame, datagram, out), )+
-                }
-            }
-
             fn set_frame_captures(&mut self, on: bool) {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::set_frame_captures(l, on), )+
-                }
+                each_kind!(self, Link, l => LinkModel::<PacketId>::set_frame_captures(l, on))
             }
-
             fn capture_link_type(&self) -> rtolab_wire::pcap::LinkType {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::capture_link_type(l), )+
-                }
+                each_kind!(self, Link, l => LinkModel::<PacketId>::capture_link_type(l))
             }
-
-            fn path_hint(
-                &self,
-                port: Port,
-                dst: std::net::IpAddr,
-                now: SimTime,
-            ) -> Option<rtolab_tcp::rto::PathHint> {
-                match self {
-                    $( Link::$variant(l) => LinkModel::<PacketId>::path_hint(l, port, dst, now), )+
-                }
+            fn path_hint(&self, port: Port, dst: std::net::IpAddr, now: SimTime) -> Option<rtolab_tcp::rto::PathHint> {
+                each_kind!(self, Link, l => LinkModel::<PacketId>::path_hint(l, port, dst, now))
             }
         }
     };

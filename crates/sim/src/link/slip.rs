@@ -25,7 +25,7 @@
 //! ```
 //!
 //! The model needs the datagram's bytes to time it: it
-//! [reads datagrams](LinkModel::reads_datagrams), and the simulator hands
+//! carries datagrams ([`Medium::Ip`]), and the simulator hands
 //! them over with [`LinkModel::transmit_datagram`] (without picking a
 //! receiving port: each port's peer is the other one). A frame handed over
 //! by plain [`LinkModel::transmit`] is timed as if nothing in it needed
@@ -50,8 +50,8 @@ use serde::{Deserialize, Serialize};
 use super::ends::two_ends;
 use super::p2p::loss_probability;
 use super::{
-    DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOutput, P2pConfig, P2pLink, Port,
-    RawEnd, ScenarioLink, DEFAULT_QUEUE,
+    DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOut, Medium, P2pConfig, P2pLink,
+    Port, RawEnd, ScenarioLink, DEFAULT_QUEUE,
 };
 use crate::config::{Attachment, Duration, ScenarioError};
 use crate::pool::PacketId;
@@ -132,7 +132,7 @@ pub struct SlipStats {
 /// As on a [`P2pLink`], each frame's timing is fixed when it is queued;
 /// starts are accounted for at the first call at or after them, and with
 /// start notices on (the default) the line asks to be woken at each so
-/// [`LinkOutput::TxStart`] comes at its exact time.
+/// [`super::LinkOutput::TxStart`] comes at its exact time.
 #[derive(Debug)]
 pub struct SlipLink<P> {
     config: SlipConfig,
@@ -169,7 +169,7 @@ impl<P: Copy> SlipLink<P> {
         from: Port,
         frame: Frame<P>,
         datagram: &[u8],
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         let line_len = u32::try_from(slip::encoded_len(datagram)).unwrap_or(u32::MAX);
         self.send_encoded(now, from, frame, line_len, out);
@@ -182,7 +182,7 @@ impl<P: Copy> SlipLink<P> {
         from: Port,
         frame: Frame<P>,
         line_len: u32,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         let tx = self.config.serial_time(line_len);
         self.line
@@ -190,7 +190,7 @@ impl<P: Copy> SlipLink<P> {
     }
 
     /// Delivers arrivals and accounts for starts due at or before `now`.
-    pub fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    pub fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         self.line.handle_timeout(now, out);
     }
 
@@ -222,13 +222,13 @@ impl<P: Copy> LinkModel<P> for SlipLink<P> {
         from: Port,
         _to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         let line_len = frame.len.saturating_add(2);
         self.send_encoded(now, from, frame, line_len, out);
     }
 
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         SlipLink::handle_timeout(self, now, out);
     }
 
@@ -244,8 +244,8 @@ impl<P: Copy> LinkModel<P> for SlipLink<P> {
         self.line.set_start_notices(on);
     }
 
-    fn reads_datagrams(&self) -> bool {
-        true
+    fn medium(&self) -> Medium {
+        Medium::Ip
     }
 
     fn transmit_datagram(
@@ -254,7 +254,7 @@ impl<P: Copy> LinkModel<P> for SlipLink<P> {
         from: Port,
         frame: Frame<P>,
         datagram: &[u8],
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         self.send(now, from, frame, datagram, out);
     }
@@ -294,10 +294,7 @@ impl ScenarioLink for SlipSpec {
     // (`LinkModel::transmit`), which cannot be timed by their encoding.
     const EMULATED: bool = false;
     type Raw = RawSlip;
-    // Boxed, as gilbert-elliott is, so the enum of every model does not
-    // grow by it; a serial line carries few frames, so the indirection
-    // costs nothing that shows.
-    type Model = Box<SlipLink<PacketId>>;
+    type Model = SlipLink<PacketId>;
 
     fn validate(raw: RawSlip, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
         let (ends, _) = two_ends(&raw.ends, cx, false)?;
@@ -350,14 +347,15 @@ impl ScenarioLink for SlipSpec {
         self.config.data_rate_bps()
     }
 
-    fn build(&self, rng: SimRng) -> Box<SlipLink<PacketId>> {
-        Box::new(SlipLink::new(self.config, rng))
+    fn build(&self, rng: SimRng) -> SlipLink<PacketId> {
+        SlipLink::new(self.config, rng)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::{Emitted, LinkOutput, LinkTrace};
     use crate::rng::component_stream;
     use crate::trace::DropReason;
 
@@ -404,20 +402,20 @@ mod tests {
     fn a_plain_datagram_takes_its_bytes_and_two_ends() {
         let mut l = line(10, SimDuration::ZERO);
         let d = plain(48);
-        let mut out = Vec::new();
+        let mut out = LinkOut::traced();
         l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), &d, &mut out);
         assert_eq!(
-            out,
+            out.take_all(),
             [
-                LinkOutput::Enqueued {
+                Emitted::Trace(LinkTrace::Enqueued {
                     port: 0,
                     frame: frame(1, &d),
                     queue_len: 0
-                },
-                LinkOutput::TxStart {
+                }),
+                Emitted::Output(LinkOutput::TxStart {
                     port: 0,
                     frame: frame(1, &d)
-                },
+                }),
             ]
         );
         out.clear();
@@ -448,7 +446,7 @@ mod tests {
         let mut d = plain(48);
         d[3] = slip::END;
         d[20] = slip::ESC;
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), &d, &mut out);
         out.clear();
         let log = drain(&mut l, &mut out);
@@ -465,14 +463,14 @@ mod tests {
     fn back_to_back_frames_queue_behind_each_other() {
         let mut l = line(10, SimDuration::ZERO);
         let d = plain(48);
-        let mut out = Vec::new();
+        let mut out = LinkOut::traced();
         for id in 1..=3 {
             l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), &d, &mut out);
         }
         let queued: Vec<u32> = out
-            .iter()
+            .traces()
             .filter_map(|o| match o {
-                LinkOutput::Enqueued { queue_len, .. } => Some(*queue_len),
+                LinkTrace::Enqueued { queue_len, .. } => Some(*queue_len),
                 _ => None,
             })
             .collect();
@@ -499,7 +497,7 @@ mod tests {
         let mut l = line(10, SimDuration::ZERO);
         let a = plain(48);
         let b = plain(100);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit_datagram(SimTime::ZERO, 0, frame(1, &a), &a, &mut out);
         l.transmit_datagram(SimTime::ZERO, 1, frame(2, &b), &b, &mut out);
         out.clear();
@@ -517,7 +515,7 @@ mod tests {
     fn a_full_queue_drops_the_tail() {
         let mut l = line(1, SimDuration::ZERO);
         let d = plain(48);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         for id in 1..=3 {
             l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), &d, &mut out);
         }
@@ -543,7 +541,7 @@ mod tests {
     fn the_delay_adds_to_the_serial_time() {
         let mut l = line(10, SimDuration::from_millis(3));
         let d = plain(48);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), &d, &mut out);
         l.transmit_datagram(SimTime::ZERO, 0, frame(2, &d), &d, &mut out);
         out.clear();
@@ -568,7 +566,7 @@ mod tests {
             component_stream(1, "link/slip"),
         );
         let d = plain(98);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         l.transmit_datagram(SimTime::ZERO, 1, frame(1, &d), &d, &mut out);
         out.clear();
         // 100 bytes × 11 bits at 9600 baud: 114.583333… ms.
@@ -579,7 +577,7 @@ mod tests {
     #[test]
     fn plain_transmit_assumes_nothing_to_escape() {
         let mut l = line(10, SimDuration::ZERO);
-        let mut out = Vec::new();
+        let mut out = LinkOut::new();
         let f = Frame { packet: 7, len: 48 };
         LinkModel::transmit(&mut l, SimTime::ZERO, 0, 0, f, &mut out);
         out.clear();
@@ -587,7 +585,7 @@ mod tests {
             deliveries(&drain(&mut l, &mut out)),
             [(at_115200(50), 1, 7)]
         );
-        assert!(LinkModel::<u32>::reads_datagrams(&l));
+        assert_eq!(LinkModel::<u32>::medium(&l), Medium::Ip);
     }
 
     #[test]
@@ -596,7 +594,7 @@ mod tests {
             let mut l = line(1, SimDuration::ZERO);
             l.set_start_notices(notices);
             let d = plain(200);
-            let mut out = Vec::new();
+            let mut out = LinkOut::new();
             for id in 0..4 {
                 l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), &d, &mut out);
             }

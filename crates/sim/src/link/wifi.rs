@@ -39,7 +39,9 @@ use rtolab_wire::pcap::LinkType;
 use rtolab_wire::timelost::{read_rets, rets_on_attempt, write_rets};
 use serde::{Deserialize, Serialize};
 
-use super::{Frame, LinkCheck, LinkModel, LinkOutput, Port, ScenarioLink};
+use super::{
+    Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, LinkTrace, Medium, Port, ScenarioLink,
+};
 use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
 use crate::config::{Attachment, Duration, Rate, ScenarioError};
 use crate::direction::CaptureDirection;
@@ -304,7 +306,7 @@ impl ScenarioLink for WifiSpec {
     // The emulator has no shared medium yet.
     const EMULATED: bool = false;
     type Raw = RawWifi;
-    type Model = Box<WifiLink<PacketId>>;
+    type Model = WifiLink<PacketId>;
 
     fn validate(raw: RawWifi, cx: &mut LinkCheck<'_>) -> Result<Self, ScenarioError> {
         let raw_ap = raw.ap.as_ref().ok_or_else(|| cx.required("ap"))?;
@@ -376,8 +378,8 @@ impl ScenarioLink for WifiSpec {
         routes
     }
 
-    fn build(&self, mut rng: SimRng) -> Box<WifiLink<PacketId>> {
-        Box::new(WifiLink::new(self, rng.gen()))
+    fn build(&self, mut rng: SimRng) -> WifiLink<PacketId> {
+        WifiLink::new(self, rng.gen())
     }
 }
 
@@ -532,7 +534,7 @@ impl<P: Copy> WifiLink<P> {
         }
     }
 
-    fn drain(&mut self, out: &mut Vec<LinkOutput<P>>) {
+    fn drain(&mut self, out: &mut LinkOut<P>) {
         for event in std::mem::take(&mut self.events) {
             match event {
                 WlanEvent::OnAir { station, request } => {
@@ -594,7 +596,7 @@ impl<P: Copy> WifiLink<P> {
                         }
                         DcfEvent::Attempt { payload, attempt } => {
                             if let Some(entry) = self.in_flight.get(&payload) {
-                                out.push(LinkOutput::MacAttempt {
+                                out.trace(|| LinkTrace::MacAttempt {
                                     port,
                                     frame: entry.frame,
                                     attempt,
@@ -619,7 +621,7 @@ impl<P: Copy> LinkModel<P> for WifiLink<P> {
         from: Port,
         _to: Port,
         frame: Frame<P>,
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         out.push(LinkOutput::Dropped {
             port: from,
@@ -634,7 +636,7 @@ impl<P: Copy> LinkModel<P> for WifiLink<P> {
         from: Port,
         frame: Frame<P>,
         datagram: &[u8],
-        out: &mut Vec<LinkOutput<P>>,
+        out: &mut LinkOut<P>,
     ) {
         let Some(to) = self.receiver(from, datagram) else {
             out.push(LinkOutput::Dropped {
@@ -665,7 +667,7 @@ impl<P: Copy> LinkModel<P> for WifiLink<P> {
         self.drain(out);
     }
 
-    fn handle_timeout(&mut self, now: SimTime, out: &mut Vec<LinkOutput<P>>) {
+    fn handle_timeout(&mut self, now: SimTime, out: &mut LinkOut<P>) {
         self.wlan.handle_timeout(now, &mut self.events);
         self.drain(out);
     }
@@ -702,8 +704,8 @@ impl<P: Copy> LinkModel<P> for WifiLink<P> {
         Some(self.addresses.len())
     }
 
-    fn reads_datagrams(&self) -> bool {
-        true
+    fn medium(&self) -> Medium {
+        Medium::Ip
     }
 
     fn set_frame_captures(&mut self, on: bool) {

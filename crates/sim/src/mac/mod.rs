@@ -7,7 +7,10 @@
 //! the simulator and the emulator drive the same code.
 //!
 //! This is the access part of a MAC only: acknowledgements, retries and
-//! duty cycling come with the MACs that need them.
+//! duty cycling come with the MACs that need them. The 802.11 MAC beside
+//! it ([`dcf`], [`wlan`], checked against [`bianchi`]) is a whole MAC the
+//! `wifi` link drives, not a registered kind; Contiki's CSMA and RDCs live
+//! with the mesh (`crate::mesh::mac`).
 //!
 //! # Adding a MAC
 //!

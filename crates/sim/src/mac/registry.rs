@@ -42,20 +42,10 @@ macro_rules! mac_registry {
         /// The `kind` names of every registered MAC.
         pub const MAC_KINDS: &[&str] = &[$( <$module::$spec as ScenarioMac>::KIND ),+];
 
-        /// Every registered MACs, with its description and the
+        /// Every registered MAC, with its description and the
         /// fields of its table ([`crate::catalog`]), in registration order.
         pub fn mac_catalog() -> Vec<$crate::catalog::KindInfo> {
-            // Each kind's own file first, then the family's (a `Raw`
-            // struct one kind shares with another).
-            const SOURCES: &[&str] = &[$( include_str!(concat!(stringify!($module), ".rs")) ),+];
-            vec![$(
-                $crate::catalog::KindInfo::new::<<$module::$spec as ScenarioMac>::Raw>(
-                    "mac",
-                    <$module::$spec as ScenarioMac>::KIND,
-                    &[$( $doc ),*],
-                    &[&[include_str!(concat!(stringify!($module), ".rs"))], SOURCES].concat(),
-                ),
-            )+]
+            $crate::catalog::registry_catalog!("mac", ScenarioMac, $( [$( $doc ),*] $module::$spec ),+)
         }
 
         impl MacSpec {

@@ -64,20 +64,10 @@ macro_rules! middlebox_registry {
         /// The `kind` names of every registered middlebox.
         pub const MIDDLEBOX_KINDS: &[&str] = &[$( <$module::$spec as ScenarioMiddlebox>::KIND ),+];
 
-        /// Every registered middleboxes, with its description and the
+        /// Every registered middlebox, with its description and the
         /// fields of its table ([`crate::catalog`]), in registration order.
         pub fn middlebox_catalog() -> Vec<$crate::catalog::KindInfo> {
-            // Each kind's own file first, then the family's (a `Raw`
-            // struct one kind shares with another).
-            const SOURCES: &[&str] = &[$( include_str!(concat!(stringify!($module), ".rs")) ),+];
-            vec![$(
-                $crate::catalog::KindInfo::new::<<$module::$spec as ScenarioMiddlebox>::Raw>(
-                    "middlebox",
-                    <$module::$spec as ScenarioMiddlebox>::KIND,
-                    &[$( $doc ),*],
-                    &[&[include_str!(concat!(stringify!($module), ".rs"))], SOURCES].concat(),
-                ),
-            )+]
+            $crate::catalog::registry_catalog!("middlebox", ScenarioMiddlebox, $( [$( $doc ),*] $module::$spec ),+)
         }
 
         impl MiddleboxSpec {

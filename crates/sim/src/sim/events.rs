@@ -11,7 +11,7 @@ use crate::app::App;
 use crate::capture::CaptureDirection;
 use crate::event::Event;
 use crate::limits::{Stop, StopFlag, CHECK_EVERY};
-use crate::link::{Frame, LinkIndication, LinkModel, LinkOutput};
+use crate::link::{Emitted, Frame, LinkIndication, LinkModel, LinkOutput, LinkTrace};
 use crate::node::{IfaceId, Interface, NodeId};
 use crate::pool::PacketId;
 use crate::trace::TraceEvent;
@@ -212,6 +212,7 @@ impl Simulator {
         while let Some(work) = self.work.pop_front() {
             match work {
                 Work::Link { link, output } => self.handle_link_output(link, output),
+                Work::LinkTrace { link, trace } => self.trace_link(link, trace),
                 Work::Loopback { node, packet } => self.deliver_local(node, packet),
                 Work::Released(node) => {
                     let now = self.now;
@@ -239,33 +240,36 @@ impl Simulator {
                     .push(at.max(self.now), Event::LinkWakeup { link, generation });
             }
         }
-        // Notices that only feed traces and captures would do nothing
-        // without them; leaving them out of the work list changes nothing
-        // else, as the others keep their order.
+        // Start notices feed only traces and captures: without either they
+        // would do nothing, and leaving them out of the work list changes
+        // nothing else, as the others keep their order. Trace records come
+        // only while a trace listens (the buffer keeps them then).
         let tracing = self.tracer.enabled();
         let ports = &self.links[link as usize].ports;
-        for output in self.link_out.drain(..) {
-            let idle = !tracing
-                && match output {
-                    LinkOutput::Enqueued { .. }
-                    | LinkOutput::ParentChanged { .. }
-                    | LinkOutput::MacAttempt { .. } => true,
-                    LinkOutput::TxStart { port, .. } => {
-                        let iface = ports[port as usize];
-                        !self.nodes[iface.node.0 as usize].interfaces[iface.index as usize].tapped
-                    }
-                    _ => false,
-                };
-            if !idle {
-                self.work.push_back(Work::Link { link, output });
+        let (nodes, work) = (&self.nodes, &mut self.work);
+        self.link_out.drain_in_order(|item| match item {
+            Emitted::Output(output) => {
+                let idle = !tracing
+                    && match output {
+                        LinkOutput::TxStart { port, .. } => {
+                            let iface = ports[port as usize];
+                            !nodes[iface.node.0 as usize].interfaces[iface.index as usize].tapped
+                        }
+                        _ => false,
+                    };
+                if !idle {
+                    work.push_back(Work::Link { link, output });
+                }
             }
-        }
+            Emitted::Trace(trace) => work.push_back(Work::LinkTrace { link, trace }),
+        });
     }
 
-    fn handle_link_output(&mut self, link: u32, output: LinkOutput<PacketId>) {
-        let iface = self.links[link as usize].ports[output.port() as usize];
-        match output {
-            LinkOutput::Enqueued {
+    /// Writes a link's trace record out.
+    fn trace_link(&mut self, link: u32, record: LinkTrace<PacketId>) {
+        let iface = self.links[link as usize].ports[record.port() as usize];
+        match record {
+            LinkTrace::Enqueued {
                 frame, queue_len, ..
             } => {
                 trace!(
@@ -280,6 +284,38 @@ impl Simulator {
                     }
                 );
             }
+            LinkTrace::MacAttempt { frame, attempt, .. } => {
+                trace!(
+                    self,
+                    TraceEvent::MacAttempt {
+                        node: iface.node.0,
+                        iface: iface.index,
+                        link,
+                        packet: self.pool.uid(frame.packet),
+                        len: frame.len,
+                        attempt,
+                    }
+                );
+            }
+            LinkTrace::ParentChanged { parent, rank, .. } => {
+                let parent_node =
+                    parent.map(|p| self.links[link as usize].ports[p as usize].node.0);
+                trace!(
+                    self,
+                    TraceEvent::ParentChanged {
+                        node: iface.node.0,
+                        link,
+                        parent: parent_node,
+                        rank,
+                    }
+                );
+            }
+        }
+    }
+
+    fn handle_link_output(&mut self, link: u32, output: LinkOutput<PacketId>) {
+        let iface = self.links[link as usize].ports[output.port() as usize];
+        match output {
             LinkOutput::TxStart { frame, .. } => self.sent(link, iface, frame),
             LinkOutput::Delivered { frame, .. } => self.delivered(link, iface, frame),
             LinkOutput::Arrived { datagram, .. } => {
@@ -334,32 +370,6 @@ impl Simulator {
             }
             LinkOutput::Indication { indication, .. } => {
                 self.link_indication(iface, link, indication);
-            }
-            LinkOutput::MacAttempt { frame, attempt, .. } => {
-                trace!(
-                    self,
-                    TraceEvent::MacAttempt {
-                        node: iface.node.0,
-                        iface: iface.index,
-                        link,
-                        packet: self.pool.uid(frame.packet),
-                        len: frame.len,
-                        attempt,
-                    }
-                );
-            }
-            LinkOutput::ParentChanged { parent, rank, .. } => {
-                let parent_node =
-                    parent.map(|p| self.links[link as usize].ports[p as usize].node.0);
-                trace!(
-                    self,
-                    TraceEvent::ParentChanged {
-                        node: iface.node.0,
-                        link,
-                        parent: parent_node,
-                        rank,
-                    }
-                );
             }
         }
     }

@@ -7,7 +7,7 @@ use rtolab_wire::ipv4;
 use rtolab_wire::ipv6::Ipv6Repr;
 
 use crate::cidr::Family;
-use crate::link::{Frame, LinkModel, Port};
+use crate::link::{Frame, LinkModel, Medium, Port};
 use crate::node::{IfaceId, Interface, Node, NodeId, RoutingTable};
 use crate::pool::PacketId;
 use crate::trace::{DropReason, TraceEvent};
@@ -57,17 +57,7 @@ impl Simulator {
             packet,
             len: self.pool.len(packet) as u32,
         };
-        let to = 1 - port;
-        let slot = &mut self.links[link.0 as usize];
-        if slot.link.reads_datagrams() {
-            let datagram = self.pool.bytes(packet);
-            slot.link
-                .transmit_datagram(self.now, port, frame, datagram, &mut self.link_out);
-        } else {
-            slot.link
-                .transmit(self.now, port, to, frame, &mut self.link_out);
-        }
-        self.after_link_call(link.0);
+        self.link_transmit(link.0, port, 1 - port, frame);
     }
 
     /// A datagram arrived on `iface`: deliver it, forward it or drop it.
@@ -171,16 +161,14 @@ impl Simulator {
         let interface = &node_ref.interfaces[out_iface as usize];
         let (link, port) = (interface.link, interface.port);
         let slot = &self.links[link.0 as usize];
-        // A link that routes by the datagram (a mesh) needs no next hop.
-        let to = if slot.link.reads_datagrams() {
-            Some(0)
-        } else if slot.link.addressed() {
-            slot.ports.iter().position(|p| {
+        let to = match slot.medium {
+            Medium::PointToPoint => (slot.ports.len() == 2).then_some(1 - port as usize),
+            Medium::Broadcast => slot.ports.iter().position(|p| {
                 let neighbour = &self.nodes[p.node.0 as usize].interfaces[p.index as usize];
                 A::address(neighbour) == Some(next_hop)
-            })
-        } else {
-            (slot.ports.len() == 2).then_some(1 - port as usize)
+            }),
+            // A link that carries datagrams picks the receiver itself.
+            Medium::Ip => Some(0),
         };
         let Some(to) = to else {
             self.drop_at(node, packet, DropReason::NeighbourUnknown);
@@ -218,20 +206,27 @@ impl Simulator {
             packet,
             len: self.pool.len(packet) as u32,
         };
-        let slot = &mut self.links[link.0 as usize];
-        if slot.link.reads_datagrams() {
-            slot.link.transmit_datagram(
+        self.link_transmit(link.0, port, to, frame);
+    }
+
+    /// Hands `frame` from `port` to `link`, as its medium takes it: a
+    /// frame for port `to`, or a datagram with its bytes.
+    fn link_transmit(&mut self, link: u32, port: Port, to: Port, frame: Frame<PacketId>) {
+        let slot = &mut self.links[link as usize];
+        match slot.medium {
+            Medium::PointToPoint | Medium::Broadcast => {
+                slot.link
+                    .transmit(self.now, port, to, frame, &mut self.link_out)
+            }
+            Medium::Ip => slot.link.transmit_datagram(
                 self.now,
                 port,
                 frame,
-                self.pool.bytes(packet),
+                self.pool.bytes(frame.packet),
                 &mut self.link_out,
-            );
-        } else {
-            slot.link
-                .transmit(self.now, port, to, frame, &mut self.link_out);
+            ),
         }
-        self.after_link_call(link.0);
+        self.after_link_call(link);
     }
 
     pub(super) fn drop_at(&mut self, node: NodeId, packet: PacketId, reason: DropReason) {

@@ -29,7 +29,7 @@ use crate::app::{AnyApp, Demux};
 use crate::capture::Tap;
 use crate::event::Event;
 use crate::limits::{RunLimits, Stop};
-use crate::link::LinkOutput;
+use crate::link::{LinkOut, LinkOutput, LinkTrace};
 use crate::link_slot::LinkSlot;
 use crate::middlebox::MiddleboxChain;
 use crate::node::{Node, NodeId};
@@ -44,6 +44,12 @@ enum Work {
     Link {
         link: u32,
         output: LinkOutput<PacketId>,
+    },
+    /// A link's record for traces (queued only while a trace listens, in
+    /// its place among the link's outputs).
+    LinkTrace {
+        link: u32,
+        trace: LinkTrace<PacketId>,
     },
     /// A datagram a node sent to one of its own addresses.
     Loopback { node: NodeId, packet: PacketId },
@@ -189,7 +195,7 @@ pub struct Simulator {
     taps: Vec<Tap>,
     /// Every node's host stack and the run's shared TCP state.
     tcp: TcpLayer,
-    link_out: Vec<LinkOutput<PacketId>>,
+    link_out: LinkOut<PacketId>,
     work: VecDeque<Work>,
     outbox: Vec<PacketId>,
     events_processed: u64,

@@ -18,7 +18,8 @@ use crate::event::Event;
 use crate::limits::RunLimits;
 use crate::link::{
     BroadcastConfig, BroadcastMedium, HalfDuplexConfig, HalfDuplexLink, Link, LinkModel,
-    LinkModelSpec, LinkStats, NfcConfig, NfcLink, P2pConfig, P2pLink, Position, RateDelay,
+    LinkModelSpec, LinkOut, LinkStats, Medium, NfcConfig, NfcLink, P2pConfig, P2pLink, Position,
+    RateDelay,
 };
 use crate::link_slot::LinkSlot;
 use crate::middlebox::{AnyMiddlebox, MiddleboxChain};
@@ -51,7 +52,7 @@ impl Simulator {
             tracer: Tracer::default(),
             taps: Vec::new(),
             tcp: TcpLayer::new(seed),
-            link_out: Vec::with_capacity(64),
+            link_out: LinkOut::new(),
             work: VecDeque::with_capacity(64),
             outbox: Vec::with_capacity(16),
             events_processed: 0,
@@ -89,6 +90,8 @@ impl Simulator {
         for slot in &mut self.links {
             slot.link.set_start_notices(true);
         }
+        // Links build their trace-only records from now on.
+        self.link_out.set_tracing(true);
         // Without a sink the engine records only what the counters need.
         self.tcp.set_trace_level(TraceLevel::All);
     }
@@ -116,6 +119,7 @@ impl Simulator {
         link.set_start_notices(self.tracer.enabled());
         self.links.push(LinkSlot {
             name: name.to_string(),
+            medium: link.medium(),
             link,
             ports: Vec::new(),
             wakeup: None,
@@ -154,7 +158,7 @@ impl Simulator {
     /// `link/<name>` unless the configuration fixes it.
     pub fn add_nfc(&mut self, name: &str, config: NfcConfig) -> LinkId {
         let rng = self.rng_stream(&format!("link/{name}"));
-        self.add_link(name, Link::Nfc(Box::new(NfcLink::new(config, rng))))
+        self.add_link(name, Link::Nfc(NfcLink::new(config, rng)))
     }
 
     /// Adds a link a scenario describes, randomised from the stream
@@ -339,7 +343,7 @@ impl Simulator {
         let node_ref = &mut self.nodes[node.0 as usize];
         let slot = &mut self.links[link.0 as usize];
         let max = slot.link.max_ports();
-        if slot.link.addressed() || max.is_some_and(|m| slot.ports.len() >= m) {
+        if slot.medium == Medium::Broadcast || max.is_some_and(|m| slot.ports.len() >= m) {
             return Err(BuildError::LinkFull {
                 link: slot.name.clone(),
                 max: max.unwrap_or(0),
