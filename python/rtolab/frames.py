@@ -97,12 +97,15 @@ def read_capture(path: str | os.PathLike[str]) -> pd.DataFrame:
     """
     with native_errors():
         columns: dict[str, list[Any]] = json.loads(_rtolab.read_capture(os.fspath(path)))
-    frame = pd.DataFrame(columns)
-    for name in _INT_COLUMNS:
-        if name in frame:
-            frame[name] = frame[name].astype("Int64")
-    if "sack_permitted" in frame:
-        frame["sack_permitted"] = frame["sack_permitted"].astype("boolean")
+    # Typed as the columns are built: converting a built frame column by
+    # column cost three times as long for a run's small captures.
+    kinds = {name: "Int64" for name in _INT_COLUMNS} | {"sack_permitted": "boolean"}
+    frame = pd.DataFrame(
+        {
+            name: pd.array(values, dtype=kinds[name]) if name in kinds else values
+            for name, values in columns.items()
+        }
+    )
     frame["time_s"] = frame["time_ns"].astype("float64") / 1e9
     return frame
 
