@@ -353,9 +353,10 @@ class RunRecord:
 @dataclass
 class Timing:
     """Wall and CPU seconds an experiment took: its runs, their analysis
-    and its checks (``reproduction``), and the report's section on it
-    (``report``, when ``rtolab reproduce`` wrote the report). CPU time adds
-    this process's and that of the worker processes for the runs they did."""
+    and its checks (``wall_s``, ``cpu_s``), and the report's section on it
+    (``report_wall_s``, ``report_cpu_s``, once ``rtolab reproduce`` wrote
+    the report). CPU time adds this process's and that of the worker
+    processes for the runs they did."""
 
     wall_s: float = 0.0
     cpu_s: float = 0.0
