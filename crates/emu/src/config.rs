@@ -19,6 +19,8 @@
 //!
 //! ```toml
 //! linux = { rto_min = "3s" }  # per-route minimum RTO (ip route ... rto_min)
+//! # the namespace's own sysctls, written before any app starts
+//! linux = { sysctls = { "net.ipv4.tcp_early_retrans" = 0 } }
 //! ```
 //!
 //! Bridges take no `stack`: the emulator forwards between their links
@@ -79,12 +81,65 @@ impl HostKind {
 }
 
 /// Kernel settings of a Linux host.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LinuxOptions {
     /// Minimum retransmission timeout of every route of the host
     /// (`ip route ... rto_min`), for links slower than Linux's 200 ms
     /// default assumes.
     pub rto_min: Option<SimDuration>,
+    /// Sysctls written in the host's namespace before its apps start
+    /// (`sysctl -w name=value`), e.g. to switch off TCP's tail loss probe.
+    /// Only the network namespace's own (`net.` ones the kernel keeps per
+    /// namespace) can be written there; any other fails the run's set-up.
+    pub sysctls: BTreeMap<String, String>,
+}
+
+/// A sysctl's name as a scenario may give it: `net.` then dot-separated
+/// words of lowercase letters, digits, `_` and `-`.
+fn valid_sysctl_name(name: &str) -> bool {
+    name.strip_prefix("net.").is_some_and(|rest| {
+        rest.split('.').all(|word| {
+            !word.is_empty()
+                && word
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        })
+    })
+}
+
+/// Reads a host's `linux.sysctls` table: names to integers or strings
+/// (several numbers separated by spaces, as `tcp_rmem` takes).
+fn sysctls(path: &str, value: &toml::Value) -> Result<BTreeMap<String, String>, ScenarioError> {
+    let toml::Value::Table(t) = value else {
+        return Err(error(path, "expected a table of sysctl names to values"));
+    };
+    let mut out = BTreeMap::new();
+    for (name, v) in t {
+        let here = format!("{path}.{name}");
+        if !valid_sysctl_name(name) {
+            return Err(error(
+                &here,
+                "expected a network sysctl's name, like \"net.ipv4.tcp_early_retrans\"",
+            ));
+        }
+        let text =
+            match v {
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::String(s)
+                    if !s.trim().is_empty()
+                        && s.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b" _-.".contains(&b)) =>
+                {
+                    s.clone()
+                }
+                _ => return Err(error(
+                    &here,
+                    "expected an integer or a string of letters, digits, spaces, '_', '-' and '.'",
+                )),
+            };
+        out.insert(name.clone(), text);
+    }
+    Ok(out)
 }
 
 /// A validated scenario with the stack of every host.
@@ -121,7 +176,8 @@ fn linux_options(i: usize, value: &toml::Value) -> Result<LinuxOptions, Scenario
                 }
                 options.rto_min = Some(d);
             }
-            _ => return Err(error(path, "unknown field (expected rto_min)")),
+            "sysctls" => options.sysctls = sysctls(&path, v)?,
+            _ => return Err(error(path, "unknown field (expected rto_min or sysctls)")),
         }
     }
     Ok(options)
@@ -198,7 +254,7 @@ impl EmuScenario {
         let mut lwip_all = Vec::with_capacity(scenario.hosts.len());
         for (i, host) in scenario.hosts.iter().enumerate() {
             let stack = stacks.get(i).cloned().flatten();
-            let linux = linux.get(i).copied().flatten();
+            let linux = linux.get(i).cloned().flatten();
             let kind = match (host.bridge, stack.as_deref()) {
                 (true, None) => HostKind::Bridge,
                 (true, Some(_)) => {
@@ -656,6 +712,51 @@ delay = "1ms"
             EmuScenario::from_toml_str(&on_rtolab).unwrap_err().path,
             "host[0].linux"
         );
+    }
+
+    #[test]
+    fn sysctls_are_read_and_checked() {
+        let with = |table: &str| {
+            let text = BASE.replace("name = \"b\"", &format!("name = \"b\"\nlinux = {table}"));
+            EmuScenario::from_toml_str(&text)
+        };
+        let emu = with(
+            r#"{ sysctls = { "net.ipv4.tcp_early_retrans" = 0, "net.ipv4.tcp_rmem" = "4096 131072 6291456" } }"#,
+        )
+        .unwrap();
+        let got: Vec<(&str, &str)> = emu.linux[1]
+            .sysctls
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("net.ipv4.tcp_early_retrans", "0"),
+                ("net.ipv4.tcp_rmem", "4096 131072 6291456")
+            ]
+        );
+        for (table, path) in [
+            (r#"{ sysctls = 1 }"#, "host[1].linux.sysctls"),
+            (
+                r#"{ sysctls = { "kernel.panic" = 1 } }"#,
+                "host[1].linux.sysctls.kernel.panic",
+            ),
+            (
+                r#"{ sysctls = { "net..x" = 1 } }"#,
+                "host[1].linux.sysctls.net..x",
+            ),
+            (
+                r#"{ sysctls = { "net.ipv4.tcp_sack" = "1; reboot" } }"#,
+                "host[1].linux.sysctls.net.ipv4.tcp_sack",
+            ),
+            (
+                r#"{ sysctls = { "net.ipv4.tcp_sack" = true } }"#,
+                "host[1].linux.sysctls.net.ipv4.tcp_sack",
+            ),
+        ] {
+            assert_eq!(with(table).unwrap_err().path, path, "{table}");
+        }
     }
 
     #[test]

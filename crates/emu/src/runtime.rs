@@ -423,6 +423,10 @@ pub fn emulate(
         });
     }
     for (h, ns) in &edge.namespaces {
+        for (name, value) in &emu.linux[*h].sysctls {
+            // Before any app opens a socket: some are read at connect time.
+            ns.exec(&["sysctl", "-qw", &format!("{name}={value}")])?;
+        }
         if hosts[*h].interfaces.len() > 1 {
             // A Linux host on several links routes between them.
             ns.exec(&["sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
