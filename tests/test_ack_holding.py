@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -311,3 +312,77 @@ def test_timeouts_are_retransmissions_of_the_asked_for_segment_after_quiet() -> 
         (4.001, FIXED, "ACK", 3001, 5001, 500, 1000),
     ]
     assert linux.timeouts(_capture(rows)) == [0.8, 2.0, 3.45]
+
+
+def test_retransmissions_date_the_head_segment() -> None:
+    from rtolab.experiments import ack_holding_linux as linux
+
+    rows = [
+        *HANDSHAKE,
+        # A paced ACK asks for 3001 (sent at 0.20 s); 0.1 s later the
+        # fixed host retransmits it: its timer counted from that send.
+        (1.00, MOBILE, "ACK", 5001, 3001, 1000, 0),
+        (1.10, FIXED, "ACK", 3001, 5001, 500, 1000),
+        # Again 0.5 s later: the head was last sent at 1.10 s.
+        (1.60, FIXED, "ACK", 3001, 5001, 500, 1000),
+    ]
+    got = linux.retransmissions(_capture(rows))
+    assert got["seq"].tolist() == [2001, 2001]
+    assert got["head"].tolist() == [True, True]
+    assert np.allclose(got["since_new_ack"], [0.1, 0.6])
+    assert np.allclose(got["head_age"], [0.9, 0.5])
+
+
+def test_ss_lines_give_the_fixed_host_s_timer() -> None:
+    from rtolab.experiments import ack_holding_linux as linux
+
+    line = (
+        "ESTAB 0 0 10.0.0.1:40000 10.0.0.2:5001 timer:(on,1.076ms,0) ts sack cubic"
+        " wscale:7,7 rto:3276 backoff:1 rtt:539.343/683.783 cwnd:4 retrans:0/2"
+        " lastack:8 unacked:45"
+    )
+    got = linux.parse_ss(line)
+    assert got == {
+        "rto_ms": 3276.0,
+        "rtt_ms": 539.343,
+        "rttvar_ms": 683.783,
+        "backoff": 1.0,
+        "lastack_ms": 8.0,
+        # ss writes 1.076 s as "1.076ms", 6 s as "6sec".
+        "timer_ms": 1076.0,
+        "retrans_total": 2.0,
+        "unacked": 45.0,
+        "cwnd": 4.0,
+    }
+    assert linux.parse_ss("timer:(on,588ms,0)")["timer_ms"] == 588.0
+    assert linux.parse_ss("timer:(on,6sec,0)")["timer_ms"] == 6000.0
+    assert linux.parse_ss("timer:(on,1min2.050ms,0)")["timer_ms"] == 62050.0
+    assert linux.parse_ss("no such fields") == {}
+
+
+def test_ss_samples_are_dated_by_the_acks_they_report() -> None:
+    from rtolab.experiments import ack_holding_linux as linux
+
+    # ACKs every 12 ms until 1 s, then two released ones; the sampler's
+    # clock runs 100.033 s ahead of the capture's.
+    acks = np.concatenate([np.arange(0.1, 1.0, 0.012), [2.0, 3.5]])
+    offset = 100.033
+    at = np.array([0.13, 0.5, 1.5, 2.2, 3.0, 3.6])
+    last = np.array([acks[acks <= t].max() for t in at])
+    samples = pd.DataFrame({"mono_s": at + offset, "lastack_ms": np.round((at - last) * 1000)})
+    got = linux.align_ss(samples, syn_s=0.11, ack_times=acks)
+    assert np.allclose(got["t"], at, atol=0.0015)
+    # Without ACK ages the first sample is taken as just after the SYN.
+    bare = linux.align_ss(samples.drop(columns="lastack_ms"), syn_s=0.11, ack_times=acks)
+    assert bare["t"].iloc[0] == pytest.approx(0.11)
+
+
+def test_linux_configurations_set_the_fixed_host_s_sysctls() -> None:
+    from rtolab.experiments import ack_holding_linux as linux
+
+    repo = Path(__file__).resolve().parents[1]
+    config = next(c for c in linux.CONFIGS if c.endswith("; no TLP"))
+    text = linux.scenario_text(repo, config)
+    assert 'linux = { sysctls = { "net.ipv4.tcp_early_retrans" = 0 } }' in text
+    assert 'fixed_host = "linux"' in text
+    assert "sysctls" not in linux.scenario_text(repo, "spec")

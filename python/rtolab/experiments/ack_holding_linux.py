@@ -15,15 +15,24 @@ Needs root and network namespaces (the emulator's own requirements)::
 
     sudo python -m rtolab.experiments.ack_holding_linux --rounds 3 --out DIR
 
-writes ``DIR/linux.csv`` (one row per run) and prints the table.
+writes ``DIR/linux.csv`` (one row per run) and prints the table. With
+``--ss MS`` it also samples the fixed host's own view of its timer (``ss
+-tino`` in its namespace every MS milliseconds: rto, rtt, the pending timer)
+into each run's ``ss.csv``, on the captures' clock; every run writes
+``retransmissions.csv``, each retransmission of the fixed host with the time
+since the last ACK of new data and since the head segment was last sent
+(:func:`retransmissions`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +51,9 @@ MIN_RTO_S = 0.2
 #: ...and not within this of any ACK: what an ACK triggers (a fast
 #: retransmit, go-back-N after a timeout) leaves within a millisecond of it.
 ACK_TRIGGERED_S = 0.005
+
+#: The base station planning for Linux's RTO and the held ACKs' samples.
+LINUX_HOLD: dict[str, str | int] = {"fixed_host": "linux", "min_rto": "200ms", "samples": "hold"}
 
 #: Configuration name → the base station's extra fields (``None``: no
 #: middlebox, the baseline). 600 ms is Linux's RTO measured at the fixed
@@ -73,9 +85,30 @@ CONFIGS: dict[str, dict[str, str | int] | None] = {
         "samples": "hold",
         "search": "timeout-free",
     },
+    # The Linux model with the fixed host's loss detection switched off one
+    # piece at a time: tail loss probes (tcp_early_retrans), RACK
+    # (tcp_recovery), timestamps (and with them the echo Linux samples
+    # when Karn's rule forbids timing a segment).
+    'fixed_host = "linux", min_rto = "200ms", samples = "hold"; no TLP': LINUX_HOLD,
+    'fixed_host = "linux", min_rto = "200ms", samples = "hold"; no RACK': LINUX_HOLD,
+    'fixed_host = "linux", min_rto = "200ms", samples = "hold"; no timestamps': LINUX_HOLD,
     "two outages: spec": {},
     'two outages: min_rto = "infer"': {"min_rto": "infer"},
 }
+#: Sysctls of the fixed host's namespace for the configurations whose name
+#: ends with the key (emulator: ``linux = { sysctls = ... }``).
+FIXED_SYSCTLS: dict[str, dict[str, int]] = {
+    "; no TLP": {"net.ipv4.tcp_early_retrans": 0},
+    "; no RACK": {"net.ipv4.tcp_recovery": 0},
+    "; no timestamps": {"net.ipv4.tcp_timestamps": 0},
+}
+
+
+def fixed_sysctls(config: str) -> dict[str, int]:
+    """The fixed host's sysctls in `config` (none for most)."""
+    return next((v for k, v in FIXED_SYSCTLS.items() if config.endswith(k)), {})
+
+
 #: Case B's outages (ack-holding spec §4), for the configurations whose
 #: name says so: "infer" learns the fixed host's RTO from the first outage's
 #: timeouts and uses it in the second.
@@ -94,6 +127,11 @@ def scenario_text(repo: Path, config: str) -> str:
         text = (repo / SCENARIO).read_text(encoding="utf-8")
         fields = "".join(f"{k} = {json.dumps(v)}\n" for k, v in holding.items())
         text = text.replace('mobile = "10.0.0.2"\n', f'mobile = "10.0.0.2"\n{fields}', 1)
+    sysctls = fixed_sysctls(config)
+    if sysctls:
+        table = ", ".join(f"{json.dumps(k)} = {v}" for k, v in sysctls.items())
+        host = 'name = "fixed"\nstack = "linux"\n'
+        text = text.replace(host, f"{host}linux = {{ sysctls = {{ {table} }} }}\n", 1)
     if config.startswith("two outages"):
         text = text.replace('outages = [ { start = "10s", duration = "10s" } ]', TWO_OUTAGES, 1)
     return text + '\n[[capture]]\nhost = "mobile"\nlink = "radio"\nfile = "mobile-radio.pcap"\n'
@@ -281,6 +319,58 @@ def timeouts(fixed_side: pd.DataFrame, fixed: str = FIXED, mobile: str = MOBILE)
     return fired
 
 
+def retransmissions(
+    fixed_side: pd.DataFrame, fixed: str = FIXED, mobile: str = MOBILE
+) -> pd.DataFrame:
+    """Every retransmission in the fixed host's capture: time ``t`` (s),
+    relative ``seq``, whether it is the segment the last ACK asked for
+    (``head``), the time since the last ACK of new data (``since_new_ack``)
+    and since any ACK (``since_ack``), and the time since the head segment
+    (the one the last ACK asked for) was last sent (``head_age``): Linux
+    rearms its timer from that send when a loss probe is pending
+    (``tcp_rearm_rto``), so a timeout there comes an RTO after it rather
+    than after the last ACK."""
+    isn, _, shift = _connection(fixed_side, fixed, mobile)
+    acks = _acks(fixed_side, fixed, mobile, isn, shift)
+    data = _data(fixed_side, fixed, mobile, isn)
+    events = pd.concat(
+        [
+            acks.assign(kind="ack")[["t", "kind", "ack"]],
+            data.assign(kind="data")[["t", "kind", "seq"]],
+        ]
+    ).sort_values("t", kind="stable")
+    sent: dict[int, float] = {}
+    rows: list[tuple[float, int, bool, float, float, float]] = []
+    asked = -1
+    new_ack_t = any_ack_t = -np.inf
+    highest = 0
+    for t, kind, ack, seq in zip(
+        events["t"], events["kind"], events["ack"], events["seq"], strict=True
+    ):
+        if kind == "ack":
+            if int(ack) > asked:
+                asked, new_ack_t = int(ack), float(t)
+            any_ack_t = float(t)
+            continue
+        seq = int(seq)
+        if seq < highest:
+            rows.append(
+                (
+                    float(t),
+                    seq,
+                    seq == asked,
+                    float(t) - new_ack_t,
+                    float(t) - any_ack_t,
+                    float(t) - sent.get(asked, np.nan),
+                )
+            )
+        sent[seq] = float(t)
+        highest = max(highest, seq + 1)
+    return pd.DataFrame(
+        rows, columns=["t", "seq", "head", "since_new_ack", "since_ack", "head_age"]
+    )
+
+
 def outages(report: dict[str, Any]) -> list[tuple[float, float]]:
     """Each outage the base station was told of: (``going_down``, ``up``)
     times in s, on the captures' clock."""
@@ -304,6 +394,7 @@ def measure(out: Path) -> dict[str, Any]:
     spans = outages(report)
     checks = [check_capture(fixed_side, mobile_side, (down, up + 0.2)) for down, up in spans]
     fired = timeouts(fixed_side)
+    retransmissions(fixed_side).to_csv(out / "retransmissions.csv", index=False)
     during = [sum(down <= t <= up for t in fired) for down, up in spans]
     sink = next(a for a in report["apps"] if a["name"] == "sink")
     row: dict[str, Any] = {
@@ -340,21 +431,138 @@ def measure(out: Path) -> dict[str, Any]:
     return row
 
 
-def run_one(repo: Path, config: str, round_: int, out: Path) -> dict[str, Any]:
-    """Emulates `config` once (round `round_`) into `out` and measures it."""
+#: What the sampler keeps of each ``ss -tino`` line.
+_SS_FIELDS = {
+    "rto_ms": re.compile(r"\brto:([\d.]+)"),
+    "rtt_ms": re.compile(r"\brtt:([\d.]+)/"),
+    "rttvar_ms": re.compile(r"\brtt:[\d.]+/([\d.]+)"),
+    "backoff": re.compile(r"\bbackoff:(\d+)"),
+    "lastack_ms": re.compile(r"\blastack:(\d+)"),
+    # ss prints 6.544 s as "6.544ms", 6 s as "6sec", 544 ms as "544ms".
+    "timer_ms": re.compile(r"timer:\(on,(?:(\d+)min)?(?:(\d+)(sec|\.))?(?:(\d+)ms)?"),
+    "retrans_total": re.compile(r"\bretrans:\d+/(\d+)"),
+    "unacked": re.compile(r"\bunacked:(\d+)"),
+    "cwnd": re.compile(r"\bcwnd:(\d+)"),
+}
+
+
+def parse_ss(line: str) -> dict[str, float]:
+    """The fields of one ``ss -tinoH`` line (two lines joined) that tell
+    the fixed host's timer: its RTO, round trip and variance, backoff, time
+    since the last ACK, the time left on the pending retransmission timer
+    (a loss probe shows the same way), retransmissions so far."""
+    out: dict[str, float] = {}
+    for name, pattern in _SS_FIELDS.items():
+        m = pattern.search(line)
+        if m is None:
+            continue
+        if name == "timer_ms":
+            minutes, secs, unit, ms = m.groups()
+            fraction = float(ms or 0) if unit != "." else float(f"0.{ms}") * 1000.0
+            out[name] = 60_000.0 * float(minutes or 0) + 1000.0 * float(secs or 0) + fraction
+        else:
+            out[name] = float(m.group(1))
+    return out
+
+
+class SsSampler:
+    """Samples ``ss -tino`` for the connection to the mobile in the fixed
+    host's namespace (``rtolab-<pid>-<run>-fixed``) every `period_s`, on a
+    thread, until :meth:`stop`. Each sample is stamped with the monotonic
+    clock; :func:`align_ss` moves them onto the captures' clock."""
+
+    def __init__(self, pid: int, period_s: float) -> None:
+        self.pid, self.period_s = pid, period_s
+        self.samples: list[dict[str, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _namespace(self) -> str | None:
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+        prefix = f"rtolab-{self.pid}-"
+        return next(
+            (n for n in listed.stdout.split() if n.startswith(prefix) and n.endswith("-fixed")),
+            None,
+        )
+
+    def _run(self) -> None:
+        namespace = None
+        while namespace is None and not self._stop.is_set():
+            namespace = self._namespace()
+            self._stop.wait(0.05)
+        command = ["ip", "netns", "exec", str(namespace), "ss", "-tinoH", "dst", MOBILE]
+        while namespace is not None and not self._stop.is_set():
+            at = time.monotonic()
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            fields = parse_ss(" ".join(done.stdout.split()))
+            if fields:
+                self.samples.append({"mono_s": at, **fields})
+            self._stop.wait(max(0.0, self.period_s - (time.monotonic() - at)))
+
+    def stop(self) -> pd.DataFrame:
+        self._stop.set()
+        self._thread.join(5.0)
+        return pd.DataFrame(self.samples)
+
+
+def align_ss(samples: pd.DataFrame, syn_s: float, ack_times: np.ndarray) -> pd.DataFrame:
+    """`samples` with ``t`` on the captures' clock. The first sample is
+    the first that saw the connection, so it came within a sampling period
+    after the SYN (`syn_s`, s); within 50 ms of that, the offset is the one
+    that best dates the ACKs the samples report (``lastack_ms``: time
+    since the fixed host last received one) onto ACKs in the fixed host's
+    capture (`ack_times`, s): least mean distance, each counted up to 20 ms,
+    on a 1 ms grid. The outage's ACKs, seconds apart, pin it down."""
+    if samples.empty or ack_times.size == 0:
+        return samples.assign(t=np.nan)
+    coarse = float(samples["mono_s"].iloc[0]) - syn_s
+    offset = coarse
+    if "lastack_ms" in samples:
+        # Before the first ACK, lastack counts from an arbitrary origin.
+        known = samples["lastack_ms"] < 60_000
+        dated = np.unique((samples["mono_s"] - samples["lastack_ms"] / 1000.0)[known])
+        every = np.sort(ack_times)
+
+        def cost(o: float) -> float:
+            x = dated - o
+            i = np.clip(np.searchsorted(every, x), 1, every.size - 1)
+            near = np.minimum(np.abs(x - every[i - 1]), np.abs(x - every[i]))
+            return float(np.mean(np.minimum(near, 0.02)))
+
+        if dated.size and every.size > 1:
+            offset = min(coarse - np.arange(-10, 51) / 1000.0, key=cost)
+    return samples.assign(t=samples["mono_s"] - offset)
+
+
+def run_one(
+    repo: Path, config: str, round_: int, out: Path, ss_period_s: float | None = None
+) -> dict[str, Any]:
+    """Emulates `config` once (round `round_`) into `out` and measures it;
+    with `ss_period_s`, samples the fixed host's timer into ``ss.csv``."""
     out.mkdir(parents=True, exist_ok=True)
     scenario = out / "scenario.toml"
     scenario.write_text(scenario_text(repo, config), encoding="utf-8")
     (out / "config.txt").write_text(config, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "rtolab", "emulate", str(scenario), "--out", str(out / "run")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode:
-        raise RuntimeError(f"emulate {config}: {done.stderr.strip()}")
-    return {"config": config, "round": round_, **measure(out / "run")}
+    command = [sys.executable, "-m", "rtolab", "emulate", str(scenario), "--out", str(out / "run")]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        sampler = SsSampler(process.pid, ss_period_s) if ss_period_s else None
+        _, stderr = process.communicate()
+    samples = sampler.stop() if sampler else None
+    if process.returncode:
+        raise RuntimeError(f"emulate {config}: {stderr.strip()}")
+    row = {"config": config, "round": round_, **measure(out / "run")}
+    if samples is not None:
+        from rtolab.frames import read_capture
+
+        fixed_side = read_capture(out / "run" / "fixed-wired.pcap")
+        isn, _, shift = _connection(fixed_side, FIXED, MOBILE)
+        acks = _acks(fixed_side, FIXED, MOBILE, isn, shift)
+        syn = float(fixed_side["time_s"].iloc[0])
+        align_ss(samples, syn, acks["t"].to_numpy()).to_csv(out / "ss.csv", index=False)
+    return row
 
 
 def _spread(values: pd.Series, digits: int) -> str:
@@ -402,6 +610,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--measure-only", action="store_true", help="measure the runs already in --out again"
     )
+    parser.add_argument(
+        "--ss",
+        type=float,
+        metavar="MS",
+        help="sample the fixed host's timer (ss -tino) every MS milliseconds",
+    )
     args = parser.parse_args(argv)
     rows = []
     if args.measure_only:
@@ -412,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.rounds):
         for config in args.config or list(CONFIGS):
             where = args.out / f"{list(CONFIGS).index(config)}-{round_}"
-            row = run_one(args.repo, config, round_, where)
+            ss_period_s = args.ss / 1000.0 if args.ss else None
+            row = run_one(args.repo, config, round_, where, ss_period_s)
             print(json.dumps(row), flush=True)
             rows.append(row)
     runs = pd.DataFrame(rows)
