@@ -568,10 +568,11 @@ impl AckHolding {
             .saturating_sub(wired)
             .as_secs_f64();
         // An RTO is the smoothed round trip plus a variance term (RFC 6298
-        // 2.3): a retransmission sooner than the round trip is the
-        // sender's own loss detection (Linux's, about 0.1 s after a paced
-        // ACK), not its timer.
-        // The timer's own retransmission may still follow it.
+        // 2.3): a retransmission sooner than the round trip after the last
+        // ACK is not the RTO the FH arms after an ACK. Linux's timer,
+        // counted from its oldest unacknowledged segment while a loss
+        // probe is pending, fires that soon after a paced ACK (about 0.1 s
+        // in the emulator); it says nothing of the floor.
         let srtt = conn.estimator.as_ref().map_or(0.0, |e| e.mean);
         if armed > srtt {
             conn.retransmission_seen = true;

@@ -447,8 +447,25 @@ pub enum FixedHost {
     /// return, so through a hold `rttvar` only grows. The deviation falls
     /// with a gain of 1/32 rather than 1/4 when a sample is below the mean
     /// by more than σ, and the RTO is at most [`LINUX_RTO_MAX`].
+    ///
+    /// When its timer fires also follows Linux (net/ipv4/tcp_output.c,
+    /// `tcp_schedule_loss_probe`; tcp_input.c, `tcp_rearm_rto`), with its
+    /// tail loss probe on (the default with SACK): after an ACK of new
+    /// data the timer is due an RTO after the oldest unacknowledged
+    /// segment was sent, not an RTO after the ACK. Every held ACK
+    /// acknowledges data sent before the outage, so that segment is as old
+    /// as the ACK's hold plus a round trip, and the FH waits only
+    /// `RTO − age` ([`HostModel::due`]). Only a loss probe restarts the RTO
+    /// from its own sending: the first one goes `min(2 srtt, RTO − age)`
+    /// after an ACK; the FH sends one per episode, and a probe sent during
+    /// the outage is acknowledged only after the return, so after it every
+    /// later ACK leaves the FH only `RTO − age`.
     Linux,
 }
+
+/// Linux's loss probe timeout in smoothed round trips (`tcp_schedule_loss_probe`:
+/// 2 srtt, plus two jiffies that the model leaves out).
+const LINUX_PROBE_SRTTS: f64 = 2.0;
 
 /// Linux's ceiling on the RTO (`TCP_RTO_MAX`), seconds.
 pub const LINUX_RTO_MAX: f64 = 120.0;
@@ -487,9 +504,11 @@ pub struct HostModel {
     pub fixed_host: FixedHost,
     /// What each ACK samples.
     pub samples: Samples,
-    /// For [`Samples::Hold`]: when each released ACK reached the base
-    /// station, in seconds after the schedule's start (the FH's last ACK);
-    /// an ACK past the end of the list counts as held from the start.
+    /// When each released ACK reached the base station, in seconds after
+    /// the schedule's start (the FH's last ACK): the age of what it
+    /// acknowledges, for [`Samples::Hold`] and [`FixedHost::Linux`]'s
+    /// timer; an ACK past the end of the list counts as held from the
+    /// start.
     pub held_at: Vec<f64>,
     /// Releases per held ACK: the ACK itself, then `copies − 1`
     /// duplicates of it (0 counts as 1). A duplicate neither restarts the
@@ -515,6 +534,30 @@ impl HostModel {
         }
     }
 
+    /// How long after the last ACK of new data the FH's timer fires, with
+    /// RTO `rto`, the oldest unacknowledged segment `age` old at that ACK,
+    /// smoothed round trip `srtt`, and `probed` when the FH has already
+    /// sent its loss probe (Linux: [`FixedHost::Linux`]).
+    pub fn due(&self, rto: f64, age: f64, srtt: f64, probed: bool) -> f64 {
+        match self.fixed_host {
+            FixedHost::Rfc6298 => rto,
+            FixedHost::Linux => {
+                let rearmed = (rto - age).max(0.0);
+                if probed {
+                    rearmed
+                } else {
+                    Self::probe_after(rto, age, srtt) + rto
+                }
+            }
+        }
+    }
+
+    /// When Linux's loss probe goes after an ACK: `min(2 srtt, RTO − age)`
+    /// (the probe timeout, or the RTO from the oldest segment if sooner).
+    fn probe_after(rto: f64, age: f64, srtt: f64) -> f64 {
+        (LINUX_PROBE_SRTTS * srtt).min((rto - age).max(0.0))
+    }
+
     /// Linux's variance term when the schedule starts: at least the floor.
     fn first_rttvar(&self, e: Estimate) -> f64 {
         (DEVIATIONS * e.deviation).max(self.min_rto)
@@ -537,8 +580,16 @@ impl HostModel {
     fn sample(&self, i: usize, at: f64, gap: f64, mean: f64) -> f64 {
         match self.samples {
             Samples::Gaps => gap,
-            Samples::Hold => (at - self.held_at.get(i).copied().unwrap_or(0.0)).max(0.0) + mean,
+            Samples::Hold => self.age(i, at, mean),
         }
+    }
+
+    /// How long before release `i` (from 0, `at` seconds after the start)
+    /// the segment it acknowledges was sent, on a path of round trip
+    /// `mean`: how long the ACK was held plus a round trip. The next
+    /// segment, the oldest the FH still waits for, left just after it.
+    fn age(&self, i: usize, at: f64, mean: f64) -> f64 {
+        (at - self.held_at.get(i).copied().unwrap_or(0.0)).max(0.0) + mean
     }
 
     /// Whether release `i` (from 0) is an ACK of new data rather than a
@@ -573,6 +624,11 @@ struct Tracker<'a> {
     at: f64,
     /// Time since the last ACK of new data (or the start).
     since_new: f64,
+    /// Age of the oldest unacknowledged segment at the last ACK of new
+    /// data (at the start: sent a round trip before).
+    age: f64,
+    /// Whether the FH has sent its loss probe (Linux).
+    probed: bool,
     released: usize,
 }
 
@@ -586,6 +642,8 @@ impl<'a> Tracker<'a> {
             rttvar: model.first_rttvar(state),
             at: 0.0,
             since_new: 0.0,
+            age: problem.mean,
+            probed: false,
             released: 0,
         }
     }
@@ -593,6 +651,12 @@ impl<'a> Tracker<'a> {
     /// The RTO in force.
     fn rto(&self) -> f64 {
         self.model.rto(self.state, self.rttvar)
+    }
+
+    /// How long after the last ACK of new data the FH's timer fires.
+    fn due(&self) -> f64 {
+        self.model
+            .due(self.rto(), self.age, self.state.mean, self.probed)
     }
 
     /// Releases the next ACK after `gap`; returns whether it came on time
@@ -607,9 +671,14 @@ impl<'a> Tracker<'a> {
         if !self.model.is_new(i) {
             return (true, self.rto());
         }
-        let on_time = self.since_new <= self.rto();
+        let on_time = self.since_new <= self.due();
+        if self.model.fixed_host == FixedHost::Linux && !self.probed {
+            let probe = HostModel::probe_after(self.rto(), self.age, self.state.mean);
+            self.probed = self.since_new > probe;
+        }
         let sample = self.model.sample(i, self.at, self.since_new, self.mean);
         (self.state, self.rttvar) = self.model.after(self.state, self.rttvar, sample);
+        self.age = self.model.age(i, self.at, self.mean);
         self.since_new = 0.0;
         (on_time, self.rto())
     }
@@ -661,7 +730,7 @@ pub fn evaluate(
             rto
         })
         .collect();
-    if late.is_none() && tracker.since_new > tracker.rto() {
+    if late.is_none() && tracker.since_new > tracker.due() {
         late = Some(u32::try_from(gaps.len()).unwrap_or(u32::MAX));
     }
     (rto_after, late)
@@ -686,7 +755,7 @@ pub fn plan(problem: &PacingProblem, model: &HostModel, n: u32) -> Option<Plan> 
         // the FH's timer is due: the ACK alone first, then each ACK with
         // the duplicates of the one before it.
         let share = if k == 0 { 1 } else { model.copies() };
-        let due = tracker.rto();
+        let due = tracker.due();
         if tracker.at + due > problem.outage {
             return None;
         }
@@ -1270,8 +1339,8 @@ mod tests {
             fixed_host: FixedHost::Rfc6298,
             ..linux.clone()
         };
-        // The first stretched ACK goes when the timer is due.
-        let first = |model: &HostModel| plan(&LINUX_PATH, model, 1).unwrap().gaps[0];
+        // The RTO the FH has armed when the schedule starts.
+        let first = |model: &HostModel| Tracker::new(&LINUX_PATH, model).rto();
         // srtt + max(4σ, floor) = 0.145 + max(0.0008, 0.2)...
         assert!((first(&linux) - 0.345).abs() < 1e-12, "{}", first(&linux));
         // ...where RFC 6298 bounds the sum: max(0.145 + 0.0008, 0.2).
@@ -1281,9 +1350,60 @@ mod tests {
             deviation: 0.1,
             ..LINUX_PATH
         };
-        let due = |model: &HostModel| plan(&wide, model, 1).unwrap().gaps[0];
-        assert!((due(&linux) - 0.545).abs() < 1e-12);
-        assert!((due(&rfc) - 0.545).abs() < 1e-12);
+        let rto = |model: &HostModel| Tracker::new(&wide, model).rto();
+        assert!((rto(&linux) - 0.545).abs() < 1e-12);
+        assert!((rto(&rfc) - 0.545).abs() < 1e-12);
+        // The RFC 6298 host's first stretched ACK goes when that RTO is up.
+        assert!((plan(&LINUX_PATH, &rfc, 1).unwrap().gaps[0] - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn linux_probes_first_then_times_out_an_rto_after_the_oldest_segment() {
+        let linux = HostModel {
+            min_rto: 0.2,
+            fixed_host: FixedHost::Linux,
+            samples: Samples::Hold,
+            held_at: vec![0.0; 6],
+            ..HostModel::default()
+        };
+        let problem = PacingProblem {
+            deviation: 0.0,
+            ..LINUX_PATH
+        };
+        // At the start the oldest segment left a round trip ago (0.145 s)
+        // and the RTO is 0.345 s: the loss probe goes after
+        // min(2 × 0.145, 0.345 − 0.145) = 0.2 s and restarts the RTO, so
+        // the timer is due 0.2 + 0.345 = 0.545 s after the last ACK (the
+        // emulator's Linux timed out 0.57–0.64 s after it).
+        let gaps = plan(&problem, &linux, 2).unwrap().gaps;
+        assert!((gaps[0] - 0.545).abs() < 1e-12, "{gaps:?}");
+        // The first ACK, held from the start, samples 0.545 + 0.145 =
+        // 0.69 s: srtt 0.145 + 0.545/8 = 0.213125, σ = 0.545/4, rttvar =
+        // max(0.2, 0.545), RTO 0.758125 s. The segment the FH now waits
+        // for is as old as that sample, the probe is spent, so the second
+        // ACK is due 0.758125 − 0.69 = 0.068125 s later.
+        assert!((gaps[1] - 0.068125).abs() < 1e-12, "{gaps:?}");
+        let (rto, late) = evaluate(&problem, &linux, &gaps[..2]);
+        assert!((rto[0] - 0.758125).abs() < 1e-12, "{rto:?}");
+        assert_eq!(late, None);
+        let (_, late) = evaluate(&problem, &linux, &[gaps[0], 0.07]);
+        assert_eq!(late, Some(2));
+        // An ACK before the probe leaves it to come: after an ACK at 0.1 s
+        // (sample 0.245 s: srtt 0.1575, σ 0.025, rttvar 0.2, RTO 0.3575 s;
+        // the oldest segment 0.245 s old) the probe goes after
+        // min(0.315, 0.1125) and the RTO after it: due 0.47 s later.
+        let (_, late) = evaluate(&problem, &linux, &[0.1, 0.47 - 1e-9]);
+        assert_eq!(late, None);
+        let (_, late) = evaluate(&problem, &linux, &[0.1, 0.47 + 1e-9]);
+        assert_eq!(late, Some(2));
+        // An RFC 6298 host counts its RTO from the ACK alone.
+        let rfc = HostModel {
+            fixed_host: FixedHost::Rfc6298,
+            ..linux.clone()
+        };
+        assert_eq!(rfc.due(0.7, 0.69, 0.2, true), 0.7);
+        assert!((linux.due(0.7, 0.69, 0.2, true) - 0.01).abs() < 1e-12);
+        assert_eq!(linux.due(0.7, 0.9, 0.2, true), 0.0);
     }
 
     #[test]
@@ -1314,8 +1434,11 @@ mod tests {
             ..HostModel::default()
         };
         let (rto, late) = evaluate(&problem, &linux, &[0.5, 0.1]);
-        // The first gap outlasts 0.1 + max(0, 0.2).
-        assert_eq!(late, Some(1));
+        // The first gap is just inside the loss probe (after
+        // min(0.2, 0.3 − 0.1)) plus the RTO of 0.1 + max(0, 0.2); at that
+        // ACK the segment the FH waits for is 0.6 s old, past the new RTO
+        // of 0.55 s, so it times out at once and the second is late.
+        assert_eq!(late, Some(2));
         // 0.5 s: δ = 0.4, μ = 0.15, σ = 0.1, so rttvar = max(0.2, 0.4).
         assert!((rto[0] - 0.55).abs() < 1e-12, "{rto:?}");
         // 0.1 s: μ = 0.14375 and σ = 0.0875, but rttvar keeps 0.4.
