@@ -310,8 +310,13 @@ def test_timeouts_are_retransmissions_of_the_asked_for_segment_after_quiet() -> 
         (3.45, FIXED, "ACK", 3001, 5001, 500, 1000),
         (4.00, MOBILE, "ACK", 5001, 3001, 1000, 0),
         (4.001, FIXED, "ACK", 3001, 5001, 500, 1000),
+        # Linux's timer counted from the head segment's send (at 0.2 s):
+        # a timeout 0.1 s after an ACK of new data.
+        (4.40, MOBILE, "ACK", 5001, 3001, 1000, 0),
+        (5.00, MOBILE, "ACK", 5001, 4001, 1000, 0),
+        (5.10, FIXED, "ACK", 4001, 5001, 500, 1000),
     ]
-    assert linux.timeouts(_capture(rows)) == [0.8, 2.0, 3.45]
+    assert linux.timeouts(_capture(rows)) == [0.8, 2.0, 3.45, 5.1]
 
 
 def test_retransmissions_date_the_head_segment() -> None:

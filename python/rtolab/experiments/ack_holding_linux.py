@@ -45,8 +45,9 @@ SCENARIO = "scenarios/emu-ack-holding.toml"
 BASELINE = "scenarios/emu-ack-holding-baseline.toml"
 FIXED, MOBILE = "10.0.0.1", "10.0.0.2"
 #: A retransmission is the fixed host's timer firing only this long after
-#: the last ACK of new data, or later: Linux's RTO is never below its
-#: 200 ms floor.
+#: the segment it repeats was last sent, or later: Linux's RTO is never
+#: below its 200 ms floor, and its timer starts at that send or later (at
+#: an ACK, or at a loss probe).
 MIN_RTO_S = 0.2
 #: ...and not within this of any ACK: what an ACK triggers (a fast
 #: retransmit, go-back-N after a timeout) leaves within a millisecond of it.
@@ -283,40 +284,18 @@ def check_capture(
 def timeouts(fixed_side: pd.DataFrame, fixed: str = FIXED, mobile: str = MOBILE) -> list[float]:
     """When the fixed host's retransmission timer fired, from its capture:
     a retransmission of the segment the last ACK it received asked for, at
-    least :data:`MIN_RTO_S` after the last ACK of new data (duplicates do
-    not restart the timer) and not just after any ACK
-    (:data:`ACK_TRIGGERED_S`). Times in s."""
-    isn, _, shift = _connection(fixed_side, fixed, mobile)
-    acks = _acks(fixed_side, fixed, mobile, isn, shift)
-    data = _data(fixed_side, fixed, mobile, isn)
-    events = pd.concat(
-        [
-            acks.assign(kind="ack")[["t", "kind", "ack"]],
-            data.assign(kind="data")[["t", "kind", "seq"]],
-        ]
-    ).sort_values("t", kind="stable")
-    fired: list[float] = []
-    asked = -1
-    new_ack_t = any_ack_t = -np.inf
-    highest = 0
-    for t, kind, ack, seq in zip(
-        events["t"], events["kind"], events["ack"], events["seq"], strict=True
-    ):
-        if kind == "ack":
-            if int(ack) > asked:
-                asked, new_ack_t = int(ack), float(t)
-            any_ack_t = float(t)
-            continue
-        seq = int(seq)
-        if (
-            seq < highest
-            and seq == asked
-            and t - new_ack_t >= MIN_RTO_S
-            and t - any_ack_t > ACK_TRIGGERED_S
-        ):
-            fired.append(float(t))
-        highest = max(highest, seq + 1)
-    return fired
+    least :data:`MIN_RTO_S` after that segment was last sent and not just
+    after any ACK (:data:`ACK_TRIGGERED_S`). Times in s.
+
+    Counting from the segment's send rather than from the last ACK matters
+    for Linux: with a loss probe pending its timer is due an RTO after the
+    oldest unacknowledged segment was sent, which during ACK holding can be
+    a fraction of a second after a released ACK."""
+    r = retransmissions(fixed_side, fixed, mobile)
+    fired = r[
+        r["head"] & (r["head_age"].fillna(np.inf) >= MIN_RTO_S) & (r["since_ack"] > ACK_TRIGGERED_S)
+    ]
+    return [float(t) for t in fired["t"]]
 
 
 def retransmissions(
