@@ -18,8 +18,9 @@ ACKs or UDP to the AP). Per direction:
   option accounts.
 
 For TCP: goodput in Mbit/s per phase, counted as the source's cumulative
-acknowledgement moves (1000-byte datagrams in both: ns-2's packets, and
-rtolab's MSS 960 plus 40 bytes of headers), and the source's RTT samples
+acknowledgement moves (1000 bytes of data per segment in both: ns-2's
+`packetSize_`, to which it adds 40 bytes of headers, and rtolab's MSS), and
+the source's RTT samples
 (ms, raw: before any correction, which ns-2's trace cannot show). ns-2's
 samples are taken as its Vegas takes them: one per new cumulative ACK, the
 time since the acknowledged segment was sent, none from a segment sent more
@@ -39,7 +40,8 @@ import pandas as pd
 from ns2check import ns2
 from ns2check.setting import Setting
 
-#: Bytes of every data datagram in both simulators.
+#: Bytes of data of every TCP segment (and of every UDP datagram, headers
+#: included) in both simulators.
 DATAGRAM = 1000
 
 
@@ -225,7 +227,7 @@ def _rtolab_tcp(traces: pd.DataFrame, s: Setting) -> tuple[dict[str, float], lis
     from rtolab.experiments.timelost import acked_bytes, rtt_samples
 
     acked = acked_bytes(traces, "source")
-    segments = acked["bytes"].to_numpy(dtype=float) / (DATAGRAM - 40)
+    segments = acked["bytes"].to_numpy(dtype=float) / DATAGRAM
     goodput = phase_goodput(acked["t_s"].to_numpy(dtype=float), segments, s)
     samples = rtt_samples(traces, "source")
     return goodput, list(samples["raw_s"] * 1e3)

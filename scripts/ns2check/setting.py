@@ -43,7 +43,7 @@ SOURCES = {
     "westwood": ("Agent/TCP/Linux", "$tcp select_ca westwood"),
 }
 #: The same senders in rtolab, with ns-2's window (initial 2 packets, at
-#: most 20 of the `ns2` profile's 960-byte MSS): `None` keeps the `ns2`
+#: most 20 of the `ns2` profile's 1000-byte MSS): `None` keeps the `ns2`
 #: profile's Reno, which has it.
 #: What ns-2.35's Reno agent does beyond the `ns2` profile (`tcp.cc`,
 #: `tcp-reno.cc`): one segment timed at a time (`rtt_active_`), a new
@@ -63,7 +63,7 @@ RTOLAB_CC = {
     "vegas": 'cc = { policy = "vegas_ns2" }',
     "reno": None,
     "westwood": 'cc = { policy = "westwood", window = { initial_window = { segments = 2 }, '
-    "max_window = 19200 } }",
+    "max_window = 20000 } }",
 }
 
 

@@ -59,15 +59,15 @@ SETTINGS = ("ns2", "802.11b")
 #: Prefix of a setting's configuration names (the study's has none).
 PREFIX = {"ns2": "", "802.11b": "11b-"}
 #: ns-2's TCP window: initial 2 packets (``windowInit_``), at most 20
-#: (``window_``) of the ``ns2`` profile's 960-byte MSS.
-NS2_WINDOW = {"initial_window": {"segments": 2}, "max_window": 19200}
+#: (``window_``) of the ``ns2`` profile's 1000-byte MSS.
+NS2_WINDOW = {"initial_window": {"segments": 2}, "max_window": 20000}
 #: Each sender's congestion control in each setting: ns-2's Vegas (mean of
 #: the round's samples, its thresholds) in the study's setting, Linux's
 #: form in today's; the others with each setting's initial window.
 SENDERS: dict[str, dict[str, dict[str, Any]]] = {
     "vegas": {"ns2": {"policy": "vegas_ns2"}, "802.11b": {"policy": "vegas"}},
     "reno": {
-        "ns2": {"policy": "reno", "initial_window": {"segments": 2}, "max_window": 19200},
+        "ns2": {"policy": "reno", **NS2_WINDOW},
         "802.11b": {"policy": "reno"},
     },
     "westwood": {

@@ -25,7 +25,7 @@
 //!   trip (ns-2 does not look at the others), with an eighth off the
 //!   window (`cwnd -= cwnd/8`);
 //! * an initial window of 2 segments (`windowInit_`) and a cap of 20
-//!   packets (`window_`) of the `ns2` profile's 960-byte MSS.
+//!   packets (`window_`) of the `ns2` profile's 1000-byte MSS.
 //!
 //! With `fine_retransmit` (on by default, see
 //! [`VegasNs2Config::fine_retransmit`] for why) it also recovers from loss
@@ -70,9 +70,9 @@ use super::reno::RenoConfig;
 use super::vegas::{QueueEstimate, RoundRtt, SlowStartExit, Vegas, VegasConfig};
 use super::{CcContext, CcFactory, CongestionControl, InitialWindow};
 
-/// ns-2's `window_`, 20 packets, in bytes of the `ns2` profile's MSS (960
-/// bytes, 1000-byte packets).
-pub const NS2_WINDOW: usize = 20 * 960;
+/// ns-2's `window_`, 20 packets, in bytes of the `ns2` profile's MSS (1000
+/// bytes of data, 1040-byte packets).
+pub const NS2_WINDOW: usize = 20 * 1000;
 
 /// Parameters of ns-2's Vegas; thresholds are in segments.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
