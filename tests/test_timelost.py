@@ -174,9 +174,12 @@ def test_a_config_sets_the_source_and_turns_the_option_on_at_the_sink(
     data = tomllib.loads(tl.with_config(base, "vegas-timelost"))
     hosts = {h["name"]: h for h in data["host"]}
     assert hosts["a"]["tcp"]["cc"] == {"policy": "vegas_ns2"}
+    # ns-2's Vegas packets are 1000 bytes, its Reno's 1040 (the profile's).
+    assert hosts["a"]["tcp"]["mss"] == 960
     assert (hosts["a"]["profile"], hosts["b"]["profile"]) == ("ns2", "ns2")
     raw = tomllib.loads(tl.with_config(base, "reno"))
     assert {h["name"]: h["tcp"] for h in raw["host"]}["a"]["rtt_correction"] is False
+    assert "mss" not in {h["name"]: h["tcp"] for h in raw["host"]}["a"]
     with pytest.raises(ValueError, match="config"):
         tl.with_config(base, "cubic")
 
@@ -386,6 +389,40 @@ def test_ns2_check_smoke_loss_based_senders_on_the_moving_case(tmp_path: Path, c
     script = (tmp_path / f"moving-{cc}" / "ns-2" / "seed1" / "ns2.tcl").read_text()
     assert {"reno": "Agent/TCP/Reno", "westwood": "select_ca westwood"}[cc] in script
     assert "| moving sink | goodput before 100 s (Mbit/s) |" in text
+
+
+@pytest.mark.parametrize(("cc", "packet"), [("vegas", 1000), ("reno", 1040)])
+def test_ns2_check_sends_packets_of_ns2s_size_per_sender(
+    tmp_path: Path, cc: str, packet: int
+) -> None:
+    """ns-2's Vegas agent adds no header bytes to its 1000-byte
+    `packetSize_`, its Reno agent adds 40: the wired hop carries data
+    packets of that size in ns-2's trace and in rtolab's capture alike."""
+    from dataclasses import replace
+
+    import tomllib
+
+    import rtolab
+    from rtolab.scenario import toml_text
+
+    ns2check = _ns2check()
+    setting = ns2check.setting
+    s = replace(ns2check.cases.moving(7.0, cc).rows[0][1], duration_s=7.0)
+    trace = ns2check.ns2.run(setting.tcl(s), tmp_path / "ns2")
+    # Wired-link lines: "+ t from to tcp SIZE ..."; data packets only.
+    sizes = {
+        int(f[5])
+        for f in (line.split() for line in trace.read_text().splitlines())
+        if len(f) > 5 and f[0] == "+" and f[4] == "tcp" and int(f[5]) > 100
+    }
+    assert sizes == {packet}
+    data = tomllib.loads(setting.toml(s))
+    wired = next(link for link in data["link"] if link["kind"] != "wifi")
+    data["capture"] = [{"host": "source", "link": wired["name"], "file": "wired.pcap"}]
+    result = rtolab.run(toml_text(data), out=tmp_path / "rtolab", traces="none")
+    frames = rtolab.read_capture(result.out_dir / "wired.pcap")
+    ours = set(frames[frames["payload_len"] > 0]["len"])
+    assert ours == {packet}
 
 
 def test_ns2_check_pairs_columns_by_seed() -> None:

@@ -18,13 +18,14 @@ ACKs or UDP to the AP). Per direction:
   option accounts.
 
 For TCP: goodput in Mbit/s per phase, counted as the source's cumulative
-acknowledgement moves (1000 bytes of data per segment in both: ns-2's
-`packetSize_`, to which it adds 40 bytes of headers, and rtolab's MSS), and
-the source's RTT samples
-(ms, raw: before any correction, which ns-2's trace cannot show). ns-2's
-samples are taken as its Vegas takes them: one per new cumulative ACK, the
-time since the acknowledged segment was sent, none from a segment sent more
-than once; rtolab's engine takes them the same way.
+acknowledgement moves, each segment counted as ns-2 counts it, 1000 bytes
+(ns-2's `packetSize_`: its Reno and TCP-Linux agents add 40 bytes of
+headers to it, its Vegas agent none, so rtolab's MSS is 1000 for the first
+and 960 for Vegas), and the source's RTT samples (ms, raw: before any
+correction, which ns-2's trace cannot show). ns-2's samples are taken as
+its Vegas takes them: one per new cumulative ACK, the time since the
+acknowledged segment was sent, none from a segment sent more than once;
+rtolab's engine takes them the same way.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ import pandas as pd
 from ns2check import ns2
 from ns2check.setting import Setting
 
-#: Bytes of data of every TCP segment (and of every UDP datagram, headers
-#: included) in both simulators.
+#: ns-2's `packetSize_`: what each TCP segment counts for in goodput, and
+#: the size of every UDP datagram, headers included, in both simulators.
 DATAGRAM = 1000
 
 
@@ -227,7 +228,8 @@ def _rtolab_tcp(traces: pd.DataFrame, s: Setting) -> tuple[dict[str, float], lis
     from rtolab.experiments.timelost import acked_bytes, rtt_samples
 
     acked = acked_bytes(traces, "source")
-    segments = acked["bytes"].to_numpy(dtype=float) / DATAGRAM
+    mss = DATAGRAM - 40 if s.cc == "vegas" else DATAGRAM
+    segments = acked["bytes"].to_numpy(dtype=float) / mss
     goodput = phase_goodput(acked["t_s"].to_numpy(dtype=float), segments, s)
     samples = rtt_samples(traces, "source")
     return goodput, list(samples["raw_s"] * 1e3)

@@ -208,10 +208,11 @@ NS2_MAC = '{ preset = "ns2", queue = 50 }'
 
 def ns2_tcp(s: Setting) -> str:
     """A host's TCP: the `ns2` profile (ns-2.35's Agent/TCP defaults:
-    1000-byte packets, a 20-packet window, initial window 2, RTO from 3 s
-    between 0.2 and 60 s on a 10 ms tick, one ACK per segment, no options)
-    with the setting's sender (`RTOLAB_CC`), and the timelost option on
-    both ends when the setting has it."""
+    1000 bytes of data per packet (960 for Vegas), a 20-packet window,
+    initial window 2, RTO from 3 s between 0.2 and 60 s on a 10 ms tick,
+    one ACK per segment, no options) with the setting's sender
+    (`RTOLAB_CC`), and the timelost option on both ends when the setting
+    has it."""
     flag = "true" if s.timelost else "false"
     lines = ['profile = "ns2"', "[host.tcp]"]
     cc = RTOLAB_CC[s.cc]
@@ -219,6 +220,10 @@ def ns2_tcp(s: Setting) -> str:
         cc = 'cc = { policy = "vegas_ns2", fine_retransmit = false }'
     if cc is not None:
         lines.append(cc)
+    if s.cc == "vegas":
+        # ns-2's Vegas packets are 1000 bytes, 40 shorter than its other
+        # agents' (`vegas_ns2`'s documentation says why).
+        lines.append(f"mss = {PACKET - 40}")
     if s.cc == "reno":
         lines += NS2_RENO
     # The `ns2` profile's sink sends one ACK per segment and no window

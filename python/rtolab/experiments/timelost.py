@@ -81,6 +81,14 @@ SENDERS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
+#: TCP settings a sender needs beyond its congestion control. ns-2's Vegas
+#: agent sends its packets itself (``VegasTcpAgent::output``) without
+#: adding the 40 header bytes the other agents add to ``packetSize_``, so
+#: its packets are 1000 bytes where Reno's are 1040: an MSS of 960 (the
+#: ``ns2`` profile's is 1000).
+SENDER_TCP: dict[tuple[str, str], dict[str, Any]] = {("vegas", "ns2"): {"mss": 960}}
+
+
 def _configs() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for setting in SETTINGS:
@@ -90,7 +98,12 @@ def _configs() -> dict[str, dict[str, Any]]:
                 out[name] = {
                     "setting": setting,
                     "sender": sender,
-                    "tcp": {"cc": cc[setting], "timelost": True, "rtt_correction": corrected},
+                    "tcp": {
+                        "cc": cc[setting],
+                        **SENDER_TCP.get((sender, setting), {}),
+                        "timelost": True,
+                        "rtt_correction": corrected,
+                    },
                 }
     return out
 

@@ -25,7 +25,11 @@
 //!   trip (ns-2 does not look at the others), with an eighth off the
 //!   window (`cwnd -= cwnd/8`);
 //! * an initial window of 2 segments (`windowInit_`) and a cap of 20
-//!   packets (`window_`) of the `ns2` profile's 1000-byte MSS.
+//!   packets (`window_`) of 960 bytes: ns-2's Vegas agent sends its own
+//!   packets (`VegasTcpAgent::output` in `tcp-vegas.cc`) without adding the
+//!   40 header bytes the other agents add to `packetSize_`, so its packets
+//!   are 1000 bytes where Reno's are 1040; a host running this policy as
+//!   ns-2 does sets `mss = 960` (the `ns2` profile's is 1000).
 //!
 //! With `fine_retransmit` (on by default, see
 //! [`VegasNs2Config::fine_retransmit`] for why) it also recovers from loss
@@ -70,9 +74,15 @@ use super::reno::RenoConfig;
 use super::vegas::{QueueEstimate, RoundRtt, SlowStartExit, Vegas, VegasConfig};
 use super::{CcContext, CcFactory, CongestionControl, InitialWindow};
 
-/// ns-2's `window_`, 20 packets, in bytes of the `ns2` profile's MSS (1000
-/// bytes of data, 1040-byte packets).
-pub const NS2_WINDOW: usize = 20 * 1000;
+/// ns-2's `window_`: 20 packets.
+pub const NS2_WINDOW_PACKETS: usize = 20;
+
+/// The MSS that gives ns-2's Vegas packets their size, 1000 bytes (960
+/// bytes of data behind rtolab's 40 bytes of headers).
+pub const NS2_VEGAS_MSS: usize = 960;
+
+/// ns-2's `window_` in bytes of its Vegas's segments.
+pub const NS2_WINDOW: usize = NS2_WINDOW_PACKETS * NS2_VEGAS_MSS;
 
 /// Parameters of ns-2's Vegas; thresholds are in segments.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
