@@ -325,14 +325,14 @@ def run_rtolab(case: str, seed: int, work: Path) -> dict[str, float | None]:
 
     result = rtolab.run(rtolab_scenario(case, seed), seed=seed, out=work, traces="full")
     packets = result.packets
-    data = packets[(packets["src"] == "10.0.0.1") & (packets["segment_len"] > 0)]
+    data = packets[(packets["src"] == "10.0.0.1") & (packets["payload_len"] > 0)]
     sent = data[data["capture"] == "fixed"]
     got = data[data["capture"] == "mobile"].drop_duplicates("seq")
     flow = next(f for f in result.report["flows"] if f.get("app") == "bulk")
     traces = result.traces
     armed = traces[(traces["kind"] == "rto_armed") & (traces["node_name"] == "fixed")]
     backoff = 2 ** int(armed["backoff"].max()) if len(armed) else 1
-    delivered = pd.DataFrame({"t": got["time_s"], "bytes": got["segment_len"]})
+    delivered = pd.DataFrame({"t": got["time_s"], "bytes": got["payload_len"]})
     return {
         "packets_delivered": len(got),
         "timeouts": int(flow.get("timeouts", 0)),
