@@ -41,8 +41,8 @@ import pandas as pd
 from ns2check import ns2
 from ns2check.setting import Setting
 
-#: ns-2's `packetSize_`: what each TCP segment counts for in goodput, and
-#: the size of every UDP datagram, headers included, in both simulators.
+#: ns-2's `packetSize_`: what each TCP segment and each CBR datagram counts
+#: for in goodput.
 DATAGRAM = 1000
 
 

@@ -24,6 +24,11 @@ PACKET = 1000
 WIRED_RATE, WIRED_DELAY_MS, WIRED_QUEUE = "100Mb", 10, 100
 #: UDP payload and rate of a saturated station (well above 1 Mbit/s).
 CBR_SIZE, CBR_RATE = 1000, "2Mb"
+#: ns-2's DSDV agent adds an IP header (`IP_HDR_LEN`, 20 bytes) to every
+#: packet its own node originates (`DSDV_Agent::recv`, `dsdv/dsdv.cc`), so
+#: a station's 1000-byte CBR packet is 1020 bytes from the routing layer
+#: down; rtolab's stations send datagrams of that size.
+STATION_IP_HEADER = 20
 #: When each saturating station sends its one early datagram (station i at
 #: `PRIME_AT_S + i * PRIME_GAP_S`). ns-2 resolves the AP's address with ARP
 #: before a station's first packet and holds one packet meanwhile; twenty
@@ -315,7 +320,7 @@ def toml(s: Setting) -> str:
                 f'name = "cbr{i}"',
                 f'host = "st{i}"',
                 'destination = "10.0.2.1:9000"',
-                f"size = {CBR_SIZE - 28}",
+                f"size = {CBR_SIZE + STATION_IP_HEADER - 28}",
                 f'rate = "{CBR_RATE}ps"',
                 f'start = "{s.start_s:g}s"',
                 "",
@@ -324,7 +329,7 @@ def toml(s: Setting) -> str:
                 f'name = "prime{i}"',
                 f'host = "st{i}"',
                 'destination = "10.0.2.1:9000"',
-                f"size = {CBR_SIZE - 28}",
+                f"size = {CBR_SIZE + STATION_IP_HEADER - 28}",
                 f'rate = "{CBR_RATE}ps"',
                 f'start = "{prime_at(i):g}s"',
                 # Stops before its second datagram would go (4 ms later).
