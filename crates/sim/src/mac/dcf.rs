@@ -49,6 +49,7 @@ use std::collections::{BTreeMap, VecDeque};
 use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
 
+use crate::event::earliest;
 use crate::rng::SimRng;
 
 /// The DSSS long PLCP preamble (144 bits) and header (48 bits), both at
@@ -593,7 +594,7 @@ impl<P: Clone> Dcf<P> {
         };
         let nav = self.nav_until;
         let access = self.access_at().map(|at| at.max(nav));
-        [response, phase, access].into_iter().flatten().min()
+        earliest(earliest(response, phase), access)
     }
 
     /// The next frame to put on air now, if any.

@@ -13,6 +13,7 @@
 use rtolab_time::{SimDuration, SimTime};
 
 use super::dcf::{Dcf, DcfEvent, DcfFrame, DcfSpec, StationId, TxRequest};
+use crate::event::earliest;
 use crate::radio::{Mobility, RadioEvent, RadioId, RadioMedium, RadioSpec, RxOutcome};
 use crate::rng::SimRng;
 
@@ -108,9 +109,9 @@ impl<P: Clone> Wlan<P> {
     pub fn poll_timeout(&self) -> Option<SimTime> {
         self.stations
             .iter()
-            .filter_map(Dcf::poll_timeout)
-            .chain(self.medium.poll_timeout())
-            .min()
+            .fold(self.medium.poll_timeout(), |min, s| {
+                earliest(min, s.poll_timeout())
+            })
     }
 
     /// Handles everything due at or before `now`, appending reports to `out`.
@@ -164,7 +165,10 @@ impl<P: Clone> Wlan<P> {
             }
             self.medium.handle_timeout(now, &mut self.radio_events);
             let progressed = sent || !self.radio_events.is_empty();
-            for event in std::mem::take(&mut self.radio_events) {
+            // Drained rather than taken, so the buffer keeps its capacity
+            // from one pass to the next.
+            let mut events = std::mem::take(&mut self.radio_events);
+            for event in events.drain(..) {
                 match event {
                     RadioEvent::RxStart { .. } => {}
                     RadioEvent::RxEnd {
@@ -193,6 +197,7 @@ impl<P: Clone> Wlan<P> {
                     }
                 }
             }
+            self.radio_events = events;
             for (i, station) in self.stations.iter_mut().enumerate() {
                 let busy = !self.medium.channel_clear(now, RadioId(i as u32));
                 station.set_channel_busy(now, busy);

@@ -28,6 +28,7 @@ use super::framer::{classify, is_broadcast, Incoming, SeqnoHistory};
 use super::radio::{CcaTicket, RSSI_VALID, TURNAROUND, TX_NO_START};
 use super::rdc::{Burst, Io, OutFrame, RdcNote, RdcStatus};
 use super::ticks::{clock, rtimer, whole_clock_ticks, CLOCK_SECOND, RTIMER_SECOND};
+use crate::event::earliest;
 use crate::mesh::mac::config::ContikiMacConfig;
 
 /// Channel checks per wake-up (`CCA_COUNT_MAX`, contikimac.c).
@@ -280,18 +281,16 @@ impl ContikiMac {
     }
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        [
-            self.pc_at,
-            self.tx.as_ref().and_then(|t| t.at),
+        earliest(
+            earliest(self.pc_at, self.tx.as_ref().and_then(|t| t.at)),
             self.burst_rx,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        )
     }
 
     pub fn next_deferred(&self) -> Option<SimTime> {
-        self.deferred.iter().map(|(at, _)| *at).min()
+        self.deferred
+            .iter()
+            .fold(None, |min, &(at, _)| earliest(min, Some(at)))
     }
 
     /// The neighbours whose set-aside queues are due by `now`, in the

@@ -21,6 +21,7 @@ use super::framer::{data_frame, psdu_len};
 use super::rdc::{Burst, OutFrame, RdcStatus};
 use super::ticks::clock;
 use super::{MacEvent, MacPacketId, TxStatus};
+use crate::event::earliest;
 use crate::rng::SimRng;
 
 /// Largest exponent of the backoff window (`CSMA_MAX_BACKOFF_EXPONENT`,
@@ -140,8 +141,7 @@ impl Csma {
     pub fn poll_timeout(&self) -> Option<SimTime> {
         self.neighbors
             .iter()
-            .filter_map(|n| n.timer.map(|(at, _)| at))
-            .min()
+            .fold(None, |min, n| earliest(min, n.timer.map(|(at, _)| at)))
     }
 
     /// The neighbours whose timers expired by `now`, in expiry order; their

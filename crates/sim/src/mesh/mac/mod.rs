@@ -59,6 +59,7 @@ use radio::{RadioCtl, TURNAROUND};
 use rdc::{Io, RdcNote};
 use ticks::{rtimer, CLOCK_SECOND};
 
+use crate::event::earliest;
 use crate::rng::SimRng;
 
 // Above the configuration and the layers it configures: how long a hop
@@ -392,14 +393,13 @@ impl MacStack {
     /// When [`MacStack::handle_timeout`] is next needed.
     pub fn poll_timeout(&self) -> Option<SimTime> {
         let rdc = match &self.rdc {
-            Rdc::ContikiMac(m) => [m.poll_timeout(), m.next_deferred()],
-            Rdc::NullRdc(m) => [m.poll_timeout(), None],
+            Rdc::ContikiMac(m) => earliest(m.poll_timeout(), m.next_deferred()),
+            Rdc::NullRdc(m) => m.poll_timeout(),
         };
-        [self.radio.poll_timeout(), self.csma.poll_timeout()]
-            .into_iter()
-            .chain(rdc)
-            .flatten()
-            .min()
+        earliest(
+            earliest(self.radio.poll_timeout(), self.csma.poll_timeout()),
+            rdc,
+        )
     }
 
     /// The counters.

@@ -50,6 +50,7 @@ pub use mrhof::{LinkEstimate, TxStatus, INFINITE_RANK};
 pub use static_tree::static_tree;
 
 use crate::config::ScenarioError;
+use crate::event::earliest;
 use crate::rng::SimRng;
 use addr::{interface_id, is_link_local, link_local, with_iid, ALL_RPL_NODES};
 use trickle::Trickle;
@@ -547,16 +548,12 @@ impl Rpl {
         if let Mode::Static = self.mode {
             return None;
         }
-        [
-            Some(self.periodic_at),
-            self.dag.as_ref().and_then(|d| d.trickle.deadline()),
-            self.dao_at,
-            self.dao_lifetime_at,
-            self.probing_at,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let dao = earliest(self.dao_at, self.dao_lifetime_at);
+        let trickle = self.dag.as_ref().and_then(|d| d.trickle.deadline());
+        earliest(
+            earliest(Some(self.periodic_at), trickle),
+            earliest(dao, self.probing_at),
+        )
     }
 
     // ----- sans-IO inputs ---------------------------------------------------
