@@ -63,7 +63,8 @@ pub mod propagation;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use rand::Rng;
 use rtolab_time::{SimDuration, SimTime};
@@ -269,9 +270,9 @@ struct Radio<P> {
 /// A frame on air at its sender.
 #[derive(Debug)]
 struct Transmission {
-    id: u64,
     from: RadioId,
-    end: SimTime,
+    /// Its place in [`Slots`], which its steps name.
+    slot: usize,
 }
 
 /// A frame's signal at one radio that hears it.
@@ -292,6 +293,8 @@ struct Arrival<P> {
     success: f64,
     /// The frame, when the radio could decode it.
     frame: Option<P>,
+    /// Its place in [`Slots`], which its steps name.
+    slot: usize,
 }
 
 impl<P> Arrival<P> {
@@ -314,6 +317,33 @@ enum Step {
 /// depends on how the lists are stored.
 type StepKey = (SimTime, Step, u64, RadioId);
 
+/// Where each entry of a list lives now, by a slot that stays its own while
+/// it lives: the lists are compacted by swapping (their order is the order
+/// interference is summed in), so positions move, and the steps name slots
+/// rather than positions, which would have to be re-filed on every move.
+#[derive(Debug, Default)]
+struct Slots {
+    /// `position[slot]`: the entry's index in its list.
+    position: Vec<usize>,
+    free: Vec<usize>,
+}
+
+impl Slots {
+    /// A slot for an entry about to be pushed at `index`.
+    fn take(&mut self, index: usize) -> usize {
+        match self.free.pop() {
+            Some(slot) => {
+                self.position[slot] = index;
+                slot
+            }
+            None => {
+                self.position.push(index);
+                self.position.len() - 1
+            }
+        }
+    }
+}
+
 /// The shared radio medium. See the [module documentation](self).
 #[derive(Debug)]
 pub struct RadioMedium<P> {
@@ -326,9 +356,12 @@ pub struct RadioMedium<P> {
     /// Events found while handling an input, handed out by the next
     /// `handle_timeout`.
     pending: Vec<RadioEvent<P>>,
-    /// Every step to come, in the order handled, with its index into its
-    /// list: scanning the lists for the next one costs a pass per step.
-    steps: BTreeMap<StepKey, usize>,
+    /// Every step to come, earliest first, with the slot of its entry:
+    /// scanning the lists for the next one costs a pass per step. Keys are
+    /// unique, so the heap hands them out in the one order they have.
+    steps: BinaryHeap<Reverse<(StepKey, usize)>>,
+    transmission_slots: Slots,
+    arrival_slots: Slots,
     /// The latest time the medium was told.
     now: SimTime,
     next_tx: u64,
@@ -345,7 +378,9 @@ impl<P: Clone> RadioMedium<P> {
             arrivals: Vec::new(),
             shadowing: Vec::new(),
             pending: Vec::new(),
-            steps: BTreeMap::new(),
+            steps: BinaryHeap::new(),
+            transmission_slots: Slots::default(),
+            arrival_slots: Slots::default(),
             now: SimTime::ZERO,
             next_tx: 0,
             rng,
@@ -433,13 +468,10 @@ impl<P: Clone> RadioMedium<P> {
         sender.transmitting = Some(id);
         sender.stats.sent += 1;
         self.settle(radio, now);
+        let slot = self.transmission_slots.take(self.transmissions.len());
         self.steps
-            .insert((end, Step::TxEnd, id, radio), self.transmissions.len());
-        self.transmissions.push(Transmission {
-            id,
-            from: radio,
-            end,
-        });
+            .push(Reverse(((end, Step::TxEnd, id, radio), slot)));
+        self.transmissions.push(Transmission { from: radio, slot });
 
         // Cooja's UDGM: a failed transmission draw means nobody hears the
         // frame, not even as interference. Drawn only when it can fail, so
@@ -490,11 +522,11 @@ impl<P: Clone> RadioMedium<P> {
                 }
             };
             let delay = SimDuration::from_secs_f64(distance / SPEED_OF_LIGHT);
-            let index = self.arrivals.len();
+            let slot = self.arrival_slots.take(self.arrivals.len());
             self.steps
-                .insert((end + delay, Step::ArrivalEnd, id, to), index);
+                .push(Reverse(((end + delay, Step::ArrivalEnd, id, to), slot)));
             self.steps
-                .insert((now + delay, Step::ArrivalStart, id, to), index);
+                .push(Reverse(((now + delay, Step::ArrivalStart, id, to), slot)));
             self.arrivals.push(Arrival {
                 tx: id,
                 from: radio,
@@ -506,6 +538,7 @@ impl<P: Clone> RadioMedium<P> {
                 senses_busy,
                 success,
                 frame: decodable.then(|| frame.clone()),
+                slot,
             });
         }
         Ok(())
@@ -559,7 +592,7 @@ impl<P: Clone> RadioMedium<P> {
         let pending = (!self.pending.is_empty()).then_some(self.now);
         pending
             .into_iter()
-            .chain(self.steps.first_key_value().map(|(&(at, ..), _)| at))
+            .chain(self.steps.peek().map(|Reverse(((at, ..), _))| *at))
             .min()
     }
 
@@ -586,12 +619,30 @@ impl<P: Clone> RadioMedium<P> {
     /// time); returns the medium's time.
     fn advance(&mut self, now: SimTime) -> SimTime {
         let now = now.max(self.now);
-        while let Some(entry) = self.steps.first_entry().filter(|e| e.key().0 <= now) {
-            let ((at, step, ..), index) = entry.remove_entry();
+        while self
+            .steps
+            .peek()
+            .is_some_and(|Reverse(((at, ..), _))| *at <= now)
+        {
+            let Some(Reverse(((at, step, tx, to), slot))) = self.steps.pop() else {
+                break;
+            };
             match step {
-                Step::ArrivalEnd => self.arrival_end(index, at),
-                Step::TxEnd => self.tx_end(index, at),
-                Step::ArrivalStart => self.arrival_start(index, at),
+                Step::ArrivalEnd => self.arrival_end(self.arrival_slots.position[slot], at),
+                Step::TxEnd => self.tx_end(self.transmission_slots.position[slot], at),
+                Step::ArrivalStart => {
+                    // An arrival always starts before it ends (airtime is
+                    // never zero), so its start is never left behind; the
+                    // check keeps a stale step harmless all the same.
+                    let index = self.arrival_slots.position[slot];
+                    if self
+                        .arrivals
+                        .get(index)
+                        .is_some_and(|a| a.tx == tx && a.to == to && !a.started)
+                    {
+                        self.arrival_start(index, at);
+                    }
+                }
             }
         }
         self.now = now;
@@ -600,10 +651,10 @@ impl<P: Clone> RadioMedium<P> {
 
     fn tx_end(&mut self, index: usize, at: SimTime) {
         let tx = self.transmissions.swap_remove(index);
+        self.transmission_slots.free.push(tx.slot);
         if let Some(moved) = self.transmissions.get(index) {
             // The last one took its place.
-            self.steps
-                .insert((moved.end, Step::TxEnd, moved.id, moved.from), index);
+            self.transmission_slots.position[moved.slot] = index;
         }
         self.radios[tx.from.index()].transmitting = None;
         self.settle(tx.from, at);
@@ -612,19 +663,10 @@ impl<P: Clone> RadioMedium<P> {
 
     fn arrival_end(&mut self, index: usize, at: SimTime) {
         let arrival = self.arrivals.swap_remove(index);
-        if !arrival.started {
-            self.steps
-                .remove(&(arrival.start, Step::ArrivalStart, arrival.tx, arrival.to));
-        }
+        self.arrival_slots.free.push(arrival.slot);
         if let Some(moved) = self.arrivals.get(index) {
             // The last one took its place.
-            let (tx, to) = (moved.tx, moved.to);
-            self.steps
-                .insert((moved.end, Step::ArrivalEnd, tx, to), index);
-            if !moved.started {
-                self.steps
-                    .insert((moved.start, Step::ArrivalStart, tx, to), index);
-            }
+            self.arrival_slots.position[moved.slot] = index;
         }
         let radio = &mut self.radios[arrival.to.index()];
         if !radio.receiving.as_ref().is_some_and(|r| r.tx == arrival.tx) {
