@@ -328,8 +328,8 @@ def test_ns2_trace_lines_are_read_by_their_flags() -> None:
     row = ns2check.ns2.parse_line(data)
     assert row == {
         "event": "s", "t": "5.303408400", "node": "1", "x": "10.00", "y": "10.00",
-        "layer": "MAC", "reason": "---", "duration": "13a", "type": "tcp", "len": "1058",
-        "uid": "34", "seq": "18", "ack": "0",
+        "layer": "MAC", "reason": "---", "duration": "13a", "ethertype": "800", "type": "tcp",
+        "len": "1058", "uid": "34", "seq": "18", "ack": "0",
     }  # fmt: skip
     # A control frame has no type; a wired link's line is not a wireless event.
     rts = "s -t 5.3027 -Hs 1 -Hd -2 -Ni 1 -Nx 10.00 -Ny 10.00 -Nl MAC -Nw --- -Ma 238e -Md 1"
@@ -470,6 +470,9 @@ def test_ns2_check_smoke_two_saturated_stations(tmp_path: Path) -> None:
         assert runs[(column, "up: RTS/CTS exchanges per frame")] >= 1.0
     ns, ours = (runs[(c, "goodput saturated (Mbit/s)")] for c in ("ns-2", "rtolab"))
     assert ours == pytest.approx(ns, rel=0.01)
+    # Neither repeats an exchange; ns-2's ARP reply to each station (a data
+    # frame without a type, SIFS after the station's CTS) is not a CTS.
+    assert runs[("ns-2", "up: RTS/CTS exchanges per frame")] == 1.0
     # ns-2's routing layer hands the AP's agent 1020-byte packets.
     script = (tmp_path / "stations-2" / "ns-2" / "seed1" / "ns2.tcl").read_text()
     assert "packetSize_ 1000" in script

@@ -114,7 +114,11 @@ def _ns_direction(
     dropped = set(drops["uid"])
     # Control frames carry no type: an ACK has duration 0 (-Ma 0), an RTS
     # and a CTS do not; a CTS is the answer, SIFS after an RTS ended there.
-    control = mac[mac["type"].isna() & (mac["duration"] > 0)].sort_values(["node", "t"])
+    # ARP's frames carry no type either: their ethertype (-Mt 806) tells
+    # them apart, else the AP's ARP reply, SIFS after the station's CTS,
+    # would count as a CTS.
+    control = mac[mac["type"].isna() & (mac["duration"] > 0) & (mac["ethertype"] == "0")]
+    control = control.sort_values(["node", "t"])
     previous = control.groupby("node")[["event", "t"]].shift()
     is_cts = (
         (control["event"] == "s")

@@ -36,6 +36,7 @@ COLUMNS = (
     "seq",
     "ack",
     "duration",
+    "ethertype",
     "x",
     "y",
 )
@@ -100,6 +101,7 @@ _FLAGS = {
     "-Ps": "seq",
     "-Pa": "ack",
     "-Ma": "duration",
+    "-Mt": "ethertype",
     "-Nx": "x",
     "-Ny": "y",
 }
