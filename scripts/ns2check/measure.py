@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ns2check import ns2
-from ns2check.setting import Setting
+from ns2check.setting import Setting, segment_data
 
 #: ns-2's `packetSize_`: what each TCP segment and each CBR datagram counts
 #: for in goodput.
@@ -232,8 +232,7 @@ def _rtolab_tcp(traces: pd.DataFrame, s: Setting) -> tuple[dict[str, float], lis
     from rtolab.experiments.timelost import acked_bytes, rtt_samples
 
     acked = acked_bytes(traces, "source")
-    mss = DATAGRAM - 40 if s.cc == "vegas" else DATAGRAM
-    segments = acked["bytes"].to_numpy(dtype=float) / mss
+    segments = acked["bytes"].to_numpy(dtype=float) / segment_data(s.cc)
     goodput = phase_goodput(acked["t_s"].to_numpy(dtype=float), segments, s)
     samples = rtt_samples(traces, "source")
     return goodput, list(samples["raw_s"] * 1e3)

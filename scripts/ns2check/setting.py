@@ -211,6 +211,14 @@ def tcl(s: Setting, trace: bool = True) -> str:
 NS2_MAC = '{ preset = "ns2", queue = 50 }'
 
 
+def segment_data(cc: str) -> int:
+    """Bytes of data in each of sender `cc`'s segments in rtolab, so that its
+    packets are the size ns-2's agent sends: `packetSize_` of data for
+    Reno and TCP-Linux (their agents add the 40 header bytes), 40 bytes
+    less for Vegas (its agent adds none; `vegas_ns2`'s documentation)."""
+    return PACKET - 40 if cc == "vegas" else PACKET
+
+
 def ns2_tcp(s: Setting) -> str:
     """A host's TCP: the `ns2` profile (ns-2.35's Agent/TCP defaults:
     1000 bytes of data per packet (960 for Vegas), a 20-packet window,
@@ -225,10 +233,8 @@ def ns2_tcp(s: Setting) -> str:
         cc = 'cc = { policy = "vegas_ns2", fine_retransmit = false }'
     if cc is not None:
         lines.append(cc)
-    if s.cc == "vegas":
-        # ns-2's Vegas packets are 1000 bytes, 40 shorter than its other
-        # agents' (`vegas_ns2`'s documentation says why).
-        lines.append(f"mss = {PACKET - 40}")
+    if segment_data(s.cc) != PACKET:
+        lines.append(f"mss = {segment_data(s.cc)}")
     if s.cc == "reno":
         lines += NS2_RENO
     # The `ns2` profile's sink sends one ACK per segment and no window
