@@ -1063,6 +1063,14 @@ impl Connection {
             if self.fin_queued {
                 self.set_state(now, State::FinWait1);
             }
+            if !tcp.payload.is_empty() || f.contains(TcpFlags::FIN) {
+                // RFC 9293 §3.10.7.3: text or a FIN after the SYN is
+                // processed as in a synchronized state; it starts one on.
+                let mut rest = *tcp;
+                rest.seq = tcp.seq + 1u32;
+                rest.flags.remove(TcpFlags::SYN);
+                self.handle_synchronized(now, &rest);
+            }
         } else {
             // Simultaneous open: answer with SYN-ACK.
             self.set_state(now, State::SynReceived);

@@ -336,6 +336,28 @@ fn active_open_sends_syn_and_completes_on_syn_ack() {
     assert_eq!(app_events(&mut c), [Event::Connected]);
 }
 
+#[test]
+fn a_syn_ack_carrying_data_delivers_it_after_the_syn() {
+    // RFC 9293 §3.10.7.3: the SYN takes the segment's first sequence
+    // number; its text starts one on, and the ACK covers both.
+    let mut c = conn_syn_sent();
+    let window = (RECV_BUFFER - 10) as u16;
+    send!(c, time 10, TcpRepr { payload: &DATA[..10], ..PEER_SYN_ACK });
+    recv!(c, time 10, TcpRepr { seq: LOCAL_NXT, ack: REMOTE_NXT + 10u32, window, ..RECV_TEMPL });
+    assert_eq!(c.state(), State::Established);
+    let mut buf = [0u8; 32];
+    assert_eq!(c.recv(&mut buf), 10);
+    assert_eq!(&buf[..10], &DATA[..10]);
+}
+
+#[test]
+fn a_syn_ack_carrying_a_fin_closes_the_peers_half() {
+    let mut c = conn_syn_sent();
+    send!(c, time 10, TcpRepr { flags: TcpFlags(SYN_ACK.0 | FIN_ACK.0), ..PEER_SYN_ACK });
+    recv!(c, time 10, TcpRepr { seq: LOCAL_NXT, ack: REMOTE_NXT + 1u32, ..RECV_TEMPL });
+    assert_eq!(c.state(), State::CloseWait);
+}
+
 fn peer_syn() -> TcpRepr<'static> {
     TcpRepr {
         seq: REMOTE_SEQ,
