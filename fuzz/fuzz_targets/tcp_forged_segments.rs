@@ -12,8 +12,9 @@
 //! * data the stack sends is the application's bytes at the right stream
 //!   offset (the application writes byte `offset as u8`);
 //! * data the stack delivers is in order: the peer writes byte `seq as u8`
-//!   at sequence number `seq`, so delivered bytes count up by one, and no
-//!   connection delivers more bytes than the peer sent it;
+//!   at sequence number `seq` (a SYN's data starts after the SYN), so
+//!   delivered bytes count up by one, and no connection delivers more
+//!   bytes than the peer sent it;
 //! * after `handle_timeout(now)`, no deadline is in the past, and timers do
 //!   not keep firing at one instant.
 
@@ -385,8 +386,12 @@ impl Harness {
             }
             options.sack_blocks[n - 1] = None;
         }
+        // A SYN takes the first sequence number, so its data starts one on.
+        let first = seq
+            .0
+            .wrapping_add(u32::from(f.flags.bits().contains(TcpFlags::SYN)));
         let payload: Vec<u8> = (0..u32::from(f.payload_len) % 3000)
-            .map(|i| seq.0.wrapping_add(i) as u8)
+            .map(|i| first.wrapping_add(i) as u8)
             .collect();
         tuple.peer_bytes += payload.len() as u64;
         let segment = TcpRepr {
