@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from rtolab.experiments.stats import mean_with_range, seed_table, spread
+from rtolab.experiments.stats import family_half_width, mean_with_range, seed_table, spread
 
 
 def test_spread_of_known_values() -> None:
@@ -18,6 +18,15 @@ def test_spread_of_known_values() -> None:
     assert s["min"] == 1.0 and s["max"] == 3.0
     assert s["sd"] == pytest.approx(1.0)
     assert s["ci95"] == pytest.approx(1.96 / math.sqrt(3))
+
+
+def test_family_wise_intervals_widen_with_the_number_of_tests() -> None:
+    s = spread(pd.Series([1.0, 2.0, 3.0, 4.0]))
+    assert family_half_width(s, 1) == s["ci95"]
+    # Bonferroni: each of 27 intervals at 1 - 0.05/27, z = 3.113 (two-sided).
+    assert family_half_width(s, 27) == pytest.approx(3.1130 * s["sd"] / 2, rel=1e-4)
+    assert family_half_width(s, 2) == pytest.approx(2.2414 * s["sd"] / 2, rel=1e-4)
+    assert math.isnan(family_half_width(spread(pd.Series([1.0])), 27))
 
 
 def test_spread_of_one_value_has_no_deviation_and_of_none_no_mean() -> None:

@@ -303,6 +303,21 @@ def test_claims_hold_fail_or_cannot_tell_on_paired_intervals() -> None:
     assert uip_rto.claim_verdicts(wide)[0][2] is None
 
 
+def test_a_claim_judged_among_many_needs_a_wider_margin() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    base = list(rng.uniform(0.1, 0.9, 30))
+    # Per-seed differences of mean 0.02, sd 0.04: the 95 % interval
+    # (± 0.014) lies above 0; family-wise over 27 judgements (± 0.023) not.
+    diffs = 0.02 + 0.04 * (np.arange(30) - 14.5) / np.std(np.arange(30) - 14.5, ddof=1)
+    frame = _runs({"lim2020": base, "lim2024": [b + d for b, d in zip(base, diffs, strict=True)]})
+    assert uip_rto.claim_verdicts(frame)[0][2] is True
+    _, ours, holds = uip_rto.claim_verdicts(frame, tests=27)[0]
+    assert holds is None
+    assert "family-wise 95 % intervals over 27 judgements" in ours
+
+
 def test_fishers_exact_test_and_the_low_goodput_table() -> None:
     # Hypergeometric tail by hand: [[3, 0], [1, 4]].
     assert uip_rto.fisher_greater(3, 0, 1, 4) == pytest.approx(4 / 56)

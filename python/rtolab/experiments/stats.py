@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 from typing import Any
 
 import pandas as pd
@@ -30,6 +31,20 @@ def spread(values: pd.Series) -> dict[str, float]:
         "max": float(x.max()) if n else math.nan,
         "ci95": 1.96 * sd / math.sqrt(n) if n > 1 else math.nan,
     }
+
+
+def family_half_width(stats: dict[str, float], tests: int) -> float:
+    """Half-width of the mean's interval when it is one of ``tests``
+    intervals that hold together with 95 % confidence (Bonferroni, with
+    :func:`spread`'s normal approximation); ``ci95`` for one test. Judging
+    many readings at 95 % each finds some difference by chance alone."""
+    if tests <= 1:
+        return stats["ci95"]
+    n = stats["n"]
+    if n < 2:
+        return math.nan
+    z = NormalDist().inv_cdf(1 - 0.05 / (2 * tests))
+    return z * stats["sd"] / math.sqrt(n)
 
 
 def _number(value: float, digits: int) -> str:

@@ -41,7 +41,7 @@ from rtolab.experiments import (
     system_dir,
     write_table,
 )
-from rtolab.experiments.stats import spread
+from rtolab.experiments.stats import family_half_width, spread
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -772,14 +772,24 @@ def _bounds(stats: dict[str, float]) -> tuple[float, float]:
     return stats["mean"] - stats["ci95"], stats["mean"] + stats["ci95"]
 
 
-def claim_verdicts(frame: pd.DataFrame) -> list[tuple[str, str, bool | None]]:
+def claim_verdicts(frame: pd.DataFrame, tests: int = 1) -> list[tuple[str, str, bool | None]]:
     """The study's claims, each judged on paired per-seed differences with
     95 % intervals: (statement, our numbers, holds). A claim of an
     improvement holds when the interval lies above 0; it does not when the
     interval lies below 0, or when it is narrow enough to resolve
     :data:`RESOLUTION` and stays below it (no improvement that large); the
-    runs cannot tell otherwise."""
+    runs cannot tell otherwise. With ``tests`` > 1 the intervals are
+    family-wise over that many judgements (:func:`family_half_width`)."""
     out: list[tuple[str, str, bool | None]] = []
+    level = (
+        "95 % intervals"
+        if tests <= 1
+        else f"family-wise 95 % intervals over {tests} judgements, Bonferroni"
+    )
+
+    def judged(metric: str, a: str, b: str) -> dict[str, float]:
+        stats = paired(frame, metric, a, b)
+        return {**stats, "ci95": family_half_width(stats, tests)}
 
     def text(stats: dict[str, float], digits: int) -> str:
         return f"{stats['mean']:+.{digits}f} ± {stats['ci95']:.{digits}f} (n = {stats['n']})"
@@ -796,8 +806,8 @@ def claim_verdicts(frame: pd.DataFrame) -> list[tuple[str, str, bool | None]]:
 
     schemes = set(frame["scheme"])
     if {"lim2020", "lim2024"} <= schemes:
-        fair = paired(frame, "fairness", "lim2024", "lim2020")
-        good = paired(frame, "goodput_segments", "lim2024", "lim2020")
+        fair = judged("fairness", "lim2024", "lim2020")
+        good = judged("goodput_segments", "lim2024", "lim2020")
         better = improves(fair, RESOLUTION)
         _, good_high = _bounds(good)
         lower = not math.isnan(good_high) and good_high < 0
@@ -807,15 +817,15 @@ def claim_verdicts(frame: pd.DataFrame) -> list[tuple[str, str, bool | None]]:
                 "Lim 2024 improves fairness between nodes over Lim 2020 without lowering "
                 "the total goodput (uip-rto spec §2.3)",
                 f"Lim 2024 minus Lim 2020, per seed: fairness {text(fair, 3)}, goodput "
-                f"{text(good, 0)} segments (95 % intervals)",
+                f"{text(good, 0)} segments ({level})",
                 holds,
             )
         )
     for lim in ("lim2020", "lim2024"):
         if not {lim, "uip"} <= schemes:
             continue
-        good = paired(frame, "goodput_segments", lim, "uip")
-        fair = paired(frame, "fairness", lim, "uip")
+        good = judged("goodput_segments", lim, "uip")
+        fair = judged("fairness", lim, "uip")
         name = "Lim 2020" if lim == "lim2020" else "Lim 2024"
         out.append(
             (
