@@ -18,7 +18,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rand::RngCore;
-use rtolab_sim::link::{Frame, Link, LinkIndication, LinkModel, LinkOut, LinkOutput, Medium};
+use rtolab_sim::link::{
+    Datagram, Frame, Link, LinkIndication, LinkModel, LinkOut, LinkOutput, Medium,
+};
 use rtolab_sim::middlebox::{ChainEvent, MiddleboxChain};
 use rtolab_sim::node::NodeId;
 use rtolab_sim::out_dir::OutDir;
@@ -574,7 +576,10 @@ impl Engine {
             // A link that reads the bytes (an NFC link compressing headers)
             // gets them, as in the simulator.
             Medium::Ip => {
-                let datagram = self.pool.bytes(packet);
+                let datagram = Datagram {
+                    bytes: self.pool.bytes(packet),
+                    uid: self.pool.uid(packet),
+                };
                 slot.link
                     .transmit_datagram(now, port, frame, datagram, &mut self.link_out);
             }
@@ -648,8 +653,15 @@ impl Engine {
                     self.capture(link, port, CaptureDirection::Tx, t, frame.packet);
                     self.pool.free(frame.packet);
                 }
-                LinkOutput::Arrived { port, datagram } => {
-                    let id = self.pool.alloc();
+                LinkOutput::Arrived {
+                    port,
+                    datagram,
+                    uid,
+                } => {
+                    let id = match uid {
+                        Some(uid) => self.pool.alloc_as(uid),
+                        None => self.pool.alloc(),
+                    };
                     self.pool.buf_mut(id).extend_from_slice(&datagram);
                     self.capture(link, port, CaptureDirection::Rx, t, id);
                     self.deliver(link, port, t, id, egress);

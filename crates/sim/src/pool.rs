@@ -39,6 +39,12 @@ impl PacketPool {
     pub fn alloc(&mut self) -> PacketId {
         let uid = self.next_uid;
         self.next_uid += 1;
+        self.alloc_as(uid)
+    }
+
+    /// An empty buffer for a datagram that already has trace uid `uid`:
+    /// a copy of one, or one a link rebuilt from what crossed it.
+    pub fn alloc_as(&mut self, uid: u64) -> PacketId {
         self.live += 1;
         if let Some(index) = self.free.pop() {
             let slot = &mut self.slots[index as usize];
@@ -58,13 +64,9 @@ impl PacketPool {
 
     /// A new buffer holding a copy of `id`'s bytes and the same uid.
     pub fn duplicate(&mut self, id: PacketId) -> PacketId {
-        let copy = self.alloc();
-        self.next_uid -= 1;
+        let copy = self.alloc_as(self.uid(id));
         let src = self.take(id);
-        let uid = self.uid(id);
-        let dst = &mut self.slots[copy.0 as usize];
-        dst.buf.extend_from_slice(&src);
-        dst.uid = uid;
+        self.slots[copy.0 as usize].buf.extend_from_slice(&src);
         self.put_back(id, src);
         copy
     }

@@ -199,6 +199,84 @@ fn a_megabyte_crosses_three_hops_intact_under_collisions() {
     assert!(choices.iter().all(|(child, _)| *child != node("n1")));
 }
 
+/// Where and when each packet uid was sent, received and delivered, per
+/// node: (time, node, what).
+fn packet_path(log: &MemorySink, uid: u64) -> Vec<(SimTime, u32, &'static str)> {
+    log.events()
+        .iter()
+        .filter_map(|(t, e)| match *e {
+            TraceEvent::PacketSent { node, packet, .. } if packet == uid => {
+                Some((*t, node, "sent"))
+            }
+            TraceEvent::PacketReceived { node, packet, .. } if packet == uid => {
+                Some((*t, node, "received"))
+            }
+            TraceEvent::PacketDelivered { node, packet, .. } if packet == uid => {
+                Some((*t, node, "delivered"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_segment_keeps_its_packet_id_from_host_to_host_across_the_mesh() {
+    // Segments of three fragments over three hops, with the radios on.
+    let (received, sent, sim, log) = upload_over_three_hops(
+        r#"{ rdc = { kind = "nullrdc", check_rate_hz = 128 }, csma = { queue_len = 8 } }"#,
+        4 * 1024,
+        1,
+    );
+    assert_eq!(received, sent);
+    let n1 = node_id(&sim, "n1").0;
+    let n4 = node_id(&sim, "n4").0;
+    let uids = |at: u32, sent: bool| -> Vec<u64> {
+        log.events()
+            .iter()
+            .filter_map(|(_, e)| match *e {
+                TraceEvent::PacketSent { node, packet, .. } if sent && node == at => Some(packet),
+                TraceEvent::PacketReceived { node, packet, .. } if !sent && node == at => {
+                    Some(packet)
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    // n1 and n4 talk only to each other: every packet one receives is one
+    // the other sent, under the uid it was sent with, both ways.
+    for (from, to) in [(n4, n1), (n1, n4)] {
+        let sent = uids(from, true);
+        let received = uids(to, false);
+        assert!(!received.is_empty());
+        let strangers: Vec<_> = received.iter().filter(|u| !sent.contains(u)).collect();
+        assert!(
+            strangers.is_empty(),
+            "node {to} received packets node {from} never sent: {strangers:?}"
+        );
+    }
+    // The first full segment n1 got (three fragments, forwarded by n3 and
+    // n2 inside the link): sent by n4 once the first hop acknowledged it,
+    // then received and delivered by n1, under one uid.
+    let first_data = log
+        .events()
+        .iter()
+        .find_map(|(_, e)| match *e {
+            TraceEvent::PacketDelivered {
+                node, packet, len, ..
+            } if node == n1 && len > 200 => Some(packet),
+            _ => None,
+        })
+        .expect("n1 got a full segment");
+    let path = packet_path(&log, first_data);
+    let steps: Vec<_> = path.iter().map(|&(_, node, what)| (node, what)).collect();
+    assert_eq!(
+        steps,
+        [(n4, "sent"), (n1, "received"), (n1, "delivered")],
+        "{path:?}"
+    );
+    assert!(path.windows(2).all(|w| w[0].0 <= w[1].0), "{path:?}");
+}
+
 #[test]
 fn tcp_crosses_three_duty_cycled_hops_intact() {
     // The study's MAC: ContikiMAC at 8 Hz. Each hop waits for the next

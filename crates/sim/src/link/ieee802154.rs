@@ -22,9 +22,10 @@ use rtolab_wire::ieee802154::airtime_ns;
 use rtolab_wire::pcap::LinkType;
 use serde::{Deserialize, Serialize};
 
-use super::mesh_member::{member_mac, AdaptationStats, Member};
+use super::mesh_member::{member_mac, AdaptationStats, Member, OnAir};
 use super::{
-    Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, LinkTrace, Medium, Port, ScenarioLink,
+    Datagram, Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, LinkTrace, Medium, Port,
+    ScenarioLink,
 };
 use crate::cidr::Ipv6Cidr;
 use crate::config::{check_position, deserialize_at, Attachment, Duration, ScenarioError};
@@ -158,6 +159,8 @@ struct MeshPort<P> {
 pub struct Ieee802154Link<P> {
     medium: RadioMedium<Vec<u8>>,
     nodes: Vec<MeshPort<P>>,
+    /// The members' datagrams on their way, for their trace uids.
+    air: OnAir,
     /// The RPL root's port (the border router).
     root: usize,
     /// The DODAG prefix.
@@ -257,6 +260,7 @@ impl<P: Copy> Ieee802154Link<P> {
         let mut mesh = Ieee802154Link {
             medium,
             nodes,
+            air: OnAir::default(),
             root: config.root,
             prefix: config.prefix,
             by_link_local,
@@ -385,7 +389,7 @@ impl<P: Copy> Ieee802154Link<P> {
         now: SimTime,
         from: Port,
         frame: Frame<P>,
-        datagram: &[u8],
+        datagram: Datagram<'_>,
         out: &mut LinkOut<P>,
     ) {
         self.run(now, out);
@@ -395,7 +399,8 @@ impl<P: Copy> Ieee802154Link<P> {
         if node.off || !node.booted {
             node.member.refuse(frame, out);
         } else {
-            node.member.send_from_node(now, frame, datagram, out);
+            node.member
+                .send_from_node(now, frame, datagram, &mut self.air, out);
             self.mark_dirty(from as usize);
         }
         self.run(now, out);
@@ -426,7 +431,7 @@ impl<P: Copy> Ieee802154Link<P> {
                     let node = &mut self.nodes[p];
                     if !node.off && node.setup.off_at.is_some_and(|t| t <= now) {
                         node.off = true;
-                        node.member.switch_off(out);
+                        node.member.switch_off(&mut self.air, out);
                         self.medium.set_listening(now, node.radio, false);
                         changed = true;
                     }
@@ -551,11 +556,11 @@ impl<P: Copy> Ieee802154Link<P> {
             }
             while let Some(event) = node.member.mac.poll_event() {
                 moved = true;
-                node.member.mac_event(now, event, out);
+                node.member.mac_event(now, event, &mut self.air, out);
             }
             while let Some(tx) = node.member.rpl.poll_transmit() {
                 moved = true;
-                node.member.send_rpl(now, tx, out);
+                node.member.send_rpl(now, tx, &mut self.air, out);
             }
             while let Some(event) = node.member.rpl.poll_event() {
                 if let RplEvent::ParentChanged { new, rank, .. } = event {
@@ -654,7 +659,7 @@ impl<P: Copy> LinkModel<P> for Ieee802154Link<P> {
         now: SimTime,
         from: Port,
         frame: Frame<P>,
-        datagram: &[u8],
+        datagram: Datagram<'_>,
         out: &mut LinkOut<P>,
     ) {
         Ieee802154Link::transmit_datagram(self, now, from, frame, datagram, out);
@@ -1104,7 +1109,7 @@ mod tests {
         mesh: Ieee802154Link<u32>,
         now: SimTime,
         out: LinkOut<u32>,
-        arrived: Vec<(SimTime, Port, Vec<u8>)>,
+        arrived: Vec<(SimTime, Port, Vec<u8>, Option<u64>)>,
         consumed: Vec<(Port, u32)>,
         dropped: Vec<(Port, u32, DropReason)>,
         frames: Vec<(Port, CaptureDirection, Vec<u8>)>,
@@ -1126,9 +1131,11 @@ mod tests {
         fn collect(&mut self) {
             for o in self.out.drain(..) {
                 match o {
-                    LinkOutput::Arrived { port, datagram } => {
-                        self.arrived.push((self.now, port, datagram))
-                    }
+                    LinkOutput::Arrived {
+                        port,
+                        datagram,
+                        uid,
+                    } => self.arrived.push((self.now, port, datagram, uid)),
                     LinkOutput::Consumed { port, frame } => {
                         self.consumed.push((port, frame.packet))
                     }
@@ -1164,10 +1171,16 @@ mod tests {
             self.now = end;
         }
 
+        /// Hands `datagram` to the member at `port` with handle `handle`
+        /// and trace uid [`uid_of`]`(handle)`.
         fn send(&mut self, port: Port, handle: u32, datagram: &[u8]) {
             let frame = Frame {
                 packet: handle,
                 len: datagram.len() as u32,
+            };
+            let datagram = Datagram {
+                bytes: datagram,
+                uid: uid_of(handle),
             };
             self.mesh
                 .transmit_datagram(self.now, port, frame, datagram, &mut self.out);
@@ -1215,6 +1228,11 @@ mod tests {
             }
             None
         }
+    }
+
+    /// The trace uid the [`Driver`] sends handle `handle` with.
+    fn uid_of(handle: u32) -> u64 {
+        1000 + u64::from(handle)
     }
 
     fn udp(src: Ipv6Addr, dst: Ipv6Addr, len: usize, fill: u8) -> Vec<u8> {
@@ -1412,10 +1430,16 @@ mod tests {
             e[7] -= (hops - 1) as u8;
             e
         };
-        let at = |port: Port, dg: &[u8]| d.arrived.iter().any(|(_, p, a)| *p == port && a == dg);
-        assert!(at(0, &expect(&small)), "48 bytes up");
-        assert!(at(0, &expect(&large)), "1200 bytes up");
-        assert!(at(corner, &expect(&down)), "1200 bytes down");
+        // Each arrives with the trace uid it was sent with, across every
+        // hop and its fragments.
+        let at = |port: Port, handle: u32, dg: &[u8]| {
+            d.arrived
+                .iter()
+                .any(|(_, p, a, uid)| *p == port && a == dg && *uid == Some(uid_of(handle)))
+        };
+        assert!(at(0, 1, &expect(&small)), "48 bytes up");
+        assert!(at(0, 2, &expect(&large)), "1200 bytes up");
+        assert!(at(corner, 3, &expect(&down)), "1200 bytes down");
         // The handles went out: the first hop acknowledged every frame.
         for h in 1..=3 {
             assert!(d.consumed.iter().any(|&(_, c)| c == h), "handle {h}");
@@ -1472,7 +1496,7 @@ mod tests {
             stats.members[0].radio.received,
             stats.members[0].mac.acks_received
         );
-        let arrived: Vec<&Vec<u8>> = d.arrived.iter().map(|(_, _, a)| a).collect();
+        let arrived: Vec<&Vec<u8>> = d.arrived.iter().map(|(_, _, a, _)| a).collect();
         assert!(!arrived.is_empty());
         assert!(
             arrived.iter().all(|a| sent.contains(a)),
@@ -1636,6 +1660,6 @@ mod tests {
         assert!(d
             .arrived
             .iter()
-            .any(|(_, p, a)| *p == 0 && a[8..] == dg[8..]));
+            .any(|(_, p, a, uid)| *p == 0 && a[8..] == dg[8..] && *uid == Some(uid_of(7))));
     }
 }

@@ -9,6 +9,11 @@
 //! from the MAC ([`Member::mac_event`]); datagrams for the node go up as
 //! [`LinkOutput::Arrived`], everything else stays inside: RPL's messages,
 //! and datagrams the member forwards for others.
+//!
+//! A datagram keeps the trace uid the node handed it over with on every
+//! hop: the radio carries bytes only, so the members' datagrams on the air
+//! are kept by sender ([`OnAir`]) until the MAC reports on them, and the
+//! member that reassembles one looks its uid up there.
 
 use std::collections::BTreeMap;
 use std::net::Ipv6Addr;
@@ -20,7 +25,7 @@ use rtolab_wire::sixlowpan::{self, Reassembler};
 use rtolab_wire::{checksum, icmpv6};
 use serde::Serialize;
 
-use super::{Frame, LinkOut, LinkOutput, Port};
+use super::{Datagram, Frame, LinkOut, LinkOutput, Port};
 use crate::cidr::Ipv6Cidr;
 use crate::mesh::mac::{framer, MacEvent, MacPacketId, MacStack, TxStatus, BROADCAST};
 use crate::mesh::rpl::addr::{interface_id, is_link_local, link_local, with_iid, ALL_RPL_NODES};
@@ -101,6 +106,51 @@ struct Outgoing<P> {
     handle: Option<Frame<P>>,
     in_mac: usize,
     failed: Option<DropReason>,
+}
+
+/// A datagram inside the mesh and the trace uid it entered with (`None`:
+/// RPL's own, or one whose origin was not found).
+struct MeshDatagram {
+    bytes: Vec<u8>,
+    uid: Option<u64>,
+}
+
+/// The datagrams with a trace uid that members have handed to their MACs
+/// and the MACs have not reported on yet, shared by the members of one
+/// mesh.
+#[derive(Default)]
+pub struct OnAir {
+    datagrams: Vec<Sent>,
+}
+
+struct Sent {
+    from: Address,
+    /// The sender's key for it ([`Member`]'s `outgoing`).
+    key: u64,
+    bytes: Vec<u8>,
+    uid: u64,
+}
+
+impl OnAir {
+    /// The trace uid of `datagram` as reassembled from `from`'s frames. Two
+    /// datagrams of the same bytes from one sender in flight at once cannot
+    /// be told apart: the older one's uid is given.
+    fn uid(&self, from: Address, datagram: &[u8]) -> Option<u64> {
+        self.datagrams
+            .iter()
+            .find(|s| s.from == from && s.bytes == datagram)
+            .map(|s| s.uid)
+    }
+
+    fn remove(&mut self, from: Address, key: u64) {
+        if let Some(i) = self
+            .datagrams
+            .iter()
+            .position(|s| s.from == from && s.key == key)
+        {
+            self.datagrams.swap_remove(i);
+        }
+    }
 }
 
 /// Reassembly of the fragments from one sender.
@@ -191,15 +241,22 @@ impl<P: Copy> Member<P> {
         &mut self,
         now: SimTime,
         frame: Frame<P>,
-        datagram: &[u8],
+        datagram: Datagram<'_>,
+        air: &mut OnAir,
         out: &mut LinkOut<P>,
     ) {
         self.stats.from_node += 1;
-        self.route(now, datagram.to_vec(), Some(frame), false, out);
+        let datagram = MeshDatagram {
+            bytes: datagram.bytes.to_vec(),
+            uid: Some(datagram.uid),
+        };
+        self.route(now, datagram, Some(frame), false, air, out);
     }
 
     /// The member was switched off: every datagram it held is lost.
-    pub fn switch_off(&mut self, out: &mut LinkOut<P>) {
+    pub fn switch_off(&mut self, air: &mut OnAir, out: &mut LinkOut<P>) {
+        let me = self.mac.address();
+        air.datagrams.retain(|s| s.from != me);
         for (_, o) in std::mem::take(&mut self.outgoing) {
             self.stats.dropped_off += 1;
             if let Some(frame) = o.handle {
@@ -230,12 +287,13 @@ impl<P: Copy> Member<P> {
     fn route(
         &mut self,
         now: SimTime,
-        mut datagram: Vec<u8>,
+        mut datagram: MeshDatagram,
         handle: Option<Frame<P>>,
         forwarding: bool,
+        air: &mut OnAir,
         out: &mut LinkOut<P>,
     ) {
-        let Ok((ip, _)) = Ipv6Repr::parse(&datagram) else {
+        let Ok((ip, _)) = Ipv6Repr::parse(&datagram.bytes) else {
             self.stats.malformed += 1;
             return self.drop(handle, DropReason::BadHeader, out);
         };
@@ -243,7 +301,7 @@ impl<P: Copy> Member<P> {
         if dst.is_multicast() {
             if handle.is_some() {
                 // Link-scope multicast from the node: one broadcast frame.
-                return self.send(now, datagram, BROADCAST, handle, out);
+                return self.send(now, datagram, BROADCAST, handle, air, out);
             }
             return self.local(now, datagram, out);
         }
@@ -258,7 +316,8 @@ impl<P: Copy> Member<P> {
                 self.stats.to_node += 1;
                 out.push(LinkOutput::Arrived {
                     port: self.port,
-                    datagram,
+                    datagram: datagram.bytes,
+                    uid: datagram.uid,
                 });
                 return;
             }
@@ -269,20 +328,20 @@ impl<P: Copy> Member<P> {
                 return self.drop(handle, DropReason::TtlExpired, out);
             }
             // The hop limit is the 8th byte of the fixed header.
-            datagram[7] = ip.hop_limit - 1;
+            datagram.bytes[7] = ip.hop_limit - 1;
             self.stats.forwarded += 1;
         }
         let Some(next) = self.rpl.next_hop(dst) else {
             return self.drop(handle, DropReason::NoRoute, out);
         };
-        self.send(now, datagram, mac_of(next), handle, out);
+        self.send(now, datagram, mac_of(next), handle, air, out);
     }
 
     /// A datagram addressed to this member: RPL's, or the node's.
-    fn local(&mut self, now: SimTime, datagram: Vec<u8>, out: &mut LinkOut<P>) {
-        if let Ok(parsed) = ipv6::parse(&datagram) {
+    fn local(&mut self, now: SimTime, datagram: MeshDatagram, out: &mut LinkOut<P>) {
+        if let Ok(parsed) = ipv6::parse(&datagram.bytes) {
             let ip = parsed.ip;
-            let payload = &datagram[ipv6::HEADER_LEN..ip.buffer_len()];
+            let payload = &datagram.bytes[ipv6::HEADER_LEN..ip.buffer_len()];
             let rpl_message = ip.next_header == next_header::ICMPV6
                 && payload.first() == Some(&icmpv6::msg_type::RPL_CONTROL);
             if rpl_message {
@@ -298,12 +357,19 @@ impl<P: Copy> Member<P> {
         self.stats.to_node += 1;
         out.push(LinkOutput::Arrived {
             port: self.port,
-            datagram,
+            datagram: datagram.bytes,
+            uid: datagram.uid,
         });
     }
 
     /// Sends one of RPL's messages from the link-local address.
-    pub fn send_rpl(&mut self, now: SimTime, tx: RplTransmit, out: &mut LinkOut<P>) {
+    pub fn send_rpl(
+        &mut self,
+        now: SimTime,
+        tx: RplTransmit,
+        air: &mut OnAir,
+        out: &mut LinkOut<P>,
+    ) {
         let src = self.link_local();
         let mut message = tx.message;
         if message.len() < icmpv6::HEADER_LEN {
@@ -332,7 +398,11 @@ impl<P: Copy> Member<P> {
         } else {
             mac_of(tx.dst)
         };
-        self.send(now, datagram, dst, None, out);
+        let datagram = MeshDatagram {
+            bytes: datagram,
+            uid: None,
+        };
+        self.send(now, datagram, dst, None, air, out);
     }
 
     /// Compresses (and if need be fragments) `datagram` for the neighbour
@@ -343,14 +413,15 @@ impl<P: Copy> Member<P> {
     fn send(
         &mut self,
         now: SimTime,
-        datagram: Vec<u8>,
+        datagram: MeshDatagram,
         dst: Address,
         handle: Option<Frame<P>>,
+        air: &mut OnAir,
         out: &mut LinkOut<P>,
     ) {
         let me = self.mac.address();
         let room = MAX_PSDU_LEN.saturating_sub(framer::psdu_len(me, dst, 0));
-        let frames = match sixlowpan::fragment(&datagram, me, dst, self.tag, room) {
+        let frames = match sixlowpan::fragment(&datagram.bytes, me, dst, self.tag, room) {
             Ok(frames) => frames,
             Err(_) => return self.drop(handle, DropReason::BadHeader, out),
         };
@@ -370,6 +441,14 @@ impl<P: Copy> Member<P> {
                 failed: None,
             },
         );
+        if let Some(uid) = datagram.uid {
+            air.datagrams.push(Sent {
+                from: me,
+                key,
+                bytes: datagram.bytes,
+                uid,
+            });
+        }
         for (k, frame) in frames.into_iter().enumerate() {
             if k > 0 && self.mac.queued() >= self.queue_len {
                 if let Some(o) = self.outgoing.get_mut(&key) {
@@ -389,7 +468,13 @@ impl<P: Copy> Member<P> {
     }
 
     /// What the MAC reports.
-    pub fn mac_event(&mut self, now: SimTime, event: MacEvent, out: &mut LinkOut<P>) {
+    pub fn mac_event(
+        &mut self,
+        now: SimTime,
+        event: MacEvent,
+        air: &mut OnAir,
+        out: &mut LinkOut<P>,
+    ) {
         match event {
             MacEvent::TxOutcome {
                 id,
@@ -407,13 +492,21 @@ impl<P: Copy> Member<P> {
                     self.rpl
                         .handle_tx_outcome(now, link_local(dst), status, transmissions);
                 }
-                self.tx_outcome(id, status, out);
+                self.tx_outcome(id, status, air, out);
             }
-            MacEvent::Received { src, dst, payload } => self.received(now, src, dst, &payload, out),
+            MacEvent::Received { src, dst, payload } => {
+                self.received(now, src, dst, &payload, air, out);
+            }
         }
     }
 
-    fn tx_outcome(&mut self, id: MacPacketId, status: TxStatus, out: &mut LinkOut<P>) {
+    fn tx_outcome(
+        &mut self,
+        id: MacPacketId,
+        status: TxStatus,
+        air: &mut OnAir,
+        out: &mut LinkOut<P>,
+    ) {
         let Some(key) = self.in_mac.remove(&id) else {
             return;
         };
@@ -436,6 +529,7 @@ impl<P: Copy> Member<P> {
         let Some(o) = self.outgoing.remove(&key) else {
             return;
         };
+        air.remove(self.mac.address(), key);
         match (o.failed, o.handle) {
             (Some(reason), handle) => self.drop(handle, reason, out),
             (None, Some(frame)) => out.push(LinkOutput::Consumed {
@@ -452,6 +546,7 @@ impl<P: Copy> Member<P> {
         src: Address,
         dst: Address,
         payload: &[u8],
+        air: &mut OnAir,
         out: &mut LinkOut<P>,
     ) {
         let dispatch = payload.first().copied().unwrap_or(0) & 0xf8;
@@ -470,11 +565,13 @@ impl<P: Copy> Member<P> {
             incoming.deadline = Some(now + REASSEMBLY_TIMEOUT);
         }
         match result {
-            Ok(Some(datagram)) => {
+            Ok(Some(bytes)) => {
                 if fragment {
                     self.stats.reassembled += 1;
                 }
-                self.route(now, datagram, None, true, out);
+                let uid = air.uid(src, &bytes);
+                let datagram = MeshDatagram { bytes, uid };
+                self.route(now, datagram, None, true, air, out);
             }
             Ok(None) => {}
             Err(_) => self.stats.malformed += 1,

@@ -97,6 +97,17 @@ pub struct Frame<P> {
     pub len: u32,
 }
 
+/// A datagram handed to a link that reads it ([`Medium::Ip`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Datagram<'a> {
+    /// The IP datagram.
+    pub bytes: &'a [u8],
+    /// Its trace uid, which the link gives back with every copy of it that
+    /// arrives ([`LinkOutput::Arrived`]), so a trace follows one packet
+    /// across the link.
+    pub uid: u64,
+}
+
 /// What a link carries, which decides how the simulator hands it a
 /// datagram (as smoltcp's `Medium` decides how an interface frames one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,6 +355,9 @@ pub enum LinkOutput<P> {
         port: Port,
         /// The IP datagram.
         datagram: Vec<u8>,
+        /// The trace uid it was handed over with ([`Datagram::uid`]);
+        /// `None` for one the link cannot tell (it gets a new uid).
+        uid: Option<u64>,
     },
     /// A frame as the radio at `port` sent or received it, for captures
     /// (produced only while [`LinkModel::set_frame_captures`] is on).

@@ -74,8 +74,8 @@ use super::half_duplex::{HalfDuplexConfig, HalfDuplexLink, MediumTiming, Occupan
 use super::header_compression::{Compressor, Decompressor, Discard, Encoded, PacketType};
 use super::nfc_buffers::{EndBuffer, NfcBuffers};
 use super::{
-    admit, EndSpec, Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, LinkTrace, Medium, Port,
-    RawEnd, ScenarioLink, DEFAULT_QUEUE,
+    admit, Datagram, EndSpec, Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, LinkTrace, Medium,
+    Port, RawEnd, ScenarioLink, DEFAULT_QUEUE,
 };
 use crate::config::{required, Attachment, Duration, Rate, ScenarioError};
 use crate::pool::PacketId;
@@ -931,10 +931,10 @@ impl<P: Copy> LinkModel<P> for NfcLink<P> {
         now: SimTime,
         from: Port,
         frame: Frame<P>,
-        datagram: &[u8],
+        datagram: Datagram<'_>,
         out: &mut LinkOut<P>,
     ) {
-        NfcLink::transmit_datagram(self, now, from, frame, Some(datagram), out);
+        NfcLink::transmit_datagram(self, now, from, frame, Some(datagram.bytes), out);
     }
 }
 

@@ -9,7 +9,7 @@ use rtolab_wire::pcap::LinkType;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{Frame, LinkOut, Medium, Port};
+use super::{Datagram, Frame, LinkOut, Medium, Port};
 use crate::config::{Attachment, ScenarioError, Topology};
 use crate::pool::PacketId;
 use crate::position::Position;
@@ -76,14 +76,14 @@ pub trait LinkModel<P> {
     }
 
     /// Hands a datagram from port `from` to a model that carries datagrams
-    /// ([`Medium::Ip`]): `frame` is its handle, `datagram` its bytes. Other
-    /// models take the frame as `transmit` does.
+    /// ([`Medium::Ip`]): `frame` is its handle, `datagram` its bytes and
+    /// trace uid. Other models take the frame as `transmit` does.
     fn transmit_datagram(
         &mut self,
         now: SimTime,
         from: Port,
         frame: Frame<P>,
-        datagram: &[u8],
+        datagram: Datagram<'_>,
         out: &mut LinkOut<P>,
     ) {
         let _ = datagram;
@@ -351,7 +351,7 @@ macro_rules! link_registry {
                 each_kind!(self, Link, l => LinkModel::<PacketId>::set_start_notices(l, on))
             }
             #[inline]
-            fn transmit_datagram(&mut self, now: SimTime, from: Port, frame: Frame<PacketId>, datagram: &[u8], out: &mut LinkOut<PacketId>) {
+            fn transmit_datagram(&mut self, now: SimTime, from: Port, frame: Frame<PacketId>, datagram: Datagram<'_>, out: &mut LinkOut<PacketId>) {
                 each_kind!(self, Link, l => LinkModel::<PacketId>::transmit_datagram(l, now, from, frame, datagram, out))
             }
             fn set_frame_captures(&mut self, on: bool) {

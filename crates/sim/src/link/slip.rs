@@ -50,8 +50,8 @@ use serde::{Deserialize, Serialize};
 use super::ends::two_ends;
 use super::p2p::loss_probability;
 use super::{
-    DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOut, Medium, P2pConfig, P2pLink,
-    Port, RawEnd, ScenarioLink, DEFAULT_QUEUE,
+    Datagram, DirectionStats, EndSpec, Frame, LinkCheck, LinkModel, LinkOut, Medium, P2pConfig,
+    P2pLink, Port, RawEnd, ScenarioLink, DEFAULT_QUEUE,
 };
 use crate::config::{Attachment, Duration, ScenarioError};
 use crate::pool::PacketId;
@@ -253,10 +253,10 @@ impl<P: Copy> LinkModel<P> for SlipLink<P> {
         now: SimTime,
         from: Port,
         frame: Frame<P>,
-        datagram: &[u8],
+        datagram: Datagram<'_>,
         out: &mut LinkOut<P>,
     ) {
-        self.send(now, from, frame, datagram, out);
+        self.send(now, from, frame, datagram.bytes, out);
     }
 }
 
@@ -375,6 +375,10 @@ mod tests {
         (0..n).map(|i| (i % 0x80) as u8).collect()
     }
 
+    fn datagram(bytes: &[u8]) -> Datagram<'_> {
+        Datagram { bytes, uid: 0 }
+    }
+
     fn frame(id: u32, datagram: &[u8]) -> Frame<u32> {
         Frame {
             packet: id,
@@ -403,7 +407,7 @@ mod tests {
         let mut l = line(10, SimDuration::ZERO);
         let d = plain(48);
         let mut out = LinkOut::traced();
-        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), &d, &mut out);
+        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), datagram(&d), &mut out);
         assert_eq!(
             out.take_all(),
             [
@@ -447,7 +451,7 @@ mod tests {
         d[3] = slip::END;
         d[20] = slip::ESC;
         let mut out = LinkOut::new();
-        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), &d, &mut out);
+        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), datagram(&d), &mut out);
         out.clear();
         let log = drain(&mut l, &mut out);
         // 52 line bytes: 4.513888… ms, two bytes' 173.611 µs more.
@@ -465,7 +469,7 @@ mod tests {
         let d = plain(48);
         let mut out = LinkOut::traced();
         for id in 1..=3 {
-            l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), &d, &mut out);
+            l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), datagram(&d), &mut out);
         }
         let queued: Vec<u32> = out
             .traces()
@@ -498,8 +502,8 @@ mod tests {
         let a = plain(48);
         let b = plain(100);
         let mut out = LinkOut::new();
-        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &a), &a, &mut out);
-        l.transmit_datagram(SimTime::ZERO, 1, frame(2, &b), &b, &mut out);
+        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &a), datagram(&a), &mut out);
+        l.transmit_datagram(SimTime::ZERO, 1, frame(2, &b), datagram(&b), &mut out);
         out.clear();
         let log = drain(&mut l, &mut out);
         assert_eq!(
@@ -517,7 +521,7 @@ mod tests {
         let d = plain(48);
         let mut out = LinkOut::new();
         for id in 1..=3 {
-            l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), &d, &mut out);
+            l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), datagram(&d), &mut out);
         }
         assert_eq!(
             out.last(),
@@ -542,8 +546,8 @@ mod tests {
         let mut l = line(10, SimDuration::from_millis(3));
         let d = plain(48);
         let mut out = LinkOut::new();
-        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), &d, &mut out);
-        l.transmit_datagram(SimTime::ZERO, 0, frame(2, &d), &d, &mut out);
+        l.transmit_datagram(SimTime::ZERO, 0, frame(1, &d), datagram(&d), &mut out);
+        l.transmit_datagram(SimTime::ZERO, 0, frame(2, &d), datagram(&d), &mut out);
         out.clear();
         let log = drain(&mut l, &mut out);
         let one = at_115200(50);
@@ -567,7 +571,7 @@ mod tests {
         );
         let d = plain(98);
         let mut out = LinkOut::new();
-        l.transmit_datagram(SimTime::ZERO, 1, frame(1, &d), &d, &mut out);
+        l.transmit_datagram(SimTime::ZERO, 1, frame(1, &d), datagram(&d), &mut out);
         out.clear();
         // 100 bytes × 11 bits at 9600 baud: 114.583333… ms.
         assert_eq!(deliveries(&drain(&mut l, &mut out)), [(114_583_334, 0, 1)]);
@@ -596,7 +600,7 @@ mod tests {
             let d = plain(200);
             let mut out = LinkOut::new();
             for id in 0..4 {
-                l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), &d, &mut out);
+                l.transmit_datagram(SimTime::ZERO, 0, frame(id, &d), datagram(&d), &mut out);
             }
             let sent_at_first_end = l.stats(SimTime::from_nanos(at_115200(202)));
             let log: Vec<_> = drain(&mut l, &mut out)

@@ -40,7 +40,8 @@ use rtolab_wire::timelost::{read_rets, rets_on_attempt, write_rets};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, LinkTrace, Medium, Port, ScenarioLink,
+    Datagram, Frame, LinkCheck, LinkModel, LinkOut, LinkOutput, LinkTrace, Medium, Port,
+    ScenarioLink,
 };
 use crate::cidr::{Ipv4Cidr, Ipv6Cidr};
 use crate::config::{Attachment, Duration, Rate, ScenarioError};
@@ -421,6 +422,8 @@ pub struct WifiStats {
 struct InFlight<P> {
     frame: Frame<P>,
     bytes: Vec<u8>,
+    /// The datagram's trace uid, given back with it when it arrives.
+    uid: u64,
     /// `rets` as the packet brought it, read at the first attempt.
     arrived_rets: Option<u32>,
 }
@@ -565,6 +568,7 @@ impl<P: Copy> WifiLink<P> {
                                 out.push(LinkOutput::Arrived {
                                     port,
                                     datagram: entry.bytes.clone(),
+                                    uid: Some(entry.uid),
                                 });
                             }
                         }
@@ -635,10 +639,10 @@ impl<P: Copy> LinkModel<P> for WifiLink<P> {
         now: SimTime,
         from: Port,
         frame: Frame<P>,
-        datagram: &[u8],
+        datagram: Datagram<'_>,
         out: &mut LinkOut<P>,
     ) {
-        let Some(to) = self.receiver(from, datagram) else {
+        let Some(to) = self.receiver(from, datagram.bytes) else {
             out.push(LinkOutput::Dropped {
                 port: from,
                 frame,
@@ -652,7 +656,8 @@ impl<P: Copy> LinkModel<P> for WifiLink<P> {
             key,
             InFlight {
                 frame,
-                bytes: datagram.to_vec(),
+                bytes: datagram.bytes.to_vec(),
+                uid: datagram.uid,
                 arrived_rets: None,
             },
         );

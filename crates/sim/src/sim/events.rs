@@ -318,8 +318,13 @@ impl Simulator {
         match output {
             LinkOutput::TxStart { frame, .. } => self.sent(link, iface, frame),
             LinkOutput::Delivered { frame, .. } => self.delivered(link, iface, frame),
-            LinkOutput::Arrived { datagram, .. } => {
-                let packet = self.pool.alloc();
+            LinkOutput::Arrived { datagram, uid, .. } => {
+                // The packet the sender handed over, rebuilt: it keeps its
+                // uid so that a trace follows it across the link.
+                let packet = match uid {
+                    Some(uid) => self.pool.alloc_as(uid),
+                    None => self.pool.alloc(),
+                };
                 let len = datagram.len() as u32;
                 self.pool.buf_mut(packet).extend_from_slice(&datagram);
                 self.delivered(link, iface, Frame { packet, len });

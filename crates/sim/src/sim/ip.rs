@@ -7,7 +7,7 @@ use rtolab_wire::ipv4;
 use rtolab_wire::ipv6::Ipv6Repr;
 
 use crate::cidr::Family;
-use crate::link::{Frame, LinkModel, Medium, Port};
+use crate::link::{Datagram, Frame, LinkModel, Medium, Port};
 use crate::node::{IfaceId, Interface, Node, NodeId, RoutingTable};
 use crate::pool::PacketId;
 use crate::trace::{DropReason, TraceEvent};
@@ -218,13 +218,14 @@ impl Simulator {
                 slot.link
                     .transmit(self.now, port, to, frame, &mut self.link_out)
             }
-            Medium::Ip => slot.link.transmit_datagram(
-                self.now,
-                port,
-                frame,
-                self.pool.bytes(frame.packet),
-                &mut self.link_out,
-            ),
+            Medium::Ip => {
+                let datagram = Datagram {
+                    bytes: self.pool.bytes(frame.packet),
+                    uid: self.pool.uid(frame.packet),
+                };
+                slot.link
+                    .transmit_datagram(self.now, port, frame, datagram, &mut self.link_out)
+            }
         }
         self.after_link_call(link);
     }
