@@ -159,6 +159,44 @@ fn tcp_crosses_the_access_point_intact() {
 }
 
 #[test]
+fn a_packet_keeps_its_trace_id_across_the_bss() {
+    let dir: PathBuf = std::env::temp_dir().join(format!("rtolab-wifi-ids-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let scenario = Scenario::from_toml_str(&scenario(20.0, false, false)).unwrap();
+    let options = RunOptions {
+        write_traces: true,
+        out_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let report = run_scenario(&scenario, &options).unwrap();
+    transfer_completed(&report);
+    let traces = std::fs::read_to_string(dir.join("traces.jsonl")).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let events: Vec<serde_json::Value> = traces
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["link"] == 1)
+        .collect();
+    let ids = |kinds: &[&str]| -> std::collections::BTreeSet<u64> {
+        events
+            .iter()
+            .filter(|e| kinds.iter().any(|k| e["event"] == *k))
+            .map(|e| e["packet"].as_u64().unwrap())
+            .collect()
+    };
+    // What a station handed the BSS is traced as sent once acknowledged,
+    // or as dropped; what arrives is received under the same id.
+    let handed = ids(&["packet_sent", "packet_dropped"]);
+    let received = ids(&["packet_received"]);
+    assert!(received.len() as u64 >= BYTES / 1440);
+    let strangers: Vec<_> = received.difference(&handed).collect();
+    assert!(
+        strangers.is_empty(),
+        "received under new ids: {strangers:?}"
+    );
+}
+
+#[test]
 fn the_ns2_preset_sends_at_1_mbps_with_rts_cts_before_every_frame() {
     let text = scenario(20.0, false, true).replace(
         "kind = \"wifi\"\n",
