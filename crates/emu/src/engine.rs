@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use rand::RngCore;
 use rtolab_sim::link::{
-    Datagram, Frame, Link, LinkIndication, LinkModel, LinkOut, LinkOutput, Medium,
+    Datagram, Frame, Link, LinkIndication, LinkModel, LinkOut, LinkOutput, Medium, UNKNOWN_UID,
 };
 use rtolab_sim::middlebox::{ChainEvent, MiddleboxChain};
 use rtolab_sim::node::NodeId;
@@ -659,8 +659,8 @@ impl Engine {
                     uid,
                 } => {
                     let id = match uid {
-                        Some(uid) => self.pool.alloc_as(uid),
-                        None => self.pool.alloc(),
+                        UNKNOWN_UID => self.pool.alloc(),
+                        uid => self.pool.alloc_as(uid),
                     };
                     self.pool.buf_mut(id).extend_from_slice(&datagram);
                     self.capture(link, port, CaptureDirection::Rx, t, id);

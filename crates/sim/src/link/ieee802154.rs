@@ -1069,6 +1069,7 @@ impl ScenarioLink for Ieee802154Spec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::UNKNOWN_UID;
     use crate::trace::DropReason;
     use rtolab_wire::ieee802154::{FrameRepr, FrameType};
     use rtolab_wire::ipv6::{emit_udp, Ipv6Repr};
@@ -1135,7 +1136,12 @@ mod tests {
                         port,
                         datagram,
                         uid,
-                    } => self.arrived.push((self.now, port, datagram, uid)),
+                    } => self.arrived.push((
+                        self.now,
+                        port,
+                        datagram.into(),
+                        (uid != UNKNOWN_UID).then_some(uid),
+                    )),
                     LinkOutput::Consumed { port, frame } => {
                         self.consumed.push((port, frame.packet))
                     }

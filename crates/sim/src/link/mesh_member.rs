@@ -314,11 +314,7 @@ impl<P: Copy> Member<P> {
             // the node itself sent has no way out here.
             if forwarding {
                 self.stats.to_node += 1;
-                out.push(LinkOutput::Arrived {
-                    port: self.port,
-                    datagram: datagram.bytes,
-                    uid: datagram.uid,
-                });
+                out.push(LinkOutput::arrived(self.port, datagram.bytes, datagram.uid));
                 return;
             }
             return self.drop(handle, DropReason::NoRoute, out);
@@ -355,11 +351,7 @@ impl<P: Copy> Member<P> {
             }
         }
         self.stats.to_node += 1;
-        out.push(LinkOutput::Arrived {
-            port: self.port,
-            datagram: datagram.bytes,
-            uid: datagram.uid,
-        });
+        out.push(LinkOutput::arrived(self.port, datagram.bytes, datagram.uid));
     }
 
     /// Sends one of RPL's messages from the link-local address.

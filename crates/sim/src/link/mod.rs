@@ -108,6 +108,20 @@ pub struct Datagram<'a> {
     pub uid: u64,
 }
 
+/// The uid of a datagram that arrived without one ([`LinkOutput::Arrived`]).
+pub const UNKNOWN_UID: u64 = u64::MAX;
+
+impl<P> LinkOutput<P> {
+    /// [`LinkOutput::Arrived`] of `datagram` at `port`, with trace uid `uid`.
+    pub fn arrived(port: Port, datagram: Vec<u8>, uid: Option<u64>) -> Self {
+        LinkOutput::Arrived {
+            port,
+            datagram: datagram.into_boxed_slice(),
+            uid: uid.unwrap_or(UNKNOWN_UID),
+        }
+    }
+}
+
 /// What a link carries, which decides how the simulator hands it a
 /// datagram (as smoltcp's `Medium` decides how an interface frames one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -353,11 +367,12 @@ pub enum LinkOutput<P> {
     Arrived {
         /// Receiving port.
         port: Port,
-        /// The IP datagram.
-        datagram: Vec<u8>,
-        /// The trace uid it was handed over with ([`Datagram::uid`]);
-        /// `None` for one the link cannot tell (it gets a new uid).
-        uid: Option<u64>,
+        /// The IP datagram (a boxed slice: with a `Vec` and the uid every
+        /// output would be a half larger).
+        datagram: Box<[u8]>,
+        /// The trace uid it was handed over with ([`Datagram::uid`]), or
+        /// [`UNKNOWN_UID`] for one the link cannot tell (it gets a new uid).
+        uid: u64,
     },
     /// A frame as the radio at `port` sent or received it, for captures
     /// (produced only while [`LinkModel::set_frame_captures`] is on).

@@ -565,11 +565,11 @@ impl<P: Copy> WifiLink<P> {
                     match event {
                         DcfEvent::Received { payload, .. } => {
                             if let Some(entry) = self.in_flight.get(&payload) {
-                                out.push(LinkOutput::Arrived {
+                                out.push(LinkOutput::arrived(
                                     port,
-                                    datagram: entry.bytes.clone(),
-                                    uid: Some(entry.uid),
-                                });
+                                    entry.bytes.clone(),
+                                    Some(entry.uid),
+                                ));
                             }
                         }
                         DcfEvent::Acked { payload, .. } => {

@@ -11,7 +11,7 @@ use crate::app::App;
 use crate::capture::CaptureDirection;
 use crate::event::Event;
 use crate::limits::{Stop, StopFlag, CHECK_EVERY};
-use crate::link::{Emitted, Frame, LinkIndication, LinkModel, LinkOutput, LinkTrace};
+use crate::link::{Emitted, Frame, LinkIndication, LinkModel, LinkOutput, LinkTrace, UNKNOWN_UID};
 use crate::node::{IfaceId, Interface, NodeId};
 use crate::pool::PacketId;
 use crate::trace::TraceEvent;
@@ -322,8 +322,8 @@ impl Simulator {
                 // The packet the sender handed over, rebuilt: it keeps its
                 // uid so that a trace follows it across the link.
                 let packet = match uid {
-                    Some(uid) => self.pool.alloc_as(uid),
-                    None => self.pool.alloc(),
+                    UNKNOWN_UID => self.pool.alloc(),
+                    uid => self.pool.alloc_as(uid),
                 };
                 let len = datagram.len() as u32;
                 self.pool.buf_mut(packet).extend_from_slice(&datagram);
