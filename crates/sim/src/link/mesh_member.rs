@@ -284,6 +284,9 @@ impl<P: Copy> Member<P> {
 
     /// Routes a datagram: up to the node, to RPL, or on through the MAC.
     /// `forwarding`: it came from another member, so it crosses this one.
+    // Out of line: inlined into the radio loop it costs that loop's every
+    // call (performance.md, "One packet id across every link").
+    #[inline(never)]
     fn route(
         &mut self,
         now: SimTime,
