@@ -463,6 +463,7 @@ impl<P: Copy> Member<P> {
     }
 
     /// What the MAC reports.
+    #[inline(never)]
     pub fn mac_event(
         &mut self,
         now: SimTime,

@@ -313,21 +313,29 @@ impl Simulator {
         }
     }
 
+    /// A datagram a link gave back: the packet the sender handed over,
+    /// rebuilt. It keeps its uid so that a trace follows it across the
+    /// link.
+    // Out of line: links that carry frames never give one back, and the
+    // match that handles every output stays smaller without it.
+    #[inline(never)]
+    fn arrived(&mut self, link: u32, iface: IfaceId, datagram: &[u8], uid: u64) {
+        let packet = match uid {
+            UNKNOWN_UID => self.pool.alloc(),
+            uid => self.pool.alloc_as(uid),
+        };
+        let len = datagram.len() as u32;
+        self.pool.buf_mut(packet).extend_from_slice(datagram);
+        self.delivered(link, iface, Frame { packet, len });
+    }
+
     fn handle_link_output(&mut self, link: u32, output: LinkOutput<PacketId>) {
         let iface = self.links[link as usize].ports[output.port() as usize];
         match output {
             LinkOutput::TxStart { frame, .. } => self.sent(link, iface, frame),
             LinkOutput::Delivered { frame, .. } => self.delivered(link, iface, frame),
             LinkOutput::Arrived { datagram, uid, .. } => {
-                // The packet the sender handed over, rebuilt: it keeps its
-                // uid so that a trace follows it across the link.
-                let packet = match uid {
-                    UNKNOWN_UID => self.pool.alloc(),
-                    uid => self.pool.alloc_as(uid),
-                };
-                let len = datagram.len() as u32;
-                self.pool.buf_mut(packet).extend_from_slice(&datagram);
-                self.delivered(link, iface, Frame { packet, len });
+                self.arrived(link, iface, &datagram, uid);
             }
             LinkOutput::Consumed { frame, .. } => {
                 self.sent(link, iface, frame);
