@@ -198,7 +198,18 @@ impl Simulator {
 
     /// Works off everything the current event caused: link outputs,
     /// deliveries, and TCP output and app callbacks, until nothing is left.
+    #[inline]
     fn settle(&mut self) {
+        // Many steps leave nothing to do: only those that do pay for the
+        // loop's frame.
+        if self.work.is_empty() && !self.tcp.has_dirty() {
+            return;
+        }
+        self.settle_pending();
+    }
+
+    #[inline(never)]
+    fn settle_pending(&mut self) {
         loop {
             self.process_work();
             let Some(node) = self.tcp.next_dirty() else {

@@ -138,6 +138,11 @@ impl TcpLayer {
 
     /// A host waiting to be flushed; it stays listed until
     /// [`TcpLayer::end_flush`].
+    /// Whether a host waits to be flushed.
+    pub(crate) fn has_dirty(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
     pub(crate) fn next_dirty(&mut self) -> Option<NodeId> {
         self.dirty.pop().map(NodeId)
     }
