@@ -30,6 +30,7 @@ pub mod cc;
 pub mod clock;
 mod conn;
 pub mod ip;
+pub mod parsed;
 pub mod policies;
 pub mod profile;
 pub mod rto;
@@ -47,6 +48,7 @@ pub use ip::{
     tuple_key, IpHeader, TupleKey, TupleKey6, TupleMap, TupleMap6, Tuples, DEFAULT_MSS,
     DEFAULT_MSS_V6,
 };
+pub use parsed::{parse_tcp, IpRepr, ParsedIp};
 pub use policies::{policy_catalog, AckChoice, CcChoice, PolicyFamily, PolicyInfo, RtoChoice};
 pub use profile::{Config, Profile, ProfileError};
 pub use stack::{ConnId, ConnectError, Stack, EPHEMERAL_PORTS, EPHEMERAL_START};

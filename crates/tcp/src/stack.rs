@@ -21,14 +21,15 @@ use bytes::Bytes;
 
 use rtolab_time::SimTime;
 use rtolab_wire::ipv4::{protocol, Ipv4Repr};
-use rtolab_wire::ipv6::{self, Ipv6Repr, Transport6};
-use rtolab_wire::packet::{self, emit_tcp, Transport};
+use rtolab_wire::ipv6::{self, Ipv6Repr};
+use rtolab_wire::packet::emit_tcp;
 use rtolab_wire::tcp::{SeqNumber, TcpFlags, TcpRepr};
 use rtolab_wire::WireError;
 
 use crate::clock::{HostTimer, TimerEpoch};
 use crate::conn::{reset_reply, ConnError, Connection, Event};
 use crate::ip::{plain, IpHeader, TupleKey, Tuples};
+use crate::parsed::{parse_tcp, IpRepr, ParsedIp};
 use crate::profile::Config;
 use crate::rto::PathHint;
 use crate::state::State;
@@ -734,22 +735,33 @@ impl Stack {
 
     /// Parses a whole IPv4 or IPv6 datagram (told apart by its version
     /// field) and processes it if it is TCP for this address; anything else
-    /// is ignored. Malformed datagrams are errors.
+    /// is ignored. Malformed IP headers and TCP segments are errors.
     pub fn handle_datagram(&mut self, now: SimTime, datagram: &[u8]) -> Result<(), WireError> {
-        if datagram.first().is_some_and(|b| b >> 4 == 6) {
-            let parsed = ipv6::parse(datagram)?;
-            if let Transport6::Tcp(tcp) = parsed.transport {
-                if parsed.ip.dst == self.addr {
-                    self.handle_segment(now, &parsed.ip, &tcp);
-                }
-            }
+        let ip = ParsedIp::parse(datagram, true)?;
+        // The header's lengths were checked against the datagram.
+        self.handle_ip(now, &ip, &datagram[ip.payload()])
+    }
+
+    /// Processes the payload of a datagram whose IP header the caller has
+    /// parsed (and, for IPv4, verified) already: only TCP is parsed here,
+    /// checksum included, if `ip` carries TCP for this address; anything
+    /// else is ignored.
+    pub fn handle_ip(
+        &mut self,
+        now: SimTime,
+        ip: &ParsedIp,
+        payload: &[u8],
+    ) -> Result<(), WireError> {
+        if ip.protocol() != protocol::TCP {
             return Ok(());
         }
-        let parsed = packet::parse(datagram)?;
-        if let Transport::Tcp(tcp) = parsed.transport {
-            if parsed.ip.dst == self.addr {
-                self.handle_segment(now, &parsed.ip, &tcp);
-            }
+        let tcp = parse_tcp(ip, payload)?;
+        if ip.dst() != self.addr {
+            return Ok(());
+        }
+        match &ip.header {
+            IpRepr::V4(h) => self.handle_segment(now, h, &tcp),
+            IpRepr::V6(h) => self.handle_segment(now, h, &tcp),
         }
         Ok(())
     }
@@ -1201,7 +1213,7 @@ mod tests {
         let mut out = Vec::new();
         while let Some(len) = s.poll_transmit(SimTime::ZERO, &mut buf) {
             let parsed = ipv6::parse(&buf[..len]).expect("a valid IPv6 datagram");
-            let Transport6::Tcp(tcp) = parsed.transport else {
+            let ipv6::Transport6::Tcp(tcp) = parsed.transport else {
                 panic!("not TCP");
             };
             out.push((parsed.ip, tcp.flags, tcp.seq, tcp.ack, tcp.options.mss));
@@ -1380,5 +1392,117 @@ mod tests {
         bad[45] ^= 1;
         let e = s6.handle_datagram(SimTime::ZERO, &bad).unwrap_err();
         assert_eq!(e.field, "tcp.checksum");
+    }
+
+    /// An IPv4 SYN from the peer to the host, port 80.
+    fn syn4() -> Vec<u8> {
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port: 80,
+            seq: SeqNumber(5000),
+            ack: SeqNumber(0),
+            flags: TcpFlags::SYN,
+            window: 8000,
+            urgent: 0,
+            options: Default::default(),
+            payload: &[],
+        };
+        let ip = Ipv4Repr {
+            src: PEER,
+            dst: HOST,
+            protocol: protocol::TCP,
+            ttl: 64,
+            ident: 0,
+            dont_fragment: true,
+            tos: 0,
+            payload_len: 0,
+        };
+        let mut out = Vec::new();
+        emit_tcp(&mut out, &ip, &tcp).unwrap();
+        out
+    }
+
+    #[test]
+    fn handle_ip_takes_a_parsed_ipv4_header_and_parses_only_tcp() {
+        let datagram = syn4();
+        let ip = ParsedIp::parse(&datagram, true).unwrap();
+        assert_eq!(ip.payload(), 20..datagram.len());
+        let mut s = stack();
+        s.listen(80);
+        s.handle_ip(SimTime::ZERO, &ip, &datagram[ip.payload()])
+            .unwrap();
+        assert_eq!(s.conn_ids().len(), 1);
+        let id = s.conn_ids()[0];
+        assert_eq!(
+            s.conn(id).unwrap().remote(),
+            SocketAddr::new(PEER.into(), 40000)
+        );
+    }
+
+    #[test]
+    fn handle_ip_takes_a_parsed_ipv6_header_and_parses_only_tcp() {
+        let datagram = syn6(80, Some(1200));
+        let ip = ParsedIp::parse(&datagram, true).unwrap();
+        assert!(matches!(ip.header, IpRepr::V6(h) if h.src == PEER6 && h.dst == HOST6));
+        let mut s = stack6();
+        s.listen(80);
+        s.handle_ip(SimTime::ZERO, &ip, &datagram[ip.payload()])
+            .unwrap();
+        assert_eq!(s.conn_ids().len(), 1);
+        assert_eq!(s.conn(s.conn_ids()[0]).unwrap().send_mss(), 1200);
+    }
+
+    #[test]
+    fn handle_ip_refuses_a_tcp_checksum_of_either_family() {
+        for (mut datagram, mut s, header_len) in [
+            (syn4(), stack(), 20),
+            (syn6(80, None), stack6(), ipv6::HEADER_LEN),
+        ] {
+            s.listen(80);
+            // A flipped bit in the TCP header: the IP header still parses.
+            datagram[header_len + 4] ^= 0x01;
+            let ip = ParsedIp::parse(&datagram, true).unwrap();
+            let err = s
+                .handle_ip(SimTime::ZERO, &ip, &datagram[ip.payload()])
+                .unwrap_err();
+            assert_eq!(err.kind, rtolab_wire::WireErrorKind::BadChecksum, "{err}");
+            assert_eq!(err.field, "tcp.checksum");
+            assert_eq!(err.offset, header_len + 16);
+            assert!(s.conn_ids().is_empty());
+            // The raw-bytes entry goes the same way.
+            assert_eq!(s.handle_datagram(SimTime::ZERO, &datagram), Err(err));
+        }
+    }
+
+    #[test]
+    fn an_ipv4_header_checksum_is_verified_unless_the_sender_parses_it() {
+        let mut datagram = syn4();
+        datagram[8] -= 1; // the TTL, as a router would, without the checksum
+        let err = ParsedIp::parse(&datagram, true).unwrap_err();
+        assert_eq!(
+            (err.field, err.kind),
+            ("ipv4.checksum", rtolab_wire::WireErrorKind::BadChecksum)
+        );
+        assert!(ParsedIp::parse(&datagram, false).is_ok());
+        let mut s = stack();
+        s.listen(80);
+        assert_eq!(s.handle_datagram(SimTime::ZERO, &datagram), Err(err));
+        assert!(s.conn_ids().is_empty());
+    }
+
+    #[test]
+    fn tcp_in_an_ipv4_fragment_is_refused() {
+        let mut datagram = syn4();
+        // More fragments, with the header checksum made good again.
+        datagram[6] |= 0x20;
+        let mut view = rtolab_wire::ipv4::Packet::new_unchecked(&mut datagram[..]);
+        view.fill_checksum();
+        let ip = ParsedIp::parse(&datagram, true).unwrap();
+        assert!(ip.fragment);
+        let mut s = stack();
+        s.listen(80);
+        let err = s.handle_datagram(SimTime::ZERO, &datagram).unwrap_err();
+        assert_eq!(err.field, "ipv4.fragment");
+        assert!(s.conn_ids().is_empty());
     }
 }

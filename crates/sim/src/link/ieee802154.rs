@@ -1187,6 +1187,7 @@ mod tests {
             let datagram = Datagram {
                 bytes: datagram,
                 uid: uid_of(handle),
+                ip: None,
             };
             self.mesh
                 .transmit_datagram(self.now, port, frame, datagram, &mut self.out);

@@ -31,6 +31,7 @@ use crate::mesh::mac::{framer, MacEvent, MacPacketId, MacStack, TxStatus, BROADC
 use crate::mesh::rpl::addr::{interface_id, is_link_local, link_local, with_iid, ALL_RPL_NODES};
 use crate::mesh::rpl::{self, Rpl, RplTransmit};
 use crate::trace::DropReason;
+use rtolab_tcp::IpRepr;
 
 /// How long a partly reassembled datagram is kept: Contiki's
 /// `SICSLOWPAN_REASS_MAXAGE` (20, uipopt.h) × `CLOCK_SECOND` / 16, as
@@ -246,11 +247,16 @@ impl<P: Copy> Member<P> {
         out: &mut LinkOut<P>,
     ) {
         self.stats.from_node += 1;
+        // The node parsed the header where the datagram entered it.
+        let ip = match datagram.ip.map(|ip| ip.header) {
+            Some(IpRepr::V6(ip)) => Some(ip),
+            _ => None,
+        };
         let datagram = MeshDatagram {
             bytes: datagram.bytes.to_vec(),
             uid: Some(datagram.uid),
         };
-        self.route(now, datagram, Some(frame), false, air, out);
+        self.route(now, datagram, ip, Some(frame), false, air, out);
     }
 
     /// The member was switched off: every datagram it held is lost.
@@ -283,7 +289,9 @@ impl<P: Copy> Member<P> {
     }
 
     /// Routes a datagram: up to the node, to RPL, or on through the MAC.
-    /// `forwarding`: it came from another member, so it crosses this one.
+    /// `ip`: its header, if the node handed it over parsed (otherwise it
+    /// is parsed here). `forwarding`: it came from another member, so it
+    /// crosses this one.
     // Out of line: inlined into the radio loop it costs that loop's every
     // call (performance.md, "One packet id across every link").
     #[inline(never)]
@@ -291,14 +299,21 @@ impl<P: Copy> Member<P> {
         &mut self,
         now: SimTime,
         mut datagram: MeshDatagram,
+        ip: Option<Ipv6Repr>,
         handle: Option<Frame<P>>,
         forwarding: bool,
         air: &mut OnAir,
         out: &mut LinkOut<P>,
     ) {
-        let Ok((ip, _)) = Ipv6Repr::parse(&datagram.bytes) else {
-            self.stats.malformed += 1;
-            return self.drop(handle, DropReason::BadHeader, out);
+        let ip = match ip {
+            Some(ip) => ip,
+            None => match parse_ipv6(&datagram.bytes) {
+                Ok(ip) => ip,
+                Err(_) => {
+                    self.stats.malformed += 1;
+                    return self.drop(handle, DropReason::BadHeader, out);
+                }
+            },
         };
         let dst = ip.dst;
         if dst.is_multicast() {
@@ -306,10 +321,10 @@ impl<P: Copy> Member<P> {
                 // Link-scope multicast from the node: one broadcast frame.
                 return self.send(now, datagram, BROADCAST, handle, air, out);
             }
-            return self.local(now, datagram, out);
+            return self.local(now, &ip, datagram, out);
         }
         if self.owns(dst) {
-            return self.local(now, datagram, out);
+            return self.local(now, &ip, datagram, out);
         }
         let on_mesh = is_link_local(dst) || self.prefix.contains(dst);
         if self.rpl.is_root() && !on_mesh {
@@ -336,10 +351,13 @@ impl<P: Copy> Member<P> {
         self.send(now, datagram, mac_of(next), handle, air, out);
     }
 
-    /// A datagram addressed to this member: RPL's, or the node's.
-    fn local(&mut self, now: SimTime, datagram: MeshDatagram, out: &mut LinkOut<P>) {
-        if let Ok(parsed) = ipv6::parse(&datagram.bytes) {
-            let ip = parsed.ip;
+    /// A datagram addressed to this member (its header `ip`): RPL's, or
+    /// the node's.
+    fn local(&mut self, now: SimTime, ip: &Ipv6Repr, datagram: MeshDatagram, out: &mut LinkOut<P>) {
+        // Only a sound (checksums and all) ICMPv6 message, or one to all
+        // RPL nodes, stays here: anything else goes up unread.
+        let maybe_rpl = ip.next_header == next_header::ICMPV6 || ip.dst == ALL_RPL_NODES;
+        if maybe_rpl && ipv6::parse(&datagram.bytes).is_ok() {
             let payload = &datagram.bytes[ipv6::HEADER_LEN..ip.buffer_len()];
             let rpl_message = ip.next_header == next_header::ICMPV6
                 && payload.first() == Some(&icmpv6::msg_type::RPL_CONTROL);
@@ -566,8 +584,10 @@ impl<P: Copy> Member<P> {
                     self.stats.reassembled += 1;
                 }
                 let uid = air.uid(src, &bytes);
+                #[cfg(test)]
+                crate::sim::parse_count::bump_from_radio();
                 let datagram = MeshDatagram { bytes, uid };
-                self.route(now, datagram, None, true, air, out);
+                self.route(now, datagram, None, None, true, air, out);
             }
             Ok(None) => {}
             Err(_) => self.stats.malformed += 1,
@@ -593,4 +613,13 @@ impl<P: Copy> Member<P> {
             });
         }
     }
+}
+
+/// Parses the fixed IPv6 header of a datagram the member did not get
+/// parsed from its node (a relayed one); counted in tests with the
+/// simulator's own parses.
+fn parse_ipv6(datagram: &[u8]) -> rtolab_wire::Result<Ipv6Repr> {
+    #[cfg(test)]
+    crate::sim::parse_count::bump_member();
+    Ipv6Repr::parse(datagram).map(|(ip, _)| ip)
 }

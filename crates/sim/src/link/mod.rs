@@ -75,6 +75,7 @@ pub use wifi::{WifiLink, WifiMember, WifiMemberStats, WifiSpec, WifiStats};
 
 pub use crate::position::Position;
 
+use rtolab_tcp::ParsedIp;
 use rtolab_time::{SimDuration, SimTime};
 use serde::Serialize;
 
@@ -106,6 +107,10 @@ pub struct Datagram<'a> {
     /// arrives ([`LinkOutput::Arrived`]), so a trace follows one packet
     /// across the link.
     pub uid: u64,
+    /// Its IP header as the sending node parsed it (hop limit or TTL as
+    /// sent), so the link need not parse it again; `None` when the node
+    /// did not.
+    pub ip: Option<&'a ParsedIp>,
 }
 
 /// The uid of a datagram that arrived without one ([`LinkOutput::Arrived`]).

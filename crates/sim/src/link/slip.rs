@@ -376,7 +376,11 @@ mod tests {
     }
 
     fn datagram(bytes: &[u8]) -> Datagram<'_> {
-        Datagram { bytes, uid: 0 }
+        Datagram {
+            bytes,
+            uid: 0,
+            ip: None,
+        }
     }
 
     fn frame(id: u32, datagram: &[u8]) -> Frame<u32> {

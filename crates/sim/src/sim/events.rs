@@ -224,7 +224,7 @@ impl Simulator {
             match work {
                 Work::Link { link, output } => self.handle_link_output(link, output),
                 Work::LinkTrace { link, trace } => self.trace_link(link, trace),
-                Work::Loopback { node, packet } => self.deliver_local(node, packet),
+                Work::Loopback { node, packet } => self.loopback(node, packet),
                 Work::Released(node) => {
                     let now = self.now;
                     self.with_chain(node, |chain, host| {

@@ -3,8 +3,8 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use rtolab_wire::ipv4;
-use rtolab_wire::ipv6::Ipv6Repr;
+use rtolab_tcp::{IpRepr, ParsedIp};
+use rtolab_wire::{ipv4, WireError};
 
 use crate::cidr::Family;
 use crate::link::{Datagram, Frame, LinkModel, Medium, Port};
@@ -57,90 +57,82 @@ impl Simulator {
             packet,
             len: self.pool.len(packet) as u32,
         };
-        self.link_transmit(link.0, port, 1 - port, frame);
+        self.link_transmit(link.0, port, 1 - port, frame, None);
     }
 
     /// A datagram arrived on `iface`: deliver it, forward it or drop it.
+    /// Its IP header is parsed here, once, and handed on.
     fn ip_input(&mut self, iface: IfaceId, packet: PacketId) {
         let node = iface.node;
-        if ip_version(self.pool.bytes(packet)) == Some(6) {
-            self.ip6_input(iface, packet);
-            return;
-        }
-        let header = match ipv4::Packet::new_checked(self.pool.bytes(packet)) {
-            Ok(p) if p.version() == 4 && p.verify_checksum() => Some((p.dst_addr(), p.ttl())),
-            _ => None,
-        };
-        let Some((dst, ttl)) = header else {
+        let Ok(mut ip) = parse_ip(self.pool.bytes(packet), true) else {
             self.drop_at(node, packet, DropReason::BadHeader);
             return;
         };
-        if self.nodes[node.0 as usize].owns(dst) {
-            self.deliver_local(node, packet);
-            return;
+        match &mut ip.header {
+            IpRepr::V4(h) => {
+                if self.nodes[node.0 as usize].owns(h.dst) {
+                    self.deliver_local(node, packet, &ip);
+                    return;
+                }
+                if h.ttl <= 1 {
+                    self.drop_at(node, packet, DropReason::TtlExpired);
+                    return;
+                }
+                h.ttl -= 1;
+                let mut view = ipv4::Packet::new_unchecked(&mut self.pool.buf_mut(packet)[..]);
+                view.set_ttl(h.ttl);
+                view.fill_checksum();
+                let (dst, ttl) = (h.dst, h.ttl);
+                self.route_out(node, packet, dst, &ip, Some((iface.index, ttl)));
+            }
+            IpRepr::V6(h) => {
+                if self.nodes[node.0 as usize].owns6(h.dst) {
+                    self.deliver_local(node, packet, &ip);
+                    return;
+                }
+                if h.hop_limit <= 1 {
+                    self.drop_at(node, packet, DropReason::TtlExpired);
+                    return;
+                }
+                // IPv6 has no header checksum: only the hop limit changes.
+                h.hop_limit -= 1;
+                self.pool.buf_mut(packet)[IPV6_HOP_LIMIT_OFFSET] = h.hop_limit;
+                let (dst, hop_limit) = (h.dst, h.hop_limit);
+                self.route_out(node, packet, dst, &ip, Some((iface.index, hop_limit)));
+            }
         }
-        if ttl <= 1 {
-            self.drop_at(node, packet, DropReason::TtlExpired);
-            return;
-        }
-        let mut view = ipv4::Packet::new_unchecked(&mut self.pool.buf_mut(packet)[..]);
-        view.set_ttl(ttl - 1);
-        view.fill_checksum();
-        self.route_out(node, packet, dst, Some((iface.index, ttl - 1)));
     }
 
-    /// An IPv6 datagram arrived on `iface`: deliver it, forward it with
-    /// its hop limit decremented, or drop it.
-    fn ip6_input(&mut self, iface: IfaceId, packet: PacketId) {
-        let node = iface.node;
-        let header = Ipv6Repr::parse(self.pool.bytes(packet))
-            .ok()
-            .map(|(ip, _)| (ip.dst, ip.hop_limit));
-        let Some((dst, hop_limit)) = header else {
-            self.drop_at(node, packet, DropReason::BadHeader);
-            return;
-        };
-        if self.nodes[node.0 as usize].owns6(dst) {
-            self.deliver_local(node, packet);
-            return;
-        }
-        if hop_limit <= 1 {
-            self.drop_at(node, packet, DropReason::TtlExpired);
-            return;
-        }
-        // IPv6 has no header checksum: only the hop limit changes.
-        self.pool.buf_mut(packet)[IPV6_HOP_LIMIT_OFFSET] = hop_limit - 1;
-        self.route_out(node, packet, dst, Some((iface.index, hop_limit - 1)));
-    }
-
-    /// A local app sent a datagram.
+    /// A local app sent a datagram. Its IP header is parsed here, once (its
+    /// IPv4 checksum is the receiver's to verify), and handed on.
     pub(super) fn send_local(&mut self, node: NodeId, packet: PacketId) {
-        if ip_version(self.pool.bytes(packet)) == Some(6) {
-            let Ok((ip, _)) = Ipv6Repr::parse(self.pool.bytes(packet)) else {
-                self.drop_at(node, packet, DropReason::BadHeader);
-                return;
-            };
-            self.nodes[node.0 as usize].stats.originated += 1;
-            if self.nodes[node.0 as usize].owns6(ip.dst) {
-                self.work.push_back(Work::Loopback { node, packet });
-                return;
-            }
-            self.route_out(node, packet, ip.dst, None);
+        let Ok(ip) = parse_ip(self.pool.bytes(packet), false) else {
+            self.drop_at(node, packet, DropReason::BadHeader);
             return;
-        }
-        let dst = match ipv4::Packet::new_checked(self.pool.bytes(packet)) {
-            Ok(p) if p.version() == 4 => p.dst_addr(),
-            _ => {
-                self.drop_at(node, packet, DropReason::BadHeader);
-                return;
-            }
         };
         self.nodes[node.0 as usize].stats.originated += 1;
-        if self.nodes[node.0 as usize].owns(dst) {
+        let own = match &ip.header {
+            IpRepr::V4(h) => self.nodes[node.0 as usize].owns(h.dst),
+            IpRepr::V6(h) => self.nodes[node.0 as usize].owns6(h.dst),
+        };
+        if own {
             self.work.push_back(Work::Loopback { node, packet });
             return;
         }
-        self.route_out(node, packet, dst, None);
+        match &ip.header {
+            IpRepr::V4(h) => self.route_out(node, packet, h.dst, &ip, None),
+            IpRepr::V6(h) => self.route_out(node, packet, h.dst, &ip, None),
+        }
+    }
+
+    /// A datagram a local app sent to its own node arrives there: it
+    /// enters the node as any other does.
+    pub(super) fn loopback(&mut self, node: NodeId, packet: PacketId) {
+        let Ok(ip) = parse_ip(self.pool.bytes(packet), true) else {
+            self.drop_at(node, packet, DropReason::BadHeader);
+            return;
+        };
+        self.deliver_local(node, packet, &ip);
     }
 
     /// Sends a datagram towards `dst`, of either family; `forwarded` is the
@@ -151,6 +143,7 @@ impl Simulator {
         node: NodeId,
         packet: PacketId,
         dst: A,
+        ip: &ParsedIp,
         forwarded: Option<(u32, u8)>,
     ) {
         let node_ref = &self.nodes[node.0 as usize];
@@ -174,7 +167,7 @@ impl Simulator {
             self.drop_at(node, packet, DropReason::NeighbourUnknown);
             return;
         };
-        self.link_send(node, packet, out_iface, to as u32, forwarded);
+        self.link_send(node, packet, out_iface, to as u32, ip, forwarded);
     }
 
     /// Hands a datagram to the link of `node`'s interface `out_iface`,
@@ -185,6 +178,7 @@ impl Simulator {
         packet: PacketId,
         out_iface: u32,
         to: Port,
+        ip: &ParsedIp,
         forwarded: Option<(u32, u8)>,
     ) {
         if let Some((in_iface, ttl)) = forwarded {
@@ -206,12 +200,20 @@ impl Simulator {
             packet,
             len: self.pool.len(packet) as u32,
         };
-        self.link_transmit(link.0, port, to, frame);
+        self.link_transmit(link.0, port, to, frame, Some(ip));
     }
 
     /// Hands `frame` from `port` to `link`, as its medium takes it: a
-    /// frame for port `to`, or a datagram with its bytes.
-    fn link_transmit(&mut self, link: u32, port: Port, to: Port, frame: Frame<PacketId>) {
+    /// frame for port `to`, or a datagram with its bytes (and its IP
+    /// header, when the node parsed it).
+    fn link_transmit(
+        &mut self,
+        link: u32,
+        port: Port,
+        to: Port,
+        frame: Frame<PacketId>,
+        ip: Option<&ParsedIp>,
+    ) {
         let slot = &mut self.links[link as usize];
         match slot.medium {
             Medium::PointToPoint | Medium::Broadcast => {
@@ -222,6 +224,7 @@ impl Simulator {
                 let datagram = Datagram {
                     bytes: self.pool.bytes(frame.packet),
                     uid: self.pool.uid(frame.packet),
+                    ip,
                 };
                 slot.link
                     .transmit_datagram(self.now, port, frame, datagram, &mut self.link_out)
@@ -258,9 +261,53 @@ impl Simulator {
 /// Offset of the hop limit in the IPv6 header (RFC 8200 §3).
 const IPV6_HOP_LIMIT_OFFSET: usize = 7;
 
-/// The IP version nibble of a datagram, `None` when it is empty.
-pub(super) fn ip_version(datagram: &[u8]) -> Option<u8> {
-    datagram.first().map(|b| b >> 4)
+/// Parses a datagram's IP header ([`ParsedIp::parse`]): the one place
+/// the simulator's nodes do, counted in tests.
+pub(crate) fn parse_ip(datagram: &[u8], verify_checksum: bool) -> Result<ParsedIp, WireError> {
+    #[cfg(test)]
+    parse_count::bump_node();
+    ParsedIp::parse(datagram, verify_checksum)
+}
+
+/// How many IP headers of whole datagrams this thread has parsed, for
+/// tests that a datagram is parsed once where it enters a node: by the
+/// nodes ([`parse_ip`]) and by mesh members, next to how many datagrams
+/// mesh members got from the radio (which they must parse).
+#[cfg(test)]
+pub(crate) mod parse_count {
+    use std::cell::Cell;
+
+    thread_local! {
+        static NODE: Cell<u64> = const { Cell::new(0) };
+        static MEMBER: Cell<u64> = const { Cell::new(0) };
+        static FROM_RADIO: Cell<u64> = const { Cell::new(0) };
+    }
+
+    fn bump(counter: &'static std::thread::LocalKey<Cell<u64>>) {
+        counter.with(|c| c.set(c.get() + 1));
+    }
+
+    pub(crate) fn bump_node() {
+        bump(&NODE);
+    }
+
+    pub(crate) fn bump_member() {
+        bump(&MEMBER);
+    }
+
+    pub(crate) fn bump_from_radio() {
+        bump(&FROM_RADIO);
+    }
+
+    /// (node parses, member parses, datagrams members got from the radio)
+    /// on this thread so far.
+    pub(crate) fn get() -> (u64, u64, u64) {
+        (
+            NODE.with(Cell::get),
+            MEMBER.with(Cell::get),
+            FROM_RADIO.with(Cell::get),
+        )
+    }
 }
 
 /// What routing needs of an address family: the node's table for it and

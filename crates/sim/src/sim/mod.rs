@@ -167,7 +167,11 @@ macro_rules! trace {
 
 mod events;
 mod ip;
+#[cfg(test)]
+pub(crate) use ip::parse_count;
 mod middlebox;
+#[cfg(test)]
+mod parse_once;
 mod setup;
 mod transport;
 

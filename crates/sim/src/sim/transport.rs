@@ -1,8 +1,8 @@
 //! The transport glue: datagrams for a node go to the app bound to them
 //! or to the host's TCP stack, whose output and events it drives.
 
-use rtolab_wire::ipv4::{self, protocol};
-use rtolab_wire::ipv6::Ipv6Repr;
+use rtolab_tcp::ParsedIp;
+use rtolab_wire::ipv4::protocol;
 
 use crate::app::{AnyApp, App, AppContext, AppId};
 use crate::event::Event;
@@ -11,38 +11,22 @@ use crate::pool::PacketId;
 use crate::tcp_layer::StackOutput;
 use crate::trace::{DropReason, TcpTrace, TraceEvent};
 
-use super::ip::ip_version;
 use super::Simulator;
 
 impl Simulator {
-    /// Hands a datagram addressed to `node` to the app bound to it.
-    pub(super) fn deliver_local(&mut self, node: NodeId, packet: PacketId) {
+    /// Hands a datagram addressed to `node`, whose IP header the node
+    /// parsed where it entered as `ip`, to the app bound to it.
+    pub(super) fn deliver_local(&mut self, node: NodeId, packet: PacketId, ip: &ParsedIp) {
         // Both families number UDP and TCP alike (17, 6).
-        let key_of = |proto: u8, payload: &[u8]| {
-            let has_ports = proto == protocol::UDP || proto == protocol::TCP;
-            let port = match payload {
-                [_, _, hi, lo, ..] if has_ports => Some(u16::from_be_bytes([*hi, *lo])),
-                _ => None,
-            };
-            (proto, port)
-        };
-        let bytes = self.pool.bytes(packet);
-        let key = if ip_version(bytes) == Some(6) {
-            Ipv6Repr::parse(bytes)
-                .ok()
-                .map(|(ip, payload)| key_of(ip.next_header, payload))
-        } else {
-            ipv4::Packet::new_checked(bytes)
-                .ok()
-                .map(|p| key_of(p.protocol(), p.payload()))
-        };
-        let Some((proto, port)) = key else {
-            self.drop_at(node, packet, DropReason::BadHeader);
-            return;
+        let proto = ip.protocol();
+        let has_ports = proto == protocol::UDP || proto == protocol::TCP;
+        let port = match &self.pool.bytes(packet)[ip.payload()] {
+            [_, _, hi, lo, ..] if has_ports => Some(u16::from_be_bytes([*hi, *lo])),
+            _ => None,
         };
         let Some(app) = self.demux[node.0 as usize].lookup(proto, port) else {
             if proto == protocol::TCP && self.tcp.hosts[node.0 as usize].stack.takes_tcp() {
-                self.tcp_input(node, packet);
+                self.tcp_input(node, packet, ip);
             } else {
                 self.drop_at(node, packet, DropReason::NoListener);
             }
@@ -66,12 +50,12 @@ impl Simulator {
 
     /// A TCP datagram for `node` that no raw app bound: hand it to the
     /// host's TCP stack.
-    fn tcp_input(&mut self, node: NodeId, packet: PacketId) {
+    fn tcp_input(&mut self, node: NodeId, packet: PacketId, ip: &ParsedIp) {
         let name = &self.nodes[node.0 as usize].name;
         let datagram = self.pool.bytes(packet);
-        let owner = self
-            .tcp
-            .with_host(self.now, node, name, |stack, cx| stack.input(cx, datagram));
+        let owner = self.tcp.with_host(self.now, node, name, |stack, cx| {
+            stack.input_parsed(cx, ip, datagram)
+        });
         let Ok(owner) = owner else {
             self.drop_at(node, packet, DropReason::BadHeader);
             return;

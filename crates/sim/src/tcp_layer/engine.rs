@@ -10,12 +10,11 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use rand::RngCore;
 use rtolab_tcp::trace::{Trace, TraceEvent as EngineTrace, TraceLevel};
 use rtolab_tcp::{
-    Bytes, ConnError, ConnId, ConnectError, Connection, ConnectionStats, Event, IpHeader, Stack,
-    State, TupleKey, Tuples,
+    parse_tcp, Bytes, ConnError, ConnId, ConnectError, Connection, ConnectionStats, Event,
+    IpHeader, IpRepr, ParsedIp, Stack, State, TupleKey, Tuples,
 };
 use rtolab_time::SimTime;
-use rtolab_wire::ipv6::{self, Transport6};
-use rtolab_wire::packet::{self, Transport};
+use rtolab_wire::ipv4::protocol;
 use rtolab_wire::tcp::{TcpFlags, TcpRepr};
 
 use crate::node::AppId;
@@ -522,25 +521,24 @@ impl HostStack for EngineHost {
         cx: &mut StackCx<'_>,
         datagram: &[u8],
     ) -> Result<Option<AppId>, BadSegment> {
-        if datagram.first().map(|b| b >> 4) == Some(6) {
-            match ipv6::parse(datagram) {
-                Ok(ipv6::ParsedPacket6 {
-                    ip,
-                    transport: Transport6::Tcp(tcp),
-                }) => Ok(self.segment(cx, &ip, &tcp)),
-                Ok(_) => Err(BadSegment::NotTcp),
-                Err(e) => Err(e.into()),
-            }
-        } else {
-            match packet::parse(datagram) {
-                Ok(packet::ParsedPacket {
-                    ip,
-                    transport: Transport::Tcp(tcp),
-                }) => Ok(self.segment(cx, &ip, &tcp)),
-                Ok(_) => Err(BadSegment::NotTcp),
-                Err(e) => Err(e.into()),
-            }
+        let ip = ParsedIp::parse(datagram, true)?;
+        self.input_parsed(cx, &ip, datagram)
+    }
+
+    fn input_parsed(
+        &mut self,
+        cx: &mut StackCx<'_>,
+        ip: &ParsedIp,
+        datagram: &[u8],
+    ) -> Result<Option<AppId>, BadSegment> {
+        if ip.protocol() != protocol::TCP {
+            return Err(BadSegment::NotTcp);
         }
+        let tcp = parse_tcp(ip, &datagram[ip.payload()])?;
+        Ok(match &ip.header {
+            IpRepr::V4(h) => self.segment(cx, h, &tcp),
+            IpRepr::V6(h) => self.segment(cx, h, &tcp),
+        })
     }
 
     /// Fires the due timers of every stack of the host.

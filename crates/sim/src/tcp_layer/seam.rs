@@ -4,7 +4,7 @@
 //! Every node holds one [`HostStack`] (as an ns-3 node holds its L4
 //! protocol): our engine ([`super::EngineHost`], the default) or
 //! smoltcp ([`crate::smol::SmolHost`]). Apps reach it through their
-//! context's `tcp_*` calls and the kernel through [`HostStack::input`],
+//! context's `tcp_*` calls and the kernel through [`HostStack::input_parsed`],
 //! [`HostStack::poll_output`], [`HostStack::timeout`] and
 //! [`HostStack::next_deadline`]; neither asks which stack is behind it. A
 //! stack's quirks (smoltcp's polling, its lack of per-flow counters, the
@@ -21,7 +21,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use rtolab_tcp::rto::PathHint;
 use rtolab_tcp::trace::TraceEvent as EngineTrace;
-use rtolab_tcp::{Bytes, Connection};
+use rtolab_tcp::{Bytes, Connection, ParsedIp};
 use rtolab_time::SimTime;
 use rtolab_wire::WireError;
 
@@ -221,6 +221,21 @@ pub trait HostStack: Send {
     /// raw app bound. Returns the app it is for, when known.
     fn input(&mut self, cx: &mut StackCx<'_>, datagram: &[u8])
         -> Result<Option<AppId>, BadSegment>;
+
+    /// [`HostStack::input`] for a datagram whose IP header the host's IP
+    /// layer has parsed (and, for IPv4, verified) already, as `ip`: a
+    /// stack that can take it parses only its transport header. The
+    /// default hands the raw bytes to [`HostStack::input`], for a stack
+    /// whose API takes only those (smoltcp's device receives frames).
+    fn input_parsed(
+        &mut self,
+        cx: &mut StackCx<'_>,
+        ip: &ParsedIp,
+        datagram: &[u8],
+    ) -> Result<Option<AppId>, BadSegment> {
+        let _ = ip;
+        self.input(cx, datagram)
+    }
 
     /// The stack's timer, set at [`HostStack::next_deadline`], fired.
     fn timeout(&mut self, cx: &mut StackCx<'_>);
