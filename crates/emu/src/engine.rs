@@ -579,6 +579,7 @@ impl Engine {
                 let datagram = Datagram {
                     bytes: self.pool.bytes(packet),
                     uid: self.pool.uid(packet),
+                    ip: None,
                 };
                 slot.link
                     .transmit_datagram(now, port, frame, datagram, &mut self.link_out);

@@ -114,6 +114,8 @@ struct Outgoing<P> {
 struct MeshDatagram {
     bytes: Vec<u8>,
     uid: Option<u64>,
+    /// Its IPv6 header, when the node handed it over parsed.
+    ip: Option<Ipv6Repr>,
 }
 
 /// The datagrams with a trace uid that members have handed to their MACs
@@ -255,8 +257,9 @@ impl<P: Copy> Member<P> {
         let datagram = MeshDatagram {
             bytes: datagram.bytes.to_vec(),
             uid: Some(datagram.uid),
+            ip,
         };
-        self.route(now, datagram, ip, Some(frame), false, air, out);
+        self.route(now, datagram, Some(frame), false, air, out);
     }
 
     /// The member was switched off: every datagram it held is lost.
@@ -288,10 +291,9 @@ impl<P: Copy> Member<P> {
         });
     }
 
-    /// Routes a datagram: up to the node, to RPL, or on through the MAC.
-    /// `ip`: its header, if the node handed it over parsed (otherwise it
-    /// is parsed here). `forwarding`: it came from another member, so it
-    /// crosses this one.
+    /// Routes a datagram: up to the node, to RPL, or on through the MAC;
+    /// its header is parsed here unless the node handed it over parsed.
+    /// `forwarding`: it came from another member, so it crosses this one.
     // Out of line: inlined into the radio loop it costs that loop's every
     // call (performance.md, "One packet id across every link").
     #[inline(never)]
@@ -299,13 +301,12 @@ impl<P: Copy> Member<P> {
         &mut self,
         now: SimTime,
         mut datagram: MeshDatagram,
-        ip: Option<Ipv6Repr>,
         handle: Option<Frame<P>>,
         forwarding: bool,
         air: &mut OnAir,
         out: &mut LinkOut<P>,
     ) {
-        let ip = match ip {
+        let ip = match datagram.ip.take() {
             Some(ip) => ip,
             None => match parse_ipv6(&datagram.bytes) {
                 Ok(ip) => ip,
@@ -414,6 +415,7 @@ impl<P: Copy> Member<P> {
         let datagram = MeshDatagram {
             bytes: datagram,
             uid: None,
+            ip: None,
         };
         self.send(now, datagram, dst, None, air, out);
     }
@@ -586,8 +588,12 @@ impl<P: Copy> Member<P> {
                 let uid = air.uid(src, &bytes);
                 #[cfg(test)]
                 crate::sim::parse_count::bump_from_radio();
-                let datagram = MeshDatagram { bytes, uid };
-                self.route(now, datagram, None, None, true, air, out);
+                let datagram = MeshDatagram {
+                    bytes,
+                    uid,
+                    ip: None,
+                };
+                self.route(now, datagram, None, true, air, out);
             }
             Ok(None) => {}
             Err(_) => self.stats.malformed += 1,

@@ -269,6 +269,31 @@ pub(crate) fn parse_ip(datagram: &[u8], verify_checksum: bool) -> Result<ParsedI
     ParsedIp::parse(datagram, verify_checksum)
 }
 
+/// What routing needs of an address family: the node's table for it and
+/// an interface's address in it.
+trait Routed: Family {
+    fn routes(node: &Node) -> &RoutingTable<Self>;
+    fn address(interface: &Interface) -> Option<Self>;
+}
+
+impl Routed for Ipv4Addr {
+    fn routes(node: &Node) -> &RoutingTable<Self> {
+        &node.routes
+    }
+    fn address(interface: &Interface) -> Option<Self> {
+        Some(interface.cidr.addr)
+    }
+}
+
+impl Routed for Ipv6Addr {
+    fn routes(node: &Node) -> &RoutingTable<Self> {
+        &node.routes6
+    }
+    fn address(interface: &Interface) -> Option<Self> {
+        interface.ipv6.map(|c| c.addr)
+    }
+}
+
 /// How many IP headers of whole datagrams this thread has parsed, for
 /// tests that a datagram is parsed once where it enters a node: by the
 /// nodes ([`parse_ip`]) and by mesh members, next to how many datagrams
@@ -307,30 +332,5 @@ pub(crate) mod parse_count {
             MEMBER.with(Cell::get),
             FROM_RADIO.with(Cell::get),
         )
-    }
-}
-
-/// What routing needs of an address family: the node's table for it and
-/// an interface's address in it.
-trait Routed: Family {
-    fn routes(node: &Node) -> &RoutingTable<Self>;
-    fn address(interface: &Interface) -> Option<Self>;
-}
-
-impl Routed for Ipv4Addr {
-    fn routes(node: &Node) -> &RoutingTable<Self> {
-        &node.routes
-    }
-    fn address(interface: &Interface) -> Option<Self> {
-        Some(interface.cidr.addr)
-    }
-}
-
-impl Routed for Ipv6Addr {
-    fn routes(node: &Node) -> &RoutingTable<Self> {
-        &node.routes6
-    }
-    fn address(interface: &Interface) -> Option<Self> {
-        interface.ipv6.map(|c| c.addr)
     }
 }
