@@ -43,6 +43,7 @@ impl ParsedIp {
     /// when `verify_checksum` (a router and a receiver verify it; the
     /// sender's own datagram is not). Bytes past the length the header
     /// announces are link padding and ignored.
+    #[inline]
     pub fn parse(datagram: &[u8], verify_checksum: bool) -> Result<Self, WireError> {
         if datagram.first().is_some_and(|b| b >> 4 == 6) {
             let (header, _) = Ipv6Repr::parse(datagram)?;
@@ -81,6 +82,7 @@ impl ParsedIp {
     }
 
     /// Where the payload lies in the datagram.
+    #[inline]
     pub fn payload(&self) -> Range<usize> {
         let len = match &self.header {
             IpRepr::V4(h) => h.payload_len,
@@ -91,6 +93,7 @@ impl ParsedIp {
 
     /// The payload's protocol (IPv4's protocol, IPv6's next header; both
     /// number TCP and UDP alike).
+    #[inline]
     pub fn protocol(&self) -> u8 {
         match &self.header {
             IpRepr::V4(h) => h.protocol,
@@ -99,6 +102,7 @@ impl ParsedIp {
     }
 
     /// The destination address.
+    #[inline]
     pub fn dst(&self) -> IpAddr {
         match &self.header {
             IpRepr::V4(h) => IpAddr::V4(h.dst),

@@ -263,6 +263,7 @@ const IPV6_HOP_LIMIT_OFFSET: usize = 7;
 
 /// Parses a datagram's IP header ([`ParsedIp::parse`]): the one place
 /// the simulator's nodes do, counted in tests.
+#[inline]
 pub(crate) fn parse_ip(datagram: &[u8], verify_checksum: bool) -> Result<ParsedIp, WireError> {
     #[cfg(test)]
     parse_count::bump_node();
