@@ -118,13 +118,23 @@ struct MeshDatagram {
     ip: Option<Ipv6Repr>,
 }
 
-/// The datagrams with a trace uid that members have handed to their MACs
-/// and the MACs have not reported on yet, shared by the members of one
-/// mesh.
+/// The datagrams with a trace uid that members have handed to their MACs,
+/// shared by the members of one mesh: those the MACs have not reported
+/// on yet, and those reported within [`AIR_KEEP`].
 #[derive(Default)]
 pub struct OnAir {
     datagrams: Vec<Sent>,
+    /// Reported on, with when: a receiving MAC that is itself sending
+    /// holds a frame it acknowledged until it is done (ContikiMAC's
+    /// pending frame), so the sender can report before the receiver reads
+    /// it.
+    reported: Vec<(Sent, SimTime)>,
 }
+
+/// How long a datagram's uid stays findable after its sender's MAC
+/// reported on it: as long as a member keeps a partial datagram
+/// ([`REASSEMBLY_TIMEOUT`]).
+const AIR_KEEP: SimDuration = REASSEMBLY_TIMEOUT;
 
 struct Sent {
     from: Address,
@@ -135,23 +145,34 @@ struct Sent {
 }
 
 impl OnAir {
-    /// The trace uid of `datagram` as reassembled from `from`'s frames. Two
-    /// datagrams of the same bytes from one sender in flight at once cannot
-    /// be told apart: the older one's uid is given.
-    fn uid(&self, from: Address, datagram: &[u8]) -> Option<u64> {
+    /// The trace uid of `datagram` as reassembled from `from`'s frames at
+    /// `now`. Two datagrams of the same bytes from one sender cannot be
+    /// told apart: of those in flight the older one's uid is given, else
+    /// that of the one reported on last.
+    fn uid(&self, from: Address, datagram: &[u8], now: SimTime) -> Option<u64> {
+        let matches = |s: &Sent| s.from == from && s.bytes == datagram;
         self.datagrams
             .iter()
-            .find(|s| s.from == from && s.bytes == datagram)
+            .find(|s| matches(s))
+            .or_else(|| {
+                self.reported
+                    .iter()
+                    .rev()
+                    .find(|(s, at)| matches(s) && now < *at + AIR_KEEP)
+                    .map(|(s, _)| s)
+            })
             .map(|s| s.uid)
     }
 
-    fn remove(&mut self, from: Address, key: u64) {
+    /// `from`'s MAC reported on its datagram `key` at `now`.
+    fn remove(&mut self, from: Address, key: u64, now: SimTime) {
+        self.reported.retain(|(_, at)| now < *at + AIR_KEEP);
         if let Some(i) = self
             .datagrams
             .iter()
             .position(|s| s.from == from && s.key == key)
         {
-            self.datagrams.swap_remove(i);
+            self.reported.push((self.datagrams.swap_remove(i), now));
         }
     }
 }
@@ -508,7 +529,7 @@ impl<P: Copy> Member<P> {
                     self.rpl
                         .handle_tx_outcome(now, link_local(dst), status, transmissions);
                 }
-                self.tx_outcome(id, status, air, out);
+                self.tx_outcome(now, id, status, air, out);
             }
             MacEvent::Received { src, dst, payload } => {
                 self.received(now, src, dst, &payload, air, out);
@@ -518,6 +539,7 @@ impl<P: Copy> Member<P> {
 
     fn tx_outcome(
         &mut self,
+        now: SimTime,
         id: MacPacketId,
         status: TxStatus,
         air: &mut OnAir,
@@ -545,7 +567,7 @@ impl<P: Copy> Member<P> {
         let Some(o) = self.outgoing.remove(&key) else {
             return;
         };
-        air.remove(self.mac.address(), key);
+        air.remove(self.mac.address(), key, now);
         match (o.failed, o.handle) {
             (Some(reason), handle) => self.drop(handle, reason, out),
             (None, Some(frame)) => out.push(LinkOutput::Consumed {
@@ -585,7 +607,7 @@ impl<P: Copy> Member<P> {
                 if fragment {
                     self.stats.reassembled += 1;
                 }
-                let uid = air.uid(src, &bytes);
+                let uid = air.uid(src, &bytes, now);
                 #[cfg(test)]
                 crate::sim::parse_count::bump_from_radio();
                 let datagram = MeshDatagram {
@@ -628,4 +650,45 @@ fn parse_ipv6(datagram: &[u8]) -> rtolab_wire::Result<Ipv6Repr> {
     #[cfg(test)]
     crate::sim::parse_count::bump_member();
     Ipv6Repr::parse(datagram).map(|(ip, _)| ip)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(from: Port, key: u64, bytes: &[u8], uid: u64) -> Sent {
+        Sent {
+            from: member_mac(from),
+            key,
+            bytes: bytes.to_vec(),
+            uid,
+        }
+    }
+
+    #[test]
+    fn a_datagram_keeps_its_uid_a_while_after_its_sender_reported() {
+        let mut air = OnAir::default();
+        let t = SimTime::from_secs(10);
+        air.datagrams.push(sent(1, 0, b"ack", 7));
+        air.datagrams.push(sent(1, 1, b"data", 8));
+        assert_eq!(air.uid(member_mac(1), b"ack", t), Some(7));
+        // The sender heard the acknowledgement before the receiver, busy
+        // sending, read the frame.
+        air.remove(member_mac(1), 0, t);
+        let later = t + SimDuration::from_millis(300);
+        assert_eq!(air.uid(member_mac(1), b"ack", later), Some(7));
+        assert_eq!(air.uid(member_mac(2), b"ack", later), None);
+        assert_eq!(air.uid(member_mac(1), b"data", later), Some(8));
+        // The same bytes sent again: the one in flight is meant, and once
+        // reported on, the last one.
+        air.datagrams.push(sent(1, 2, b"ack", 9));
+        assert_eq!(air.uid(member_mac(1), b"ack", later), Some(9));
+        air.remove(member_mac(1), 2, later);
+        assert_eq!(air.uid(member_mac(1), b"ack", later), Some(9));
+        // Long after, it is gone.
+        let gone = later + AIR_KEEP;
+        assert_eq!(air.uid(member_mac(1), b"ack", gone), None);
+        air.remove(member_mac(1), 1, gone);
+        assert_eq!(air.reported.len(), 1);
+    }
 }
