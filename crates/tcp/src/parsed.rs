@@ -64,18 +64,8 @@ impl ParsedIp {
                 WireErrorKind::BadChecksum,
             ));
         }
-        let header = Ipv4Repr {
-            src: packet.src_addr(),
-            dst: packet.dst_addr(),
-            protocol: packet.protocol(),
-            ttl: packet.ttl(),
-            ident: packet.ident(),
-            dont_fragment: packet.dont_fragment(),
-            tos: packet.tos(),
-            payload_len: packet.payload().len(),
-        };
         Ok(ParsedIp {
-            header: IpRepr::V4(header),
+            header: IpRepr::V4(Ipv4Repr::fields(&packet)),
             header_len: packet.header_len(),
             fragment: packet.more_fragments() || packet.frag_offset() != 0,
         })

@@ -1359,32 +1359,7 @@ mod tests {
         assert_eq!(s4.poll_transmit(SimTime::ZERO, &mut buf), None);
         let mut s6 = stack6();
         s6.listen(80);
-        let v4_syn = {
-            let tcp = TcpRepr {
-                src_port: 40000,
-                dst_port: 80,
-                seq: SeqNumber(1),
-                ack: SeqNumber(0),
-                flags: TcpFlags::SYN,
-                window: 8000,
-                urgent: 0,
-                options: Default::default(),
-                payload: &[],
-            };
-            let ip = Ipv4Repr {
-                src: PEER,
-                dst: HOST,
-                protocol: protocol::TCP,
-                ttl: 64,
-                ident: 0,
-                dont_fragment: true,
-                tos: 0,
-                payload_len: 0,
-            };
-            let mut out = Vec::new();
-            emit_tcp(&mut out, &ip, &tcp).unwrap();
-            out
-        };
+        let v4_syn = syn4();
         s6.handle_datagram(SimTime::ZERO, &v4_syn).unwrap();
         assert!(s6.conn_ids().is_empty());
         // Malformed IPv6 is an error naming the field, not a panic.

@@ -344,7 +344,15 @@ impl Ipv4Repr {
                 WireErrorKind::BadChecksum,
             ));
         }
-        Ok(Ipv4Repr {
+        Ok(Ipv4Repr::fields(packet))
+    }
+
+    /// The header's fields as they stand, of a view whose lengths were
+    /// checked (`Packet::new_checked`); nothing else is validated, for a
+    /// caller that checks the rest itself or needs not.
+    #[inline]
+    pub fn fields<T: AsRef<[u8]>>(packet: &Packet<T>) -> Self {
+        Ipv4Repr {
             src: packet.src_addr(),
             dst: packet.dst_addr(),
             protocol: packet.protocol(),
@@ -353,7 +361,7 @@ impl Ipv4Repr {
             dont_fragment: packet.dont_fragment(),
             tos: packet.tos(),
             payload_len: packet.payload().len(),
-        })
+        }
     }
 
     /// Length of the datagram this header describes (emitted without options).
