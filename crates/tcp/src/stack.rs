@@ -1299,28 +1299,7 @@ mod tests {
         // The same SYN without MSS over IPv4 assumes 536.
         let mut s = stack();
         s.listen(80);
-        let tcp = TcpRepr {
-            src_port: 40000,
-            dst_port: 80,
-            seq: SeqNumber(5000),
-            ack: SeqNumber(0),
-            flags: TcpFlags::SYN,
-            window: 8000,
-            urgent: 0,
-            options: Default::default(),
-            payload: &[],
-        };
-        let ip = Ipv4Repr {
-            src: PEER,
-            dst: HOST,
-            protocol: protocol::TCP,
-            ttl: 64,
-            ident: 0,
-            dont_fragment: true,
-            tos: 0,
-            payload_len: tcp.buffer_len(),
-        };
-        s.handle_segment(SimTime::ZERO, &ip, &tcp);
+        s.handle_datagram(SimTime::ZERO, &syn4()).unwrap();
         let id = s.conn_ids()[0];
         assert_eq!(s.conn(id).unwrap().send_mss(), crate::ip::DEFAULT_MSS);
     }
